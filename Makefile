@@ -1,0 +1,72 @@
+# gpupool.core — the two set-up commands are `make demo` and `make test`.
+# Both create .venv and install everything they need on a fresh machine.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PY ?= python3
+VENV := $(CURDIR)/.venv
+BUILD := $(CURDIR)/.build
+COLLECTIONS := $(BUILD)/collections
+COLL := $(COLLECTIONS)/ansible_collections/gpupool/core
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export PYTHONPATH := $(COLLECTIONS):$(CURDIR)
+export PATH := $(VENV)/bin:$(PATH)
+export GPUPOOL_CACHE ?= $(HOME)/.cache/gpupool
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+PYTEST_ARGS ?=
+
+.PHONY: help venv collection binaries fakenvml test unit integration sanity units lint demo sandbox-up sandbox-down clean docs
+
+help:
+	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
+	@echo "make test   - every test: unit, integration on a real kube-apiserver, ansible-test, ansible-lint"
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements.txt requirements-test.txt
+	@echo "[make] creating $(VENV) and installing Python dependencies"
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt -r requirements-test.txt
+	touch $@
+
+# ansible and ansible-test find the collection as ansible_collections/gpupool/core.
+collection:
+	@mkdir -p $(dir $(COLL))
+	@ln -sfn $(CURDIR) $(COLL)
+
+# kube-apiserver, etcd, kubectl, helm: env vars, PATH, cache, download, else built from the Go module proxy.
+binaries: venv
+	$(VENV)/bin/python -m testbed.binaries ensure
+
+fakenvml:
+	$(MAKE) -s -C testbed/fakenvml
+
+unit: venv collection
+	$(VENV)/bin/python -m pytest tests/unit $(PYTEST_ARGS)
+
+integration: venv collection binaries fakenvml
+	$(VENV)/bin/python -m pytest tests/integration $(PYTEST_ARGS)
+
+test: venv collection binaries fakenvml
+	$(VENV)/bin/python -m pytest tests $(PYTEST_ARGS)
+	$(MAKE) -s sanity units lint
+
+sanity units: venv
+	$(VENV)/bin/python tools/ansible_test.py $@
+
+lint: venv collection
+	$(VENV)/bin/ansible-lint --offline -q roles playbooks
+
+demo: venv collection binaries fakenvml
+	$(VENV)/bin/python -m testbed.demo
+
+sandbox-up: venv collection binaries
+	$(VENV)/bin/python -m testbed.sandbox up
+
+sandbox-down: venv
+	$(VENV)/bin/python -m testbed.sandbox down
+
+docs: venv collection
+	$(VENV)/bin/python tools/gen_docs.py
+
+clean:
+	rm -rf $(BUILD) $(VENV)
