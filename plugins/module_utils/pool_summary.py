@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# Apache License 2.0 (see LICENSE)
+"""What a validated cluster means in concrete terms: gates, MIG configs, placements.
+
+Pure functions over a validated `Cluster` (see pool_model.py).
+"""
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import mig_parted_config, plan
+from ansible_collections.gpupool.core.plugins.module_utils.pool_model import dump_cluster, effective_gates
+
+
+def pool_mig_entries(pool):
+    """mig-parted entries of one static-MIG pool: [(devices, layout)]."""
+    if pool.mig.mode != "static":
+        return []
+    if pool.mig.layouts is None:
+        return [("all", pool.mig.layout)]
+    return [([idx], pool.layout_for(idx)) for idx in range(pool.gpu.per_node)]
+
+
+def cluster_mig_parted_config(cluster):
+    configs = {p.mig_config_name: pool_mig_entries(p) for p in cluster.present_pools if p.mig.mode == "static"}
+    return mig_parted_config(configs)
+
+
+def pool_placements(pool):
+    """{gpu index (str): [instance dicts]} for a static-MIG pool."""
+    out = {}
+    for idx in range(pool.gpu.per_node):
+        layout = pool.layout_for(idx)
+        if layout:
+            out[str(idx)] = [inst._asdict() for inst in plan(pool.catalog_gpu, layout)]
+    return out
+
+
+def normalized_result(cluster):
+    return {
+        "cluster": dump_cluster(cluster),
+        "pools": [p.name for p in cluster.present_pools],
+        "feature_gates": effective_gates(cluster),
+        "mig_parted_config": cluster_mig_parted_config(cluster),
+        "mig_placements": {p.name: pool_placements(p) for p in cluster.present_pools if p.mig.mode == "static"},
+    }

@@ -1,0 +1,129 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: validate
+short_description: Validate a GPU-pool inventory and return it normalized
+version_added: "0.1.0"
+description:
+  - Checks the C(gpupool_cluster) inventory structure against the GPU-pool model before anything is touched.
+  - Rejects unknown keys (with a did-you-mean hint), duplicate or non-DNS pool names, node counts outside
+    min/max, MIG profiles the pool's GPU does not have, MIG layouts that do not fit the GPU's placement rules,
+    MIG on GPUs without MIG, time-slicing together with MPS, DRA feature-gate conflicts across pools and
+    NVLink/ComputeDomains on GPUs without multi-node NVLink.
+  - Every problem is reported with the path of the bad key and a sentence saying how to fix it.
+  - On success returns the pools with defaults filled in, the DRA driver feature gates that follow from them and
+    the mig-parted configuration of the static MIG pools.
+  - Changes nothing, on any host.
+author:
+  - gpupool.core developers
+options:
+  cluster:
+    description:
+      - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
+      - See the collection's C(docs/inventory.md) for every key.
+    type: dict
+    required: true
+  var_name:
+    description:
+      - Name used at the start of every error path, so messages point at the inventory variable.
+    type: str
+    default: gpupool_cluster
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+requirements:
+  - pydantic >= 2.6
+notes:
+  - MIG geometry comes from the collection's GPU catalog; see C(docs/mig-catalog.md) for where each GPU's
+    placements come from (observed or inferred).
+"""
+
+EXAMPLES = r"""
+- name: Validate the pools before touching anything
+  gpupool.core.validate:
+    cluster: "{{ gpupool_cluster }}"
+  register: gpupool
+
+- name: Show the DRA feature gates the pools need
+  ansible.builtin.debug:
+    var: gpupool.feature_gates
+"""
+
+RETURN = r"""
+cluster:
+  description: The cluster with every default filled in.
+  returned: success
+  type: dict
+  sample: {name: cern-gpu, pools: [{name: gpu-t4, gpu: {model: T4, per_node: 1}}]}
+pools:
+  description: Names of the pools in state C(present).
+  returned: success
+  type: list
+  elements: str
+  sample: [gpu-t4, gpu-a100-mig]
+feature_gates:
+  description: DRA driver feature gates derived from the pools, with explicit overrides applied.
+  returned: success
+  type: dict
+  sample: {TimeSlicingSettings: true}
+mig_parted_config:
+  description: mig-parted C(version v1) configuration covering every static MIG pool.
+  returned: success
+  type: dict
+  sample: {version: v1, mig-configs: {gpupool-gpu-a100-mig: [{devices: all, mig-enabled: true, mig-devices: {3g.20gb: 1}}]}}
+mig_placements:
+  description: Planned placement of every MIG instance, per pool and GPU index.
+  returned: success
+  type: dict
+  sample: {gpu-a100-mig: {"0": [{profile: 3g.20gb, start: 4, size: 4}]}}
+problems:
+  description: Each problem as path and message (also in C(msg)).
+  returned: failure
+  type: list
+  elements: dict
+  sample: [{path: gpupool_cluster.pools[0].nodegroup.node_cout, message: "unknown key 'node_cout'"}]
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import InventoryError, load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_summary import normalized_result
+    IMPORT_ERROR = None
+except ImportError:  # pydantic missing
+    IMPORT_ERROR = traceback.format_exc()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            cluster=dict(type="dict", required=True),
+            var_name=dict(type="str", default="gpupool_cluster"),
+        ),
+        supports_check_mode=True,
+    )
+    if IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR)
+    try:
+        cluster = load_cluster(module.params["cluster"], root=module.params["var_name"])
+    except InventoryError as exc:
+        module.fail_json(msg=exc.render(), problems=[{"path": p, "message": m} for p, m in exc.problems])
+    module.exit_json(changed=False, **normalized_result(cluster))
+
+
+if __name__ == "__main__":
+    main()
