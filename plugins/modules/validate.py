@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ description:
     the mig-parted configuration of the static MIG pools.
   - Changes nothing, on any host.
 author:
-  - gpupool.core developers
+  - gpupool.core developers (@gpupool)
 options:
   cluster:
     description:
@@ -66,7 +66,11 @@ cluster:
   description: The cluster with every default filled in.
   returned: success
   type: dict
-  sample: {name: cern-gpu, pools: [{name: gpu-t4, gpu: {model: T4, per_node: 1}}]}
+  sample:
+    name: cern-gpu
+    pools:
+      - name: gpu-t4
+        gpu: {model: T4, per_node: 1}
 pools:
   description: Names of the pools in state C(present).
   returned: success
@@ -82,18 +86,30 @@ mig_parted_config:
   description: mig-parted C(version v1) configuration covering every static MIG pool.
   returned: success
   type: dict
-  sample: {version: v1, mig-configs: {gpupool-gpu-a100-mig: [{devices: all, mig-enabled: true, mig-devices: {3g.20gb: 1}}]}}
+  sample:
+    version: v1
+    mig-configs:
+      gpupool-gpu-a100-mig:
+        - devices: all
+          mig-enabled: true
+          mig-devices:
+            3g.20gb: 1
 mig_placements:
   description: Planned placement of every MIG instance, per pool and GPU index.
   returned: success
   type: dict
-  sample: {gpu-a100-mig: {"0": [{profile: 3g.20gb, start: 4, size: 4}]}}
+  sample:
+    gpu-a100-mig:
+      "0":
+        - {profile: 3g.20gb, start: 4, size: 4, profile_id: 9, compute_slices: 3}
 problems:
   description: Each problem as path and message (also in C(msg)).
   returned: failure
   type: list
   elements: dict
-  sample: [{path: gpupool_cluster.pools[0].nodegroup.node_cout, message: "unknown key 'node_cout'"}]
+  sample:
+    - path: gpupool_cluster.pools[0].nodegroup.node_cout
+      message: "unknown key 'node_cout'; did you mean 'node_count'?"
 """
 
 import traceback
@@ -101,11 +117,13 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import InventoryError, load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import (
+        PYDANTIC_IMPORT_ERROR, InventoryError, load_cluster)
     from ansible_collections.gpupool.core.plugins.module_utils.pool_summary import normalized_result
     IMPORT_ERROR = None
-except ImportError:  # pydantic missing
+except ImportError:
     IMPORT_ERROR = traceback.format_exc()
+    PYDANTIC_IMPORT_ERROR = None
 
 
 def main():
@@ -116,8 +134,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR)
+    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
     try:
         cluster = load_cluster(module.params["cluster"], root=module.params["var_name"])
     except InventoryError as exc:

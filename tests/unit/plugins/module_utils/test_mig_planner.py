@@ -36,7 +36,7 @@ def occupied(instances):
 @pytest.mark.parametrize("layout", GUIDE_A100_40GB, ids=lambda lay: "+".join("%sx%d" % kv for kv in sorted(lay.items())))
 def test_every_guide_combination_plans(layout):
     placed = mp.plan("A100-40GB", layout)
-    assert sorted(i.profile for i in placed) == sorted(n for n, c in layout.items() for _ in range(c))
+    assert sorted(i.profile for i in placed) == sorted(n for n, c in layout.items() for dummy in range(c))
     assert len(set(occupied(placed))) == len(occupied(placed)), "instances overlap"
 
 
@@ -187,7 +187,7 @@ def test_planner_agrees_with_brute_force(case):
     """Search is complete: if any assignment of allowed starts works, plan() finds one."""
     import itertools
     gpu, layout = case
-    profs = [cat.profile_by_name(gpu, n) for n, c in layout.items() for _ in range(c)]
+    profs = [cat.profile_by_name(gpu, n) for n, c in layout.items() for dummy in range(c)]
     counts_ok = all(c <= cat.profile_by_name(gpu, n).max_instances for n, c in layout.items())
     brute = counts_ok and sum(p.compute_slices for p in profs) <= gpu.mig.compute_slices and any(
         len({s for p, st0 in zip(profs, starts) for s in range(st0, st0 + p.memory_slices)})

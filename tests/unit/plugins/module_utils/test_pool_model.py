@@ -31,7 +31,8 @@ def broken(mutate):
     merged = {}
     for path, msg in err.value.problems:
         merged[path] = merged[path] + " | " + msg if path in merged else msg
-    return merged, str(err.value)
+    broken.text = str(err.value)
+    return merged
 
 
 def test_valid_inventory_fills_defaults():
@@ -55,49 +56,49 @@ def test_normalized_result_has_placements_and_mig_parted():
 
 
 def test_typo_key_names_path_and_suggests():
-    probs, _ = broken(lambda d: d["pools"][0]["nodegroup"].update(node_cout=3))
+    probs = broken(lambda d: d["pools"][0]["nodegroup"].update(node_cout=3))
     assert probs["gpupool_cluster.pools[0].nodegroup.node_cout"].startswith("unknown key 'node_cout'; did you mean 'node_count'?")
 
 
 def test_typo_at_top_level_and_pool_level():
-    probs, _ = broken(lambda d: (d.update(pool=[]), d["pools"][1].update(mig_layout={})))
+    probs = broken(lambda d: (d.update(pool=[]), d["pools"][1].update(mig_layout={})))
     assert "did you mean 'pools'" in probs["gpupool_cluster.pool"]
     assert "gpupool_cluster.pools[1].mig_layout" in probs
 
 
 def test_min_greater_than_node_count_and_max():
-    probs, _ = broken(lambda d: d["pools"][0]["nodegroup"].update(min_node_count=5))
+    probs = broken(lambda d: d["pools"][0]["nodegroup"].update(min_node_count=5))
     assert "greater than node_count 2" in probs["gpupool_cluster.pools[0].nodegroup.min_node_count"]
 
 
 def test_node_count_above_max():
-    probs, _ = broken(lambda d: d["pools"][0]["nodegroup"].update(node_count=9))
+    probs = broken(lambda d: d["pools"][0]["nodegroup"].update(node_count=9))
     assert "greater than max_node_count 4" in probs["gpupool_cluster.pools[0].nodegroup.node_count"]
 
 
 def test_negative_node_count_is_a_type_problem():
-    probs, _ = broken(lambda d: d["pools"][0]["nodegroup"].update(node_count=-1))
+    probs = broken(lambda d: d["pools"][0]["nodegroup"].update(node_count=-1))
     assert "greater than or equal to 0" in probs["gpupool_cluster.pools[0].nodegroup.node_count"]
 
 
 @pytest.mark.parametrize("name", ["GPU_T4", "-t4", "t4-", "x" * 64, "t4.a"])
 def test_pool_names_must_be_dns_labels(name):
-    probs, _ = broken(lambda d: d["pools"][0].update(name=name))
+    probs = broken(lambda d: d["pools"][0].update(name=name))
     assert "not a DNS label" in probs["gpupool_cluster.pools[0].name"]
 
 
 def test_duplicate_pool_names():
-    probs, _ = broken(lambda d: d["pools"][2].update(name="t4"))
+    probs = broken(lambda d: d["pools"][2].update(name="t4"))
     assert "duplicate pool name 't4' (also pools[0])" in probs["gpupool_cluster.pools[2].name"]
 
 
 def test_profile_not_on_this_gpu():
-    probs, _ = broken(lambda d: d["pools"][1]["mig"].update(layout={"3g.40gb": 1}))
+    probs = broken(lambda d: d["pools"][1]["mig"].update(layout={"3g.40gb": 1}))
     assert "belongs to A100-80GB" in probs["gpupool_cluster.pools[1].mig.layout['3g.40gb']"]
 
 
 def test_layout_that_does_not_fit_names_slices_and_nearest():
-    probs, _ = broken(lambda d: d["pools"][1]["mig"].update(layout={"3g.20gb": 2, "2g.10gb": 1}))
+    probs = broken(lambda d: d["pools"][1]["mig"].update(layout={"3g.20gb": 2, "2g.10gb": 1}))
     msg = probs["gpupool_cluster.pools[1].mig.layout"]
     assert "compute slices" in msg and "nearest valid layout" in msg
 
@@ -105,24 +106,24 @@ def test_layout_that_does_not_fit_names_slices_and_nearest():
 def test_per_gpu_layouts_check_index_and_fit():
     def mutate(d):
         d["pools"][1]["mig"] = {"mode": "static", "layouts": {0: {"7g.40gb": 1}, 1: {"4g.20gb": 2}, 2: {"7g.40gb": 1}}}
-    probs, _ = broken(mutate)
+    probs = broken(mutate)
     assert "at most 1 x 4g.20gb" in probs["gpupool_cluster.pools[1].mig.layouts[1]"]
     assert "GPU index 2 does not exist" in probs["gpupool_cluster.pools[1].mig.layouts[2]"]
 
 
 def test_static_needs_exactly_one_layout_form():
-    probs, _ = broken(lambda d: d["pools"][1]["mig"].update(layouts={0: {"7g.40gb": 1}}))
+    probs = broken(lambda d: d["pools"][1]["mig"].update(layouts={0: {"7g.40gb": 1}}))
     assert "exactly one of 'layout'" in probs["gpupool_cluster.pools[1].mig"]
 
 
 @pytest.mark.parametrize("model", ["T4", "L4", "V100", "A10"])
 def test_mig_on_gpu_without_mig(model):
-    probs, _ = broken(lambda d: d["pools"][1]["gpu"].update(model=model))
+    probs = broken(lambda d: d["pools"][1]["gpu"].update(model=model))
     assert "has no MIG" in probs["gpupool_cluster.pools[1].mig.mode"]
 
 
 def test_mig_on_free_product_name():
-    probs, _ = broken(lambda d: d["pools"][1]["gpu"].update(model="Some Future GPU"))
+    probs = broken(lambda d: d["pools"][1]["gpu"].update(model="Some Future GPU"))
     assert "needs a GPU model from the catalog" in probs["gpupool_cluster.pools[1].gpu.model"]
 
 
@@ -139,12 +140,12 @@ def test_product_names_resolve_to_catalog():
 
 
 def test_layout_without_static_mode():
-    probs, _ = broken(lambda d: d["pools"][1]["mig"].update(mode="dynamic"))
+    probs = broken(lambda d: d["pools"][1]["mig"].update(mode="dynamic"))
     assert "mig.mode is 'dynamic'" in probs["gpupool_cluster.pools[1].mig.mode"]
 
 
 def test_time_slicing_and_mps_together():
-    probs, _ = broken(lambda d: d["pools"][0]["sharing"].update(mps={"active_thread_percentage": 50}))
+    probs = broken(lambda d: d["pools"][0]["sharing"].update(mps={"active_thread_percentage": 50}))
     assert "cannot be used together" in probs["gpupool_cluster.pools[0].sharing"]
 
 
@@ -152,7 +153,7 @@ def test_mps_with_dynamic_mig_in_same_pool():
     def mutate(d):
         d["pools"][1]["mig"] = {"mode": "dynamic"}
         d["pools"][1]["sharing"] = {"mps": {}}
-    probs, _ = broken(mutate)
+    probs = broken(mutate)
     assert "MPS cannot be combined with dynamic MIG" in probs["gpupool_cluster.pools[1].sharing.mps"]
 
 
@@ -160,7 +161,7 @@ def test_gate_conflict_across_pools_names_both():
     def mutate(d):
         d["pools"][0]["sharing"] = {"mps": {}}
         d["pools"][1]["mig"] = {"mode": "dynamic"}
-    probs, _ = broken(mutate)
+    probs = broken(mutate)
     msg = probs["gpupool_cluster.dra_driver.feature_gates"]
     assert "pools[1] (a100).mig.mode" in msg and "pools[0] (t4).sharing.mps" in msg
 
@@ -169,28 +170,28 @@ def test_passthrough_with_dynamic_mig():
     def mutate(d):
         d["pools"][1]["mig"] = {"mode": "dynamic"}
         d["pools"][1]["passthrough"] = True
-    probs, _ = broken(mutate)
+    probs = broken(mutate)
     assert "gpupool_cluster.pools[1].passthrough" in probs
 
 
 def test_explicit_gate_override_conflicts():
-    probs, _ = broken(lambda d: d.update(dra_driver={"feature_gates": {"PassthroughSupport": True,
-                                                                        "NVMLDeviceHealthCheck": True}}))
+    gates = {"PassthroughSupport": True, "NVMLDeviceHealthCheck": True}
+    probs = broken(lambda d: d.update(dra_driver={"feature_gates": gates}))
     assert "PassthroughSupport" in probs["gpupool_cluster.dra_driver.feature_gates"]
 
 
 def test_disabling_a_needed_gate():
-    probs, _ = broken(lambda d: d.update(dra_driver={"feature_gates": {"TimeSlicingSettings": False}}))
+    probs = broken(lambda d: d.update(dra_driver={"feature_gates": {"TimeSlicingSettings": False}}))
     assert "pools[0] (t4).sharing.time_slicing" in probs["gpupool_cluster.dra_driver.feature_gates.TimeSlicingSettings"]
 
 
 def test_nvlink_on_gpu_without_mnnvl():
-    probs, _ = broken(lambda d: d["pools"][1].update(nvlink={"mode": "compute_domain"}))
+    probs = broken(lambda d: d["pools"][1].update(nvlink={"mode": "compute_domain"}))
     assert "no multi-node NVLink" in probs["gpupool_cluster.pools[1].nvlink.mode"]
 
 
 def test_host_imex_needs_nodes_and_sets_gate():
-    probs, _ = broken(lambda d: d["pools"][2].update(nvlink={"mode": "host_imex"}))
+    probs = broken(lambda d: d["pools"][2].update(nvlink={"mode": "host_imex"}))
     assert "gpupool_cluster.pools[2].nvlink.imex_nodes" in probs
     data = copy.deepcopy(BASE)
     data["pools"][2]["nvlink"] = {"mode": "host_imex", "imex_nodes": ["10.0.0.1", "10.0.0.2"]}
@@ -198,7 +199,7 @@ def test_host_imex_needs_nodes_and_sets_gate():
 
 
 def test_bad_enum_value():
-    probs, _ = broken(lambda d: d["pools"][0]["sharing"]["time_slicing"].update(interval="Fast"))
+    probs = broken(lambda d: d["pools"][0]["sharing"]["time_slicing"].update(interval="Fast"))
     assert "'Fast' is not allowed" in probs["gpupool_cluster.pools[0].sharing.time_slicing.interval"]
 
 
@@ -206,18 +207,18 @@ def test_bad_label_and_quantity():
     def mutate(d):
         d["pools"][0]["node_labels"] = {"bad key!": "x"}
         d["pools"][0]["sharing"] = {"mps": {"pinned_memory_limit": "10 GB"}}
-    probs, _ = broken(mutate)
+    probs = broken(mutate)
     assert "not a valid Kubernetes label key" in probs["gpupool_cluster.pools[0].node_labels"]
     assert "not a Kubernetes quantity" in probs["gpupool_cluster.pools[0].sharing.mps.pinned_memory_limit"]
 
 
 def test_magnum_pool_without_nodegroup_or_selector():
-    probs, _ = broken(lambda d: d["pools"][0].pop("nodegroup"))
+    probs = broken(lambda d: d["pools"][0].pop("nodegroup"))
     assert "neither a nodegroup nor a node_selector" in probs["gpupool_cluster.pools[0].nodegroup"]
 
 
 def test_nodegroup_without_magnum_cluster():
-    probs, _ = broken(lambda d: d.pop("magnum"))
+    probs = broken(lambda d: d.pop("magnum"))
     assert "needs gpupool_cluster.magnum" in probs["gpupool_cluster.pools[0].nodegroup"]
 
 
@@ -225,8 +226,8 @@ def test_all_problems_reported_at_once_and_rendered():
     def mutate(d):
         d["pools"][0]["nodegroup"]["min_node_count"] = 7
         d["pools"][2]["name"] = "t4"
-    probs, text = broken(mutate)
-    assert len(probs) >= 2 and text.startswith("3 problem(s)") and "nothing was changed" in text
+    probs = broken(mutate)
+    assert len(probs) >= 2 and broken.text.startswith("3 problem(s)") and "nothing was changed" in broken.text
 
 
 def test_not_a_mapping():

@@ -1,0 +1,46 @@
+"""playbooks/validate.yml on the example inventory, and on broken copies of it."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+
+from tests.integration.playbook import ROOT, run_playbook
+
+EXAMPLE = ROOT + "/inventories/example"
+PLAYBOOK = ROOT + "/playbooks/validate.yml"
+VARS = "host_vars/cern-gpu/gpupool.yml"
+
+
+def broken_copy(tmp_path, mutate):
+    dest = tmp_path / "inv"
+    shutil.copytree(EXAMPLE, dest)
+    data = yaml.safe_load((dest / VARS).read_text())
+    mutate(data["gpupool_cluster"])
+    (dest / VARS).write_text(yaml.safe_dump(data))
+    return str(dest)
+
+
+def test_example_inventory_validates(tmp_path):
+    res = run_playbook(PLAYBOOK, EXAMPLE, tmp_path)
+    assert res.rc == 0, res.stdout + res.stderr
+    assert res.recap["cern-gpu"] == {"ok": 2, "changed": 0, "unreachable": 0, "failed": 0, "skipped": 0,
+                                     "rescued": 0, "ignored": 0}
+    assert "4 pool(s) valid: gpu-t4, gpu-a100-mig, gpu-h100, gpu-gb200" in res.stdout
+
+
+@pytest.mark.parametrize("mutate, path, words", [
+    (lambda c: c["pools"][0]["nodegroup"].update(node_cout=3),
+     "gpupool_cluster.pools[0].nodegroup.node_cout", "did you mean 'node_count'"),
+    (lambda c: c["pools"][1]["mig"].update(layout={"3g.20gb": 2, "2g.10gb": 1}),
+     "gpupool_cluster.pools[1].mig.layout", "needs 8 compute slices but A100-40GB has 7"),
+    (lambda c: c["pools"][0]["nodegroup"].update(min_node_count=5, max_node_count=3),
+     "gpupool_cluster.pools[0].nodegroup.min_node_count", "min_node_count 5 is greater than max_node_count 3"),
+], ids=["typo-key", "infeasible-layout", "min-gt-max"])
+def test_broken_inventory_fails_naming_the_key(tmp_path, mutate, path, words):
+    res = run_playbook(PLAYBOOK, broken_copy(tmp_path, mutate), tmp_path)
+    assert res.rc != 0
+    assert res.recap["cern-gpu"]["failed"] == 1 and res.recap["cern-gpu"]["changed"] == 0
+    assert path in res.stdout and words in res.stdout, res.stdout
+    assert "nothing was changed" in res.stdout
