@@ -56,8 +56,9 @@ sanity units: venv
 lint: venv collection
 	$(VENV)/bin/ansible-lint --offline -q roles playbooks
 
-demo: venv collection binaries fakenvml
-	$(VENV)/bin/python -m testbed.demo
+# The main job. Today: validate the example inventory (no cluster is touched).
+demo: venv collection
+	$(VENV)/bin/ansible-playbook -i inventories/example playbooks/validate.yml
 
 sandbox-up: venv collection binaries
 	$(VENV)/bin/python -m testbed.sandbox up

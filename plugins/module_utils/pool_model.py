@@ -91,7 +91,7 @@ class Taint(Strict):
 
 
 class Nodegroup(Strict):
-    """Magnum nodegroup of a pool (see magnum-nodegroups.md)."""
+    """Magnum nodegroup of a pool."""
     name: Optional[str] = Field(None, description="Nodegroup name; defaults to the pool name.")
     flavor: str = Field(..., min_length=1, description="Nova flavor, e.g. g4.p2.40g.")
     image: Optional[str] = Field(None, description="Glance image; defaults to the cluster template's.")
@@ -106,12 +106,14 @@ class Nodegroup(Strict):
 
 
 class Gpu(Strict):
+    """The pool's GPU."""
     model: str = Field(..., description="Catalog key (A100-40GB, H100-80GB, T4...) or a product name.")
     per_node: int = Field(1, ge=1, le=16, description="GPUs in each node.")
 
 
 class Mig(Strict):
-    mode: Literal["off", "static", "dynamic"] = "off"
+    """MIG: off, a static layout (planned and checked here), or dynamic (DRA DynamicMIG)."""
+    mode: Literal["off", "static", "dynamic"] = Field("off", description="`dynamic` enables the DynamicMIG gate.")
     layout: Optional[Dict[str, int]] = Field(None, description="Same layout on every GPU: {profile: count}.")
     layouts: Optional[Dict[int, Dict[str, int]]] = Field(None, description="Per GPU index: {index: {profile: count}}.")
     config_name: Optional[str] = Field(None, description="mig-parted config name; default gpupool-<pool>.")
@@ -134,8 +136,9 @@ class Mps(Strict):
 
 
 class Sharing(Strict):
-    time_slicing: Optional[TimeSlicing] = None
-    mps: Optional[Mps] = None
+    """GPU sharing through the DRA driver's GpuConfig/MigDeviceConfig (one of the two)."""
+    time_slicing: Optional[TimeSlicing] = Field(None, description="Enables the TimeSlicingSettings gate.")
+    mps: Optional[Mps] = Field(None, description="Enables the MPSSupport gate.")
 
     @property
     def strategy(self):
@@ -171,12 +174,15 @@ class ComputeDomain(Strict):
 
 
 class NvLink(Strict):
-    mode: Literal["none", "compute_domain", "host_imex"] = "none"
+    """Multi-node NVLink: driver-managed ComputeDomains or host-managed IMEX."""
+    mode: Literal["none", "compute_domain", "host_imex"] = Field(
+        "none", description="`host_imex` enables HostManagedIMEXDaemon (driver >= 0.5.0).")
     compute_domain: ComputeDomain = Field(default_factory=ComputeDomain)
     imex_nodes: List[str] = Field(default_factory=list, description="host_imex: member node addresses.")
 
 
 class Pool(Strict):
+    """One GPU pool: a set of identical GPU nodes and how their GPUs are offered."""
     name: str = Field(..., description="DNS label; names the nodegroup, labels and classes.")
     state: Literal["present", "absent"] = "present"
     nodegroup: Optional[Nodegroup] = None
@@ -217,36 +223,40 @@ class Pool(Strict):
 
 
 class DraDriver(Strict):
+    """NVIDIA DRA driver chart settings; feature gates follow from the pools."""
     enabled: bool = True
-    chart: str = DRA_CHART
-    version: str = "0.5.1"
+    chart: str = Field(DRA_CHART, description="Chart reference (OCI or repo/name).")
+    version: str = Field("0.5.1", description="Chart version (no leading v).")
     release_name: str = "dra-driver-nvidia-gpu"
-    namespace: str = "dra-driver-nvidia-gpu"
-    nvidia_driver_root: str = "/"
+    namespace: str = Field("dra-driver-nvidia-gpu", description="Never `default` (the chart refuses it).")
+    nvidia_driver_root: str = Field("/", description="`/run/nvidia/driver` with GPU Operator drivers.")
     feature_gates: Dict[str, bool] = Field(default_factory=dict, description="Explicit overrides of derived gates.")
     values: Dict[str, object] = Field(default_factory=dict, description="Extra chart values, merged last.")
 
 
 class Magnum(Strict):
+    """OpenStack Magnum cluster of the nodegroups."""
     cloud: Union[str, Dict[str, object]] = Field(..., description="clouds.yaml cloud name or a cloud dict.")
     cluster: str = Field(..., description="Magnum cluster name or UUID.")
     labels: Dict[str, Union[str, int, bool, float]] = Field(default_factory=dict)
 
 
 class MigManager(Strict):
-    config_map: str = "gpupool-mig-parted-config"
+    """MIG manager ConfigMap that receives the pools' mig-parted configs."""
+    config_map: str = Field("gpupool-mig-parted-config", description="ConfigMap name (only our entries are managed).")
     namespace: str = "gpu-operator"
-    max_unavailable: int = Field(1, ge=1)
+    max_unavailable: int = Field(1, ge=1, description="Nodes reconfigured at once in a rolling MIG change.")
 
 
 class Cluster(Strict):
-    name: str
-    kubeconfig: Optional[str] = None
-    context: Optional[str] = None
-    magnum: Optional[Magnum] = None
-    dra_driver: DraDriver = Field(default_factory=DraDriver)
-    mig_manager: MigManager = Field(default_factory=MigManager)
-    pools: List[Pool] = Field(default_factory=list)
+    """A Kubernetes cluster and its GPU pools."""
+    name: str = Field(..., description="Cluster name (reports, object names).")
+    kubeconfig: Optional[str] = Field(None, description="kubeconfig path; default: the usual client lookup.")
+    context: Optional[str] = Field(None, description="kubeconfig context.")
+    magnum: Optional[Magnum] = Field(None, description="OpenStack Magnum cluster that hosts the nodegroups.")
+    dra_driver: DraDriver = Field(default_factory=DraDriver, description="NVIDIA DRA driver Helm release.")
+    mig_manager: MigManager = Field(default_factory=MigManager, description="Where static MIG configs go.")
+    pools: List[Pool] = Field(default_factory=list, description="The GPU pools.")
 
     def pool(self, name):
         for p in self.pools:
