@@ -7,7 +7,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 K8S_VERSION=${K8S_VERSION:-v1.37.1}
-HELM_VERSION=$(sed -n 's#^require helm.sh/helm/v3 \(v[0-9.]*\)#\1#p' "$here/helm/go.mod")
+# helm.sh/helm/v3 sits inside the require block ("\thelm.sh/helm/v3 vX // indirect").
+HELM_VERSION=$(sed -n 's#^[[:space:]]*\(require[[:space:]]*\)\{0,1\}helm.sh/helm/v3 \(v[0-9.]*\).*#\2#p' "$here/helm/go.mod")
+[ -n "$HELM_VERSION" ] || { echo "[build-binaries] cannot read the helm version from $here/helm/go.mod" >&2; exit 1; }
 cache=${GPUPOOL_CACHE:-$HOME/.cache/gpupool}
 dest="$cache/bin/$K8S_VERSION"
 mkdir -p "$dest"

@@ -1,0 +1,235 @@
+"""The control-plane test bed: a real kube-apiserver v1.37 + etcd, helm and kubectl on loopback."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from testbed import binaries
+from testbed.controlplane import ControlPlane, _pid_is
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU_SELECTOR = ('device.driver == "gpu.nvidia.com" && '
+                'device.attributes["gpu.nvidia.com"].productName.lowerAscii().matches("h100")')
+
+
+def device_class(name: str, expression: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+
+
+# ---- binaries: where they come from (no control plane needed) ---------------------------------
+def _fake_binary(directory: Path, name: str, version_line: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(f"#!/bin/sh\necho '{version_line}'\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_path_hit_needs_the_wanted_minor(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBECTL", raising=False)
+    monkeypatch.setenv("GPUPOOL_CACHE", str(tmp_path / "empty-cache"))
+    old = _fake_binary(tmp_path / "old", "kubectl", "Client Version: v1.32.4-dispatcher")
+    monkeypatch.setenv("PATH", str(old.parent))
+    with pytest.raises(FileNotFoundError, match="kubectl v1.37"):
+        binaries.find("kubectl", allow_fetch=False)
+    new = _fake_binary(tmp_path / "new", "kubectl", "Client Version: v1.37.0")
+    monkeypatch.setenv("PATH", f"{old.parent}:{new.parent}")
+    hit = binaries.find("kubectl", allow_fetch=False)
+    assert (hit.source, hit.path, hit.version) == ("PATH", new, "v1.37.0")
+
+
+def test_env_var_wins_over_path(tmp_path, monkeypatch):
+    on_path = _fake_binary(tmp_path / "path", "helm", "v3.22.0+gabc")
+    chosen = _fake_binary(tmp_path / "env", "helm", "v3.22.1+gdef")
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    monkeypatch.setenv("HELM", str(chosen))
+    hit = binaries.find("helm", allow_fetch=False)
+    assert (hit.source, hit.path, hit.version) == ("env", chosen, "v3.22.1")
+
+
+def test_download_verifies_the_checksum_and_unpacks(tmp_path, monkeypatch):
+    """The download path cannot reach the network here: feed it a release the way helm publishes one."""
+    import hashlib
+    import io
+    import tarfile
+    payload = b"#!/bin/sh\necho v3.22.0+gabc\n"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("linux-amd64/helm")
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+    monkeypatch.setattr(binaries, "_arch", lambda: "amd64")
+    url, sum_url, _ = binaries._release("helm", "v3.22.0")
+    digest = hashlib.sha256(buf.getvalue()).hexdigest()
+    files = {url: buf.getvalue(), sum_url: f"{digest}  helm-v3.22.0-linux-amd64.tar.gz\n".encode()}
+    monkeypatch.setattr(binaries, "_fetch", files.__getitem__)
+    dest = binaries.download("helm", "v3.22.0", tmp_path / "helm")
+    assert dest.read_bytes() == payload and os.access(dest, os.X_OK)
+    files[sum_url] = b"0" * 64 + b"  helm-v3.22.0-linux-amd64.tar.gz\n"
+    with pytest.raises(RuntimeError, match="checksum mismatch"):
+        binaries.download("helm", "v3.22.0", tmp_path / "helm2")
+    assert not (tmp_path / "helm2").exists()
+
+
+# ---- the real server -------------------------------------------------------------------------
+@pytest.mark.controlplane
+def test_kubectl_and_server_report_1_37(control_plane):
+    out = json.loads(control_plane.kubectl("version", "-o", "json").stdout)
+    assert out["clientVersion"]["gitVersion"].startswith("v1.37.")
+    assert out["serverVersion"]["gitVersion"].startswith("v1.37.")
+
+
+@pytest.mark.controlplane
+def test_dra_api_versions_served(control_plane):
+    versions = control_plane.kubectl("api-versions").stdout.split()
+    assert "resource.k8s.io/v1" in versions
+    for gv in control_plane.runtime_config:  # whatever the server accepted is really served
+        assert gv in versions
+
+
+@pytest.mark.controlplane
+def test_deviceclass_cel_is_validated_by_the_server(control_plane):
+    api = client.ResourceV1Api(control_plane.api_client())
+    created = api.create_device_class(device_class("cp-test-h100", GPU_SELECTOR))
+    try:
+        assert created.spec.selectors[0].cel.expression == GPU_SELECTOR
+        with pytest.raises(ApiException) as err:
+            api.create_device_class(device_class("cp-test-broken", "device.driver == 1"))
+        assert err.value.status == 422
+        status = json.loads(err.value.body)
+        assert status["details"]["causes"][0]["field"] == "spec.selectors[0].cel.expression"
+        assert "compilation failed" in status["message"]
+        assert "no matching overload" in status["message"]
+    finally:
+        api.delete_device_class("cp-test-h100")
+
+
+@pytest.mark.controlplane
+def test_rbac_denies_a_restricted_user(control_plane):
+    rbac = client.RbacAuthorizationV1Api(control_plane.api_client())
+    rbac.create_cluster_role({"metadata": {"name": "cp-test-deviceclass-reader"}, "rules": [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["get", "list"]}]})
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": "cp-test-deviceclass-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "cp-test-deviceclass-reader"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gpu-viewers"}]})
+    try:
+        viewer = client.ResourceV1Api(control_plane.api_client(control_plane.mint_kubeconfig("vera", ["gpu-viewers"])))
+        stranger = client.ResourceV1Api(control_plane.api_client(control_plane.mint_kubeconfig("sam", ["others"])))
+        deadline = time.monotonic() + 10  # the RBAC authorizer sees new bindings through an informer
+        while True:
+            try:
+                viewer.list_device_class()
+                break
+            except ApiException as e:
+                if e.status != 403 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        with pytest.raises(ApiException) as err:
+            viewer.create_device_class(device_class("cp-test-denied", GPU_SELECTOR))
+        assert err.value.status == 403
+        assert 'User "vera" cannot create resource "deviceclasses"' in json.loads(err.value.body)["message"]
+        with pytest.raises(ApiException) as err:
+            stranger.list_device_class()
+        assert err.value.status == 403
+        # kubectl with the same kind of kubeconfig is denied the same way.
+        res = control_plane.kubectl("auth", "can-i", "create", "deviceclasses.resource.k8s.io",
+                                    kubeconfig=control_plane.mint_kubeconfig("vera", ["gpu-viewers"]), check=False)
+        assert res.stdout.strip() == "no"
+    finally:
+        rbac.delete_cluster_role_binding("cp-test-deviceclass-reader")
+        rbac.delete_cluster_role("cp-test-deviceclass-reader")
+
+
+@pytest.mark.controlplane
+def test_helm_installs_a_local_chart(control_plane, tmp_path):
+    chart = tmp_path / "tiny"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: tiny\nversion: 0.1.0\nkubeVersion: '>=1.37.0-0'\n")
+    (chart / "values.yaml").write_text("greeting: hello\n")
+    (chart / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n"
+        "data:\n  greeting: {{ .Values.greeting | quote }}\n")
+    control_plane.helm("install", "tiny", str(chart), "-n", "default", "--set", "greeting=hi")
+    try:
+        cm = client.CoreV1Api(control_plane.api_client()).read_namespaced_config_map("tiny-cm", "default")
+        assert cm.data == {"greeting": "hi"}
+        releases = json.loads(control_plane.helm("list", "-n", "default", "-o", "json").stdout)
+        assert [(r["name"], r["status"]) for r in releases] == [("tiny", "deployed")]
+    finally:
+        control_plane.helm("uninstall", "tiny", "-n", "default")
+
+
+@pytest.mark.controlplane
+def test_audit_counts_writes_of_a_known_operation(control_plane):
+    core = client.CoreV1Api(control_plane.api_client(control_plane.mint_kubeconfig("auditor", ["system:masters"])))
+    cm = {"metadata": {"name": "cp-test-audit"}, "data": {"a": "1"}}
+    core.create_namespaced_config_map("default", cm)  # before the mark: must not be counted
+    mark = control_plane.audit.mark()
+    core.read_namespaced_config_map("cp-test-audit", "default")                    # read
+    core.patch_namespaced_config_map("cp-test-audit", "default", {"data": {"a": "2"}})  # write 1
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cp-test-dry"}}, dry_run="All")
+    core.list_namespaced_config_map("default")                                     # read
+    core.delete_namespaced_config_map("cp-test-audit", "default")                   # write 2
+    with pytest.raises(ApiException):
+        core.delete_namespaced_config_map("cp-test-audit", "default")               # write 3: 404
+    window = control_plane.audit.since(mark)
+    writes = window.writes(user="auditor")
+    assert [(e["verb"], e["responseStatus"]["code"]) for e in writes] == [("patch", 200), ("delete", 200),
+                                                                           ("delete", 404)]
+    assert {e["objectRef"]["resource"] for e in writes} == {"configmaps"}
+    assert len(window.writes(user="auditor", include_dry_run=True)) == 4
+    assert window.counts(user="auditor")[("get", "configmaps", "auditor")] == 1
+    assert window.counts(user="auditor")[("list", "configmaps", "auditor")] == 1
+    # A window with only reads holds no writes.
+    mark = control_plane.audit.mark()
+    core.list_namespaced_config_map("default")
+    quiet = control_plane.audit.since(mark)
+    assert quiet.writes(user="auditor") == [] and len(quiet.select(user="auditor")) == 1
+
+
+# ---- lifecycle: the CLI, a second control plane, teardown -------------------------------------
+@pytest.mark.controlplane
+def test_cli_up_status_down_leaves_nothing_behind(tmp_path):
+    env = dict(os.environ, GPUPOOL_STATE=str(tmp_path), PYTHONPATH=str(ROOT))
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "testbed.controlplane", *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+    t0 = time.monotonic()
+    up = cli("up")
+    assert up.returncode == 0, up.stderr
+    warm_start = time.monotonic() - t0
+    status = cli("status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    state = json.loads(status.stdout)
+    assert state["up"] and set(state["pids"]) == {"etcd", "kube-apiserver"}
+    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
+    assert Path(kubeconfig).exists()
+    workdir = state["workdir"]
+    assert cli("down").returncode == 0
+    for pid in state["pids"].values():
+        assert not _pid_is(pid, f"{workdir}/"), f"pid {pid} still running"
+    assert not Path(workdir).exists()
+    assert cli("status").returncode == 1
+    assert warm_start < 60, f"warm start took {warm_start:.1f}s"
+
+
+@pytest.mark.controlplane
+def test_second_control_plane_is_independent_and_stops_cleanly():
+    with ControlPlane() as cp:
+        pids, workdir = dict(cp.pids), cp.workdir
+        assert all(_pid_is(p, f"{workdir}/") for p in pids.values())
+        assert client.VersionApi(cp.api_client()).get_code().git_version.startswith("v1.37.")
+    assert not any(_pid_is(p, f"{workdir}/") for p in pids.values())
+    assert not workdir.exists()
