@@ -14,7 +14,7 @@ export GPUPOOL_CACHE ?= $(HOME)/.cache/gpupool
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PYTEST_ARGS ?=
 
-.PHONY: help venv collection binaries fakenvml test unit integration sanity units lint demo sandbox-up sandbox-down clean docs
+.PHONY: bench help venv collection binaries fakenvml test unit integration sanity units lint demo sandbox-up sandbox-down clean docs
 
 help:
 	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
@@ -68,6 +68,10 @@ sandbox-down: venv
 
 docs: venv collection
 	$(VENV)/bin/python tools/gen_docs.py
+
+# Speed and memory targets live here, never in tests.
+bench: venv collection
+	$(VENV)/bin/python bench/bench_planner.py
 
 clean:
 	rm -rf $(BUILD) $(VENV)

@@ -24,10 +24,16 @@ Instance = namedtuple("Instance", "profile start size profile_id compute_slices"
 class InfeasibleLayout(ValueError):
     """A MIG layout that no placement satisfies; `reason` is human text."""
 
-    def __init__(self, reason, suggestions=()):
+    def __init__(self, reason, gpu=None, layout=None):
         super().__init__(reason)
         self.reason = reason
-        self.suggestions = list(suggestions)
+        self._for = (gpu, layout)
+
+    @property
+    def suggestions(self):
+        """Nearest valid layouts, computed only when someone asks (it searches)."""
+        gpu, layout = self._for
+        return suggest(gpu, layout) if gpu is not None else []
 
 
 def _resolve(gpu):
@@ -61,12 +67,12 @@ def _check_counts(model, layout):
         raise InfeasibleLayout(
             "%s needs %d compute slices but %s has %d (%s)"
             % (_fmt(layout), compute, model.key, geo.compute_slices, _cost(model, layout, "compute_slices")),
-            suggest(model, layout))
+            model, layout)
     if memory > geo.memory_slices:
         raise InfeasibleLayout(
             "%s needs %d memory slices but %s has %d (%s)"
             % (_fmt(layout), memory, model.key, geo.memory_slices, _cost(model, layout, "memory_slices")),
-            suggest(model, layout))
+            model, layout)
 
 
 def _hint(model, name):
@@ -141,7 +147,7 @@ def plan(gpu, layout):
     profs = _expand(model, layout)
     found, deepest = _search(profs, model.mig.memory_slices)
     if found is None:
-        raise InfeasibleLayout(_explain(model, layout, profs, deepest), suggest(model, layout))
+        raise InfeasibleLayout(_explain(model, layout, profs, deepest), model, layout)
     return sorted((Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found),
                   key=lambda inst: inst.start)
 
