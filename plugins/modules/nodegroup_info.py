@@ -1,0 +1,147 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nodegroup_info
+short_description: List the nodegroups of an OpenStack Magnum cluster
+version_added: "0.1.0"
+description:
+  - Lists the nodegroups of a Magnum cluster through the Magnum nodegroup API, or shows one of them.
+  - "Sends C(OpenStack-API-Version: container-infra <version>) with the highest microversion the server and the
+    module support, and retries on HTTP 5xx and connection errors."
+author:
+  - gpupool.core developers (@gpupool)
+options:
+  cluster:
+    description:
+      - Name or uuid of the Magnum cluster.
+    type: str
+    required: true
+  name:
+    description:
+      - Only this nodegroup (name or uuid). The result is an empty list when it does not exist.
+    type: str
+  role:
+    description:
+      - Only nodegroups with this role (for example C(worker) or C(master)).
+    type: str
+  detail:
+    description:
+      - Return every field of each nodegroup (labels, counts, node addresses, status_reason, ...). Costs one request
+        per nodegroup. Without it the list has Magnum's short form (uuid, name, flavor_id, image_id, node_count, role,
+        is_default, status, stack_id).
+      - Always on when O(name) is given.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - gpupool.core.openstack
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.actiongroups
+attributes:
+  action_group:
+    membership: [gpupool.core.openstack]
+  check_mode:
+    support: full
+    details: Only reads.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+seealso:
+  - module: gpupool.core.nodegroup
+"""
+
+EXAMPLES = r"""
+- name: Every nodegroup of the cluster, in full
+  gpupool.core.nodegroup_info:
+    cloud: cern
+    cluster: k8s-prod
+    detail: true
+  register: ngs
+
+- name: Names and sizes of the worker nodegroups
+  ansible.builtin.debug:
+    msg: "{{ ngs.nodegroups | items2dict(key_name='name', value_name='node_count') }}"
+
+- name: One nodegroup
+  gpupool.core.nodegroup_info:
+    cloud: cern
+    cluster: k8s-prod
+    name: gpu-a100
+"""
+
+RETURN = r"""
+nodegroups:
+  description: The nodegroups, as Magnum returns them.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - uuid: 5d12f6fd-a0e8-4f5e-9b8c-3a9c3f6d2b1e
+      name: gpu-a100
+      flavor_id: g4.a100.large
+      image_id: fedora-coreos-40
+      node_count: 2
+      role: worker
+      is_default: false
+      status: CREATE_COMPLETE
+      stack_id: 3c1d7e8a-52a4-4fc8-b1f6-8f0b4c3d2e1f
+cluster:
+  description: uuid, name, status and labels of the cluster.
+  returned: always
+  type: dict
+  sample: {uuid: 0b7b2c9e-1f49-4bd1-8f5a-6b6c0e0f7a11, name: k8s-prod, status: UPDATE_COMPLETE, labels: {}}
+microversion:
+  description: The Magnum API microversion the module used.
+  returned: always
+  type: str
+  sample: "1.12"
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpupool.core.plugins.module_utils.openstack_client import connect, openstack_argument_spec
+from ansible_collections.gpupool.core.plugins.module_utils.magnum_api import MagnumClient, MagnumError
+from ansible_collections.gpupool.core.plugins.module_utils.nodegroup_plan import format_version
+
+
+def run(module, client):
+    p = module.params
+    try:
+        version = client.negotiate()
+        cluster = client.get_cluster(p["cluster"])
+        cid = cluster["uuid"]
+        if p["name"]:
+            ng = client.get_nodegroup(cid, p["name"])
+            nodegroups = [ng] if ng and (not p["role"] or ng.get("role") == p["role"]) else []
+        else:
+            nodegroups = client.list_nodegroups(cid, p["role"])
+            if p["detail"]:
+                full = [client.get_nodegroup(cid, ng["uuid"]) for ng in nodegroups]
+                nodegroups = [ng for ng in full if ng]
+    except MagnumError as exc:
+        module.fail_json(msg=str(exc), error=exc.to_dict())
+    module.exit_json(changed=False, nodegroups=nodegroups, microversion=format_version(version),
+                     cluster=dict((k, cluster.get(k)) for k in ("uuid", "name", "status", "labels")))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=openstack_argument_spec(
+            cluster=dict(type="str", required=True),
+            name=dict(type="str"),
+            role=dict(type="str"),
+            detail=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    run(module, MagnumClient(connect(module), log=module.log))
+
+
+if __name__ == "__main__":
+    main()

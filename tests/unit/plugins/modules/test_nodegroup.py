@@ -1,0 +1,464 @@
+"""Unit tests of gpupool.core.nodegroup and nodegroup_info with requests-mock.
+
+Like openstacksdk's own unit tests: a fake Keystone v3 token with a service catalog, then the Magnum
+URIs the module must call, in order, with the bodies and headers it must send. The real
+openstacksdk/keystoneauth code runs; only the HTTP transport is mocked.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+requests_mock = pytest.importorskip("requests_mock")
+pytest.importorskip("openstack")
+
+from ansible.module_utils import basic  # noqa: E402
+
+from ansible_collections.gpupool.core.plugins.module_utils import magnum_api, openstack_client  # noqa: E402
+from ansible_collections.gpupool.core.plugins.modules import nodegroup, nodegroup_info  # noqa: E402
+
+AUTH_URL = "https://identity.example.com/v3"
+MAGNUM = "https://magnum.example.com/v1"
+CID = "0b7b2c9e-1f49-4bd1-8f5a-6b6c0e0f7a11"
+NGID = "5d12f6fd-a0e8-4f5e-9b8c-3a9c3f6d2b1e"
+CLOUD = {"auth": {"auth_url": AUTH_URL, "username": "demo", "password": "secret", "project_name": "gpu",
+                  "user_domain_name": "Default", "project_domain_name": "Default"},
+         "region_name": "RegionOne", "identity_api_version": 3}
+CLUSTER = {"uuid": CID, "name": "k8s", "status": "CREATE_COMPLETE", "flavor_id": "m1",
+           "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
+WRITES = ("POST", "PATCH", "PUT", "DELETE")
+
+
+def mv_headers(max_version="1.12", service="container-infra"):
+    return {"OpenStack-API-Minimum-Version": "%s 1.1" % service,
+            "OpenStack-API-Maximum-Version": "%s %s" % (service, max_version)}
+
+
+def token_body():
+    def endpoints(url):
+        return [{"id": i, "interface": i, "region": "RegionOne", "region_id": "RegionOne", "url": url}
+                for i in ("public", "internal", "admin")]
+
+    return {"token": {
+        "methods": ["password"], "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00Z",
+        "user": {"id": "u1", "name": "demo", "domain": {"id": "default", "name": "Default"}},
+        "project": {"id": "p1", "name": "gpu", "domain": {"id": "default", "name": "Default"}},
+        "roles": [{"id": "r1", "name": "member"}], "audit_ids": ["a"],
+        "catalog": [{"type": "identity", "name": "keystone", "id": "k", "endpoints": endpoints(AUTH_URL)},
+                    {"type": "container-infra", "name": "magnum", "id": "m", "endpoints": endpoints(MAGNUM)}]}}
+
+
+def ng(**kw):
+    out = {"uuid": NGID, "name": "gpu", "cluster_id": CID, "role": "worker", "flavor_id": "g1", "image_id": "img",
+           "node_count": 2, "min_node_count": 0, "max_node_count": None, "docker_volume_size": None,
+           "is_default": False, "labels": {"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"},
+           "status": "CREATE_COMPLETE", "status_reason": None, "node_addresses": []}
+    out.update(kw)
+    return out
+
+
+def errors(status, detail):
+    return {"errors": [{"request_id": "", "code": "client", "status": status, "title": detail.split(".")[0],
+                        "detail": detail, "links": []}]}
+
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    """No real sleeping: record the delays instead."""
+    slept = []
+    monkeypatch.setattr(magnum_api, "_sleep", slept.append)
+    return slept
+
+
+@pytest.fixture
+def api(sleeps):
+    """requests-mock with Keystone and Magnum's microversion root registered."""
+    with requests_mock.Mocker() as m:
+        m.get(AUTH_URL, json={"version": {"id": "v3.14", "status": "stable",
+                                          "links": [{"rel": "self", "href": AUTH_URL + "/"}]}})
+        m.post(AUTH_URL + "/auth/tokens", json=token_body(), headers={"X-Subject-Token": "tok"}, status_code=201)
+        m.get(MAGNUM + "/", json={"id": "v1"}, headers=mv_headers())
+        m.get(MAGNUM + "/clusters/k8s", json=CLUSTER, headers=mv_headers())
+        yield m
+
+
+def magnum_calls(m):
+    return [r for r in m.request_history if r.url.startswith(MAGNUM)]
+
+
+def writes(m):
+    return [(r.method, r.path) for r in magnum_calls(m) if r.method in WRITES]
+
+
+def _module_args(args):
+    """ansible.module_utils.testing.patch_module_args (ansible-core >= 2.19) or the classic way."""
+    try:
+        from ansible.module_utils.testing import patch_module_args
+        return patch_module_args(args)
+    except ImportError:
+        from unittest import mock
+        return mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode())
+
+
+def run(module, check=False, diff=False, **args):
+    """Run the module's main() in-process; return its JSON result."""
+    args = dict({"cloud": CLOUD}, **args)
+    if check:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    out = io.StringIO()
+    with _module_args(args), contextlib.redirect_stdout(out):
+        try:
+            module.main()
+        except SystemExit:
+            pass
+    return json.loads(out.getvalue())
+
+
+def ng_url(ident=NGID):
+    return "%s/clusters/%s/nodegroups/%s" % (MAGNUM, CID, ident)
+
+
+# ------------------------------------------------------------------------------------------- create
+def test_create_waits_for_complete_and_sends_the_container_infra_header(api, sleeps):
+    api.get(ng_url("gpu"), [{"status_code": 404, "json": errors(404, "Nodegroup gpu could not be found.")},
+                            {"status_code": 404, "json": errors(404, "Nodegroup gpu could not be found.")}])
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    api.get(ng_url(), [{"json": ng(status="CREATE_IN_PROGRESS")}, {"json": ng()}])
+    result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1", node_count=2,
+                 labels={"nvidia_gpu_enabled": True})
+    assert result["changed"] is True, result
+    assert result["nodegroup"]["status"] == "CREATE_COMPLETE"
+    assert result["microversion"] == "1.12"
+    post = [r for r in magnum_calls(api) if r.method == "POST"][0]
+    assert post.json() == {"name": "gpu", "flavor_id": "g1", "node_count": 2,
+                           "labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": True}
+    for r in magnum_calls(api)[1:]:
+        assert r.headers["OpenStack-API-Version"] == "container-infra 1.12", (r.method, r.url)
+    assert sleeps, "the waiter polls with sleeps in between"
+    assert any("CREATE_COMPLETE" in line for line in result["progress"])
+
+
+def test_second_run_with_the_same_settings_changes_nothing(api):
+    api.get(ng_url("gpu"), json=ng())
+    result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1", node_count=2, labels={"nvidia_gpu_enabled": True})
+    assert result["changed"] is False and result["actions"] == []
+    assert writes(api) == []
+
+
+def test_microversion_follows_the_server_maximum(api):
+    api.get(MAGNUM + "/", json={"id": "v1"}, headers=mv_headers("1.14", "container-infrastructure-management"))
+    api.get(ng_url("gpu"), json=ng(node_labels={}, node_taints=[]))
+    result = run(nodegroup_info, cluster="k8s", name="gpu")
+    assert result["microversion"] == "1.14"
+    assert magnum_calls(api)[-1].headers["OpenStack-API-Version"] == "container-infra 1.14"
+
+
+def test_server_without_nodegroup_api_is_reported(api):
+    api.get(MAGNUM + "/", json={"id": "v1"}, headers=mv_headers("1.8"))
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"] and "nodegroups need 1.9" in result["msg"]
+
+
+def test_no_maximum_header_is_reported(api):
+    api.get(MAGNUM + "/", json={"id": "v1"})
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"] and "OpenStack-API-Maximum-Version" in result["msg"]
+
+
+def test_503_is_retried_with_backoff(api, sleeps):
+    api.get(MAGNUM + "/clusters/k8s", [{"status_code": 503, "text": "busy"}, {"status_code": 503, "text": "busy"},
+                                       {"json": CLUSTER, "headers": mv_headers()}])
+    api.get(ng_url("gpu"), json=ng())
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["changed"] is False and "failed" not in result
+    assert sleeps[:2] == [0.5, 1.0]
+    assert sum("HTTP 503, retry" in line for line in result["progress"]) == 2
+
+
+def test_503_on_create_is_retried_and_a_409_then_means_it_was_ours(api):
+    api.get(ng_url("gpu"), [{"status_code": 404, "json": errors(404, "not found")}, {"json": ng()}])
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID,
+             [{"status_code": 503, "text": "busy"},
+              {"status_code": 409, "json": errors(409, "A node group with name gpu already exists in the cluster k8s.")}])
+    api.get(ng_url(), json=ng())
+    result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1")
+    assert result["changed"] is True and "failed" not in result, result
+    assert [method for method, dummy in writes(api)] == ["POST", "POST"]
+
+
+def test_500_on_a_write_is_not_retried(api):
+    api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=500, json=errors(500, "Internal error."))
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"] and "HTTP 500" in result["msg"] and "Internal error." in result["msg"]
+    assert len(writes(api)) == 1
+    assert result["changed"] is False
+
+
+def test_retries_give_up_with_the_last_error(api):
+    api.get(MAGNUM + "/clusters/k8s", status_code=503, json=errors(503, "Service Unavailable."))
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"] and "HTTP 503" in result["msg"] and "after 6 attempts" in result["msg"]
+
+
+def test_create_failed_is_reported_with_status_reason(api):
+    api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    api.get(ng_url(), [{"json": ng(status="CREATE_IN_PROGRESS")},
+                       {"json": ng(status="CREATE_FAILED", status_reason="Quota exceeded for instances")}])
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"] and result["changed"] is True
+    assert "CREATE_FAILED: Quota exceeded for instances" in result["msg"]
+    assert "state=absent" in result["msg"]
+    assert result["status"] == "CREATE_FAILED" and result["status_reason"] == "Quota exceeded for instances"
+
+
+def test_timeout_reports_the_last_status(api, monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(magnum_api, "_clock", lambda: now[0])
+    monkeypatch.setattr(magnum_api, "_sleep", lambda s: now.__setitem__(0, now[0] + s))
+    api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    api.get(ng_url(), json=ng(status="CREATE_IN_PROGRESS"))
+    result = run(nodegroup, cluster="k8s", name="gpu", timeout=30)
+    assert result["failed"]
+    assert "Timed out after 30s" in result["msg"] and "last status was CREATE_IN_PROGRESS" in result["msg"]
+    assert result["status"] == "CREATE_IN_PROGRESS"
+    assert 29.9 <= now[0] <= 30.1
+
+
+def test_wait_false_returns_after_the_request(api, sleeps):
+    api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    result = run(nodegroup, cluster="k8s", name="gpu", wait=False)
+    assert result["changed"] and result["nodegroup"]["status"] == "CREATE_IN_PROGRESS"
+    assert sleeps == []
+
+
+def test_duplicate_name_409_is_reported(api):
+    api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=409,
+             json=errors(409, "A node group with name gpu already exists in the cluster k8s."))
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"]
+    assert "HTTP 409: A node group with name gpu already exists in the cluster k8s." in result["msg"]
+
+
+def test_cluster_not_found(api):
+    api.get(MAGNUM + "/clusters/nope", status_code=404, json=errors(404, "Cluster nope could not be found."),
+            headers=mv_headers())
+    result = run(nodegroup, cluster="nope", name="gpu")
+    assert result["failed"] and "Cluster 'nope' not found" in result["msg"] and "coe cluster list" in result["msg"]
+
+
+# ------------------------------------------------------------------------------------------- update
+def test_resize_up_goes_through_the_resize_action(api):
+    api.get(ng_url("gpu"), json=ng())
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.get(ng_url(), [{"json": ng()}, {"json": ng(status="UPDATE_IN_PROGRESS", node_count=4)},
+                       {"json": ng(status="UPDATE_COMPLETE", node_count=4)}])
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=4, diff=True)
+    assert result["changed"] and result["nodegroup"]["node_count"] == 4
+    (resize,) = [r for r in magnum_calls(api) if r.method == "POST"]
+    assert resize.json() == {"node_count": 4, "nodegroup": NGID}
+    assert resize.headers["OpenStack-API-Version"] == "container-infra 1.12"
+    assert result["diff"]["before"]["node_count"] == 2 and result["diff"]["after"]["node_count"] == 4
+
+
+def test_out_of_bounds_resize_from_the_server_is_reported(api):
+    api.get(ng_url("gpu"), json=ng())
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=400,
+             json=errors(400, "Resizing gpu outside the allowed range: min_node_count = 0, max_node_count = 3"))
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=4)
+    assert result["failed"] and "outside the allowed range" in result["msg"] and "HTTP 400" in result["msg"]
+
+
+def test_out_of_bounds_resize_is_refused_before_any_request(api):
+    api.get(ng_url("gpu"), json=ng(max_node_count=3))
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=5)
+    assert result["failed"] and "node_count 5 is outside" in result["msg"] and "max_node_count 3 (current)" in result["msg"]
+    assert writes(api) == []
+
+
+def test_min_max_go_through_json_patch(api):
+    api.get(ng_url("gpu"), json=ng())
+    api.patch(ng_url(), status_code=202, json=ng(min_node_count=1, max_node_count=5))
+    api.get(ng_url(), [{"json": ng(status="UPDATE_IN_PROGRESS", min_node_count=1, max_node_count=5)},
+                       {"json": ng(status="UPDATE_COMPLETE", min_node_count=1, max_node_count=5)}])
+    result = run(nodegroup, cluster="k8s", name="gpu", min_node_count=1, max_node_count=5)
+    assert result["changed"]
+    (patch,) = [r for r in magnum_calls(api) if r.method == "PATCH"]
+    assert patch.json() == [{"op": "replace", "path": "/min_node_count", "value": 1},
+                            {"op": "replace", "path": "/max_node_count", "value": 5}]
+
+
+@pytest.mark.parametrize("args, words", [({"flavor": "g2"}, "flavor is 'g1', the task asks for 'g2'"),
+                                         ({"labels": {"nvidia_gpu_enabled": False}}, "labels nvidia_gpu_enabled"),
+                                         ({"docker_volume_size": 80}, "docker_volume_size"),
+                                         ({"role": "infra"}, "role is 'worker'")])
+def test_immutable_change_is_refused_with_a_clear_message(api, args, words):
+    api.get(ng_url("gpu"), json=ng())
+    result = run(nodegroup, cluster="k8s", name="gpu", **args)
+    assert result["failed"] and words in result["msg"]
+    assert "Magnum cannot change the flavor, image, labels, docker volume size or role" in result["msg"]
+    assert writes(api) == []
+
+
+def test_node_labels_on_an_old_server_are_refused(api):
+    api.get(ng_url("gpu"), json=ng())
+    result = run(nodegroup, cluster="k8s", name="gpu", node_labels={"pool": "a100"})
+    assert result["failed"] and "microversion 1.14" in result["msg"] and "only supports 1.12" in result["msg"]
+
+
+# ------------------------------------------------------------------------------------------- check mode
+@pytest.mark.parametrize("args, observed", [
+    ({"node_count": 3}, None),
+    ({"node_count": 4}, ng()),
+    ({"min_node_count": 1}, ng()),
+    ({"state": "absent"}, ng()),
+])
+def test_check_mode_reports_the_plan_and_writes_nothing(api, args, observed):
+    if observed is None:
+        api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
+    else:
+        api.get(ng_url("gpu"), json=observed)
+    result = run(nodegroup, check=True, diff=True, cluster="k8s", name="gpu", **args)
+    assert result["changed"] is True and result["actions"]
+    assert "diff" in result
+    assert writes(api) == []
+
+
+# ------------------------------------------------------------------------------------------- delete
+def test_delete_waits_for_404(api):
+    api.get(ng_url("gpu"), json=ng())
+    api.delete(ng_url(), status_code=204)
+    api.get(ng_url(), [{"json": ng(status="DELETE_IN_PROGRESS")},
+                       {"status_code": 404, "json": errors(404, "Nodegroup could not be found.")}])
+    result = run(nodegroup, cluster="k8s", name="gpu", state="absent")
+    assert result["changed"] and result["nodegroup"] == {}
+    assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (CID, NGID))]
+
+
+def test_delete_of_missing_nodegroup_changes_nothing(api):
+    api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
+    result = run(nodegroup, cluster="k8s", name="gpu", state="absent")
+    assert result["changed"] is False and writes(api) == []
+
+
+def test_default_nodegroup_is_not_deleted(api):
+    api.get(ng_url("default-worker"), json=ng(name="default-worker", is_default=True))
+    result = run(nodegroup, cluster="k8s", name="default-worker", state="absent")
+    assert result["failed"] and "default nodegroup" in result["msg"]
+    assert writes(api) == []
+
+
+# ------------------------------------------------------------------------------------------- drain
+class FakeDrainer(object):
+    def __init__(self, calls):
+        self.calls = calls
+
+    def nodes(self, name):
+        return [{"name": "k8s-gpu-abc-node-%d" % i, "provider_id": "openstack:///srv-%d" % i, "unschedulable": False,
+                 "gpu_pods": [{"namespace": "ml", "name": "job-%d" % i}] if i == 1 else []} for i in range(3)]
+
+    def cordon(self, name):
+        self.calls.append(("cordon", name))
+
+    def evict(self, pods):
+        self.calls.append(("evict", [p["name"] for p in pods]))
+
+
+def test_shrink_with_drain_cordons_evicts_then_names_the_servers(api, monkeypatch):
+    calls = []
+    real_resize = magnum_api.MagnumClient.resize
+
+    def resize(self, *a, **kw):
+        calls.append(("resize",))
+        return real_resize(self, *a, **kw)
+
+    monkeypatch.setattr(magnum_api.MagnumClient, "resize", resize)
+    monkeypatch.setattr(nodegroup, "make_drainer", lambda options, log: FakeDrainer(calls))
+    api.get(ng_url("gpu"), json=ng(node_count=3))
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=1))
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=1, drain={"kubeconfig": "/dev/null"})
+    assert result["changed"], result
+    assert calls == [("cordon", "k8s-gpu-abc-node-2"), ("cordon", "k8s-gpu-abc-node-0"), ("evict", []), ("resize",)]
+    (resize_req,) = [r for r in magnum_calls(api) if r.method == "POST"]
+    assert resize_req.json() == {"node_count": 1, "nodegroup": NGID, "nodes_to_remove": ["srv-2", "srv-0"]}
+    assert result["drain"]["victims"] == ["k8s-gpu-abc-node-2", "k8s-gpu-abc-node-0"]
+    assert result["actions"][0]["request"]["nodes_to_remove"] == ["srv-2", "srv-0"]
+
+
+def test_drain_needs_node_count(api):
+    result = run(nodegroup, cluster="k8s", name="gpu", drain={"kubeconfig": "/dev/null"})
+    assert result["failed"] and "node_count" in result["msg"]
+
+
+# ------------------------------------------------------------------------------------------- connection
+def test_cloud_dict_and_auth_options_are_not_mixed(api):
+    result = run(nodegroup, cluster="k8s", name="gpu", region_name="RegionTwo")
+    assert result["failed"] and "region_name must be left out" in result["msg"]
+
+
+def test_unknown_cloud_name_is_reported(api, tmp_path, monkeypatch):
+    empty = tmp_path / "clouds.yaml"
+    empty.write_text("clouds: {}\n")
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(empty))
+    result = run(nodegroup, cloud="nope", cluster="k8s", name="gpu")
+    assert result["failed"] and "for cloud 'nope'" in result["msg"] and "clouds.yaml" in result["msg"]
+
+
+def test_missing_openstacksdk_is_reported(api, monkeypatch):
+    monkeypatch.setattr(openstack_client, "HAS_OPENSTACKSDK", False)
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"] and "openstacksdk" in result["msg"]
+
+
+def test_bad_password_is_reported(api):
+    api.post(AUTH_URL + "/auth/tokens", status_code=401,
+             json={"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires "
+                                                                              "authentication."}})
+    result = run(nodegroup, cluster="k8s", name="gpu")
+    assert result["failed"] and "Authentication failed" in result["msg"]
+
+
+def test_password_is_not_logged(api):
+    api.get(ng_url("gpu"), json=ng())
+    result = run(nodegroup, cluster="k8s", name="gpu", auth_type=None)
+    assert "secret" not in json.dumps(result["invocation"])
+
+
+# ------------------------------------------------------------------------------------------- info
+def test_info_lists_every_page(api):
+    first = [ng(uuid="a", name="default-master", role="master"), ng(uuid="b", name="default-worker")]
+    api.get(MAGNUM + "/clusters/%s/nodegroups" % CID, [
+        {"json": {"nodegroups": first, "next": MAGNUM + "/clusters/%s/nodegroups?limit=2&marker=b" % CID}},
+        {"json": {"nodegroups": [ng(uuid="c", name="gpu")], "next": None}}])
+    result = run(nodegroup_info, cluster="k8s")
+    assert [n["name"] for n in result["nodegroups"]] == ["default-master", "default-worker", "gpu"]
+    assert result["changed"] is False and result["cluster"]["name"] == "k8s"
+
+
+def test_info_detail_and_role(api):
+    api.get(MAGNUM + "/clusters/%s/nodegroups" % CID, json={"nodegroups": [{"uuid": "b", "name": "w"}], "next": None})
+    api.get(ng_url("b"), json=ng(uuid="b", name="w", labels={"x": "1"}))
+    result = run(nodegroup_info, cluster="k8s", role="worker", detail=True)
+    assert result["nodegroups"][0]["labels"] == {"x": "1"}
+    assert "role=worker" in [r for r in magnum_calls(api) if r.path.endswith("/nodegroups")][0].url
+
+
+def test_info_missing_name_is_an_empty_list(api):
+    api.get(ng_url("nope"), status_code=404, json=errors(404, "not found"))
+    assert run(nodegroup_info, cluster="k8s", name="nope")["nodegroups"] == []
+
+
+def test_406_explains_the_microversion(api):
+    api.get(ng_url("gpu"), status_code=406, json=errors(406, "Invalid service type for OpenStack-API-Version header"))
+    result = run(nodegroup_info, cluster="k8s", name="gpu")
+    assert result["failed"] and "HTTP 406" in result["msg"] and "microversion 1.12 was sent" in result["msg"]
