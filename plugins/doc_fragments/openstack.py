@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Connection options shared by the collection's OpenStack modules (plugins/module_utils/openstack_client.py)."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Thin I/O for the Magnum nodegroup API over openstacksdk's authenticated session.
 
 openstacksdk has no nodegroup resource, so the calls go through the SDK's

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure planning for Magnum nodegroups: desired vs observed => ordered actions. No I/O here.
 
 Magnum rules the plan follows (see docs/modules/nodegroup.md and the Magnum source it cites):
