@@ -112,6 +112,12 @@ def catalog_md():
         lines.append("| %s | %s | %s | %s | %d | %s | %s | %s |" % (
             key, ", ".join(g.product_names), g.architecture, g.compute_capability, g.memory_mib,
             "yes" if g.mig else "no", g.mig.placements if g.mig else "-", "yes" if g.multinode_nvlink else "no"))
+    lines += ["", "## Checked on real hardware", "",
+              "Not yet. No GPU machine was lent to the task that wrote `gpu_facts`/`mig_config`, so no catalog "
+              "entry has been compared with a real card. The placements marked **inferred** (H200-141GB, GB200, "
+              "B200, GH200-144GB, H100-96GB, A30) remain inferred. To check one, run `gpupool.core.gpu_facts` "
+              "with `include_profiles: true` (read-only) on the node and compare `mig.profiles` and "
+              "`catalog_differences` with the tables below."]
     for key in cat.mig_capable_keys():
         g = cat.CATALOG[key]
         lines += ["", "## %s" % key, ""]
