@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    # Connection options shared by every gpupool.core Kubernetes module (action group gpupool.core.k8s).
+    DOCUMENTATION = r"""
+options:
+  kubeconfig:
+    description:
+      - Path to the kubeconfig file.
+      - Defaults to C(gpupool_cluster.kubeconfig) from the O(cluster) data, then the E(K8S_AUTH_KUBECONFIG)
+        environment variable, then E(KUBECONFIG) or C(~/.kube/config) (in a pod without either, the pod's
+        service account).
+    type: path
+  context:
+    description:
+      - Kubeconfig context to use.
+      - Defaults to C(gpupool_cluster.context), then E(K8S_AUTH_CONTEXT), then the kubeconfig's current context.
+    type: str
+  host:
+    description:
+      - URL of the Kubernetes API server, for example V(https://k8s.example.org:6443).
+      - Overrides the kubeconfig's server; with O(api_key) no kubeconfig is needed. Env E(K8S_AUTH_HOST).
+    type: str
+  api_key:
+    description:
+      - Bearer token for the API server. Env E(K8S_AUTH_API_KEY).
+    type: str
+  validate_certs:
+    description:
+      - Whether to verify the API server's TLS certificate. Env E(K8S_AUTH_VERIFY_SSL).
+      - Defaults to the kubeconfig's setting (verify).
+    type: bool
+    aliases: [verify_ssl]
+  ca_cert:
+    description:
+      - Path to a CA certificate file that signed the API server's certificate. Env E(K8S_AUTH_SSL_CA_CERT).
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description:
+      - Path to a client certificate file for TLS client authentication. Env E(K8S_AUTH_CERT_FILE).
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - Path to the key file of O(client_cert). Env E(K8S_AUTH_KEY_FILE).
+    type: path
+    aliases: [key_file]
+  request_timeout:
+    description:
+      - Seconds to wait for each API response (connecting takes at most 10 seconds of it).
+    type: float
+    default: 30
+  request_retries:
+    description:
+      - How often a request is retried, with exponential backoff, after HTTP 429 (honouring C(Retry-After)),
+        500, 502, 503, 504 or a connection error (refused, reset, timed out).
+    type: int
+    default: 5
+requirements:
+  - kubernetes >= 31.0.0 (Python client)
+notes:
+  - Use C(module_defaults) with the C(group/gpupool.core.k8s) action group to set the connection options once.
+  - The identity needs the permissions of the ClusterRole in the collection's C(docs/rbac/gpupool-clusterrole.yaml);
+    a request it is not allowed to make fails with the server's 403 message and a pointer to that file.
+"""
+
+    # The validated inventory and the pools to work on.
+    POOLS = r"""
+options:
+  cluster:
+    description:
+      - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
+      - Validated with the collection's pool model before anything is read or written; an invalid inventory fails
+        with every problem and its path (see M(gpupool.core.validate)).
+    type: dict
+    required: true
+  pools:
+    description:
+      - Names of the pools to work on. Default is every pool in O(cluster).
+      - Pruning is limited to objects of these pools.
+    type: list
+    elements: str
+  force_conflicts:
+    description:
+      - Take over fields another field manager owns (server-side apply C(force)).
+      - Without it such a conflict fails and names the other manager and the fields.
+    type: bool
+    default: false
+"""

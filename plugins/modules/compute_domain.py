@@ -1,0 +1,233 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: compute_domain
+short_description: Converge the ComputeDomains of multi-node NVLink GPU pools
+version_added: "0.1.0"
+description:
+  - For each present pool with C(nvlink.mode=compute_domain) (GB200 NVL72 and other multi-node NVLink GPUs), converges
+    a C(resource.nvidia.com) ComputeDomain with server-side apply (field manager C(gpupool)).
+  - The ComputeDomain is named C(nvlink.compute_domain.name) (default the pool name) in
+    C(nvlink.compute_domain.namespace); its C(spec.channel.resourceClaimTemplate.name) is
+    C(nvlink.compute_domain.channel_template) (default C(<name>-channel)), the ResourceClaimTemplate the NVIDIA DRA
+    driver's controller then creates for workloads, and C(spec.channel.allocationMode) is
+    C(nvlink.compute_domain.allocation_mode).
+  - Uses C(resource.nvidia.com/v1beta2) where the cluster serves it, else C(v1beta1).
+  - The ComputeDomain spec is immutable (the CRD validates C(self == oldSelf)). A changed spec fails with the fields
+    that differ unless O(recreate=true), which deletes the ComputeDomain, waits until it is gone and creates it again.
+  - ComputeDomains carry C(app.kubernetes.io/managed-by=gpupool) and C(gpupool.io/pool=<pool>); ComputeDomains without
+    these labels are never modified or deleted. With O(prune), gpupool's ComputeDomains that are no longer wanted are
+    deleted.
+  - Needs the ComputeDomain CRD (the NVIDIA DRA driver chart with C(resources.computeDomains.enabled=true)) and the
+    namespace.
+author:
+  - gpupool.core developers (@gpupool)
+options:
+  recreate:
+    description:
+      - Delete and re-create a ComputeDomain whose spec must change. Workloads using its IMEX channels lose them.
+    type: bool
+    default: false
+  wait:
+    description:
+      - Wait until every ComputeDomain reports C(status.status=Ready) (set by the DRA driver's controller once its IMEX
+        daemons are ready). Skipped in check mode.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait for Ready (and for a deleted ComputeDomain to go away with O(recreate)).
+    type: int
+    default: 300
+  wait_sleep:
+    description: Seconds between two checks while waiting.
+    type: int
+    default: 5
+  prune:
+    description:
+      - Delete gpupool's ComputeDomains of the pools in scope that are no longer wanted, in any namespace.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.pools
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Writes are sent with C(dryRun=All); with O(recreate) the new object is predicted by a dry-run create.
+  diff_mode:
+    support: full
+  platform:
+    platforms: all
+"""
+
+EXAMPLES = r"""
+- name: ComputeDomains of the NVLink pools, waiting for Ready
+  gpupool.core.compute_domain:
+    cluster: "{{ gpupool_cluster }}"
+    wait: true
+    wait_timeout: 600
+
+- name: Apply a changed allocation mode (re-creates the ComputeDomain)
+  gpupool.core.compute_domain:
+    cluster: "{{ gpupool_cluster }}"
+    pools: [gpu-gb200]
+    recreate: true
+"""
+
+RETURN = r"""
+objects:
+  description: One entry per ComputeDomain converged or pruned.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: C(ComputeDomain).
+      type: str
+    name:
+      description: Name.
+      type: str
+    namespace:
+      description: Namespace.
+      type: str
+    pool:
+      description: Pool.
+      type: str
+    action:
+      description: C(created), C(updated), C(recreated), C(unchanged), C(deleted) or C(failed).
+      type: str
+    changed:
+      description: Whether the object changed (or would, in check mode).
+      type: bool
+    status:
+      description: C(status.status) of the ComputeDomain (C(Ready), C(NotReady)) or null when not reported.
+      type: str
+  sample: [{kind: ComputeDomain, name: gb200-domain, namespace: ml-training, pool: gpu-gb200, action: created,
+            changed: true, status: null}]
+api_version:
+  description: The C(resource.nvidia.com) version used (null when no ComputeDomain is wanted and the CRD is absent).
+  returned: success
+  type: str
+  sample: resource.nvidia.com/v1beta1
+wait_log:
+  description: Progress lines while waiting.
+  returned: when O(wait=true)
+  type: list
+  elements: str
+diff:
+  description: Before and after of each changed ComputeDomain (with C(--diff)).
+  returned: when diff mode is on
+  type: list
+  elements: dict
+"""
+
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
+        ModuleRunner, PruneScope, module_argument_spec,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
+        COMPUTE_DOMAIN, cluster_compute_domains,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
+    IMPORT_ERROR = None
+except ImportError:
+    IMPORT_ERROR = traceback.format_exc()
+    PYDANTIC_IMPORT_ERROR = None
+
+
+def cd_status(obj):
+    return ((obj or {}).get("status") or {}).get("status")
+
+
+def wait_ready(engine, results, timeout, sleep, log):
+    pending = [r for r in results if r.action not in ("deleted", "failed")]
+    start = time.monotonic()
+    while True:
+        waiting = []
+        for r in pending:
+            obj = engine.get(COMPUTE_DOMAIN, r.name, r.namespace)
+            r.object = obj
+            if cd_status(obj) != "Ready":
+                waiting.append(r)
+        elapsed = time.monotonic() - start
+        log.append("%ds: %d/%d ComputeDomain(s) Ready%s" % (
+            elapsed, len(pending) - len(waiting), len(pending),
+            "; waiting for " + ", ".join("%s/%s (%s)" % (r.namespace, r.name, cd_status(r.object) or "no status")
+                                         for r in waiting) if waiting else ""))
+        if not waiting:
+            return []
+        if elapsed >= timeout:
+            return waiting
+        time.sleep(max(0.2, min(sleep, timeout - elapsed)))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=module_argument_spec(
+            recreate=dict(type="bool", default=False),
+            wait=dict(type="bool", default=False),
+            wait_timeout=dict(type="int", default=300),
+            wait_sleep=dict(type="int", default=5),
+            prune=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
+    runner = ModuleRunner(module)
+    cluster = runner.load_cluster()
+    pools = module.params["pools"]
+    desired = runner.run(lambda: cluster_compute_domains(cluster, pools))
+    engine = runner.connect()
+    info = {}
+    p = module.params
+
+    def body():
+        if engine.version(COMPUTE_DOMAIN, required=bool(desired)) is None:
+            info["api_version"] = None  # no ComputeDomain wanted and the CRD is not installed: nothing to do
+            return
+        api_version = engine.api_version(COMPUTE_DOMAIN)
+        info["api_version"] = api_version
+        wanted = cluster_compute_domains(cluster, pools, api_version=api_version)
+        prune = PruneScope(pools=pools) if p["prune"] else None
+        runner.results += engine.converge(COMPUTE_DOMAIN, wanted, prune=prune, immutable=("spec",),
+                                          recreate=p["recreate"], delete_timeout=float(p["wait_timeout"]))
+
+    runner.run(body)
+    if p["wait"] and not module.check_mode:
+        info["wait_log"] = []
+        waiting = runner.run(lambda: wait_ready(engine, runner.results, p["wait_timeout"], p["wait_sleep"],
+                                                info["wait_log"]))
+        if waiting:
+            runner.fail("%d ComputeDomain(s) not Ready after %ds: %s. Check the DRA driver's compute-domain "
+                        "controller and the IMEX daemon pods in its namespace (kubectl get computedomain -A, "
+                        "kubectl -n <driver namespace> get pods)" % (
+                            len(waiting), p["wait_timeout"],
+                            ", ".join("%s/%s (status %s)" % (r.namespace, r.name, cd_status(r.object) or "unset")
+                                      for r in waiting)), wait_log=info["wait_log"])
+    objects = []
+    for r in runner.results:
+        d = r.as_dict()
+        d["status"] = cd_status(r.object) if r.action != "deleted" else None
+        objects.append(d)
+    changed = any(r.changed for r in runner.results)
+    out = dict(changed=changed, objects=objects, **info)
+    if module._diff:
+        out["diff"] = [r.diff() for r in runner.results if r.changed]
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: node_pool
+short_description: Label and taint the Kubernetes nodes of GPU pools and wait for them to be Ready
+version_added: "0.1.0"
+description:
+  - Finds each pool's nodes, applies the pool's labels and taints, and optionally waits until enough of them are Ready.
+  - "Nodes of a pool: those matching the pool's C(node_selector) (every label); else those whose Magnum nodegroup
+    label (O(nodegroup_label)) equals the pool's nodegroup name; plus, with O(name_pattern), those whose name matches
+    it. A node matched by two pools is an error."
+  - "Labels: the pool's C(node_labels), C(gpupool.io/pool=<pool>), and C(nvidia.com/gpu.present=true) when no Node
+    Feature Discovery or GPU Feature Discovery label that the NVIDIA DRA kubelet plugin's node affinity needs is
+    present (O(set_gpu_present)). Applied with server-side apply (field manager C(gpupool)), so labels set by
+    others stay; a label another manager owns with a different value is a conflict unless O(force_conflicts)."
+  - "Taints: C(node-role.kubernetes.io/gpu=true:NoSchedule) (unless the pool sets C(gpu_taint: false)) and the
+    pool's C(taints). C(spec.taints) is an atomic list in server-side apply, so gpupool reads the taints, keeps
+    everyone else's, adds or updates its own and removes those it set before but no longer wants (recorded in the
+    C(gpupool.io/taints) annotation), in one merge patch with a C(resourceVersion) precondition (retried when the
+    node changed meanwhile)."
+  - Nodes that carry C(gpupool.io/pool=<pool>) for a pool in scope but no longer belong to it (pool removed, set to
+    C(absent), selector changed) get gpupool's labels and taints removed.
+  - Nodes are never created or deleted (label writes carry the node's uid as a precondition).
+author:
+  - gpupool.core developers (@gpupool)
+options:
+  nodegroup_label:
+    description: Node label that holds the Magnum nodegroup name.
+    type: str
+    default: magnum.openstack.org/nodegroup
+  name_pattern:
+    description:
+      - Python regular expression; nodes whose name matches it also belong to the pool.
+      - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names, for example V(-{nodegroup}-\\d+$).
+    type: str
+  set_gpu_present:
+    description:
+      - Label C(nvidia.com/gpu.present=true) on nodes that have none of the NFD/GFD labels the DRA kubelet plugin's
+        node affinity needs (without one the plugin never runs there).
+    type: bool
+    default: true
+  wait:
+    description:
+      - Wait until each pool in scope has at least O(min_ready) Ready nodes; nodes that appear meanwhile are labelled
+        and tainted as they come. Skipped in check mode.
+    type: bool
+    default: false
+  min_ready:
+    description:
+      - Ready nodes to wait for, per pool. Default is the pool's C(nodegroup.node_count), else 1.
+    type: int
+  wait_timeout:
+    description: Seconds to wait.
+    type: int
+    default: 600
+  wait_sleep:
+    description: Seconds between two checks while waiting.
+    type: int
+    default: 10
+extends_documentation_fragment:
+  - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.pools
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Writes are sent with C(dryRun=All).
+  diff_mode:
+    support: full
+  platform:
+    platforms: all
+"""
+
+EXAMPLES = r"""
+- name: Label and taint every pool's nodes, wait for the nodegroups' node counts
+  gpupool.core.node_pool:
+    cluster: "{{ gpupool_cluster }}"
+    wait: true
+    wait_timeout: 1200
+
+- name: One pool, nodes found by name
+  gpupool.core.node_pool:
+    cluster: "{{ gpupool_cluster }}"
+    pools: [gpu-t4]
+    name_pattern: "-{nodegroup}-\\d+$"
+"""
+
+RETURN = r"""
+objects:
+  description: One entry per node gpupool touched or checked.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: C(Node).
+      type: str
+    name:
+      description: Node name.
+      type: str
+    pool:
+      description: Pool of the node (for released nodes, the pool it left).
+      type: str
+    action:
+      description: C(updated), C(unchanged), C(released) (gpupool's labels and taints removed), C(vanished) or C(failed).
+      type: str
+    changed:
+      description: Whether the node changed (or would, in check mode).
+      type: bool
+  sample: [{kind: Node, name: cern-gpu-t4-0, pool: gpu-t4, action: updated, changed: true}]
+pools:
+  description: Per pool in scope, its nodes and how many are Ready.
+  returned: always
+  type: dict
+  sample: {gpu-t4: {nodes: [cern-gpu-t4-0], ready: 1, selector: "magnum.openstack.org/nodegroup=gpu-t4"}}
+wait_log:
+  description: Progress lines while waiting.
+  returned: when O(wait=true)
+  type: list
+  elements: str
+diff:
+  description: Labels, taints and the taints annotation before and after, per changed node (with C(--diff)).
+  returned: when diff mode is on
+  type: list
+  elements: dict
+"""
+
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
+        ApplyError, ModuleRunner, Result, module_argument_spec, owned_label_keys,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
+        NODE, POOL_LABEL, assign_nodes, desired_node_labels, desired_node_taints, node_labels_of, node_matcher,
+        node_ready, select_pools,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
+    IMPORT_ERROR = None
+except ImportError:
+    IMPORT_ERROR = traceback.format_exc()
+    PYDANTIC_IMPORT_ERROR = None
+
+
+class NodePools(object):
+    def __init__(self, module, runner, cluster):
+        self.module = module
+        self.p = module.params
+        self.runner = runner
+        self.cluster = cluster
+        self.engine = runner.engine
+        self.scope = select_pools(cluster, self.p["pools"])
+        self.present = [pool for pool in self.scope if pool.state == "present"]
+        self.results = {}  # node name -> Result (latest)
+        self.assigned = {}
+        self.ready = {}
+
+    def converge(self):
+        """One pass: LIST nodes, converge labels/taints of every node in scope. Returns the node list."""
+        nodes = self.engine.list(NODE)
+        self.assigned = assign_nodes(self.present, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
+        errors = []
+        member = {}
+        for pool in self.present:
+            for node in self.assigned[pool.name]:
+                member[node["metadata"]["name"]] = pool.name
+                labels = desired_node_labels(pool, node, owned_label_keys(node), self.p["set_gpu_present"])
+                errors += self._one(node, labels, desired_node_taints(pool), pool.name, "updated")
+        scope_names = set(pool.name for pool in self.scope)
+        for node in nodes:
+            name = node["metadata"]["name"]
+            left = node_labels_of(node).get(POOL_LABEL)
+            if left is None or member.get(name) == left:
+                continue
+            if self.p["pools"] and left not in scope_names:
+                continue  # another pool's node, outside this run's scope
+            errors += self._one(node, {}, [], left, "released")
+        self.ready = dict((pool.name, sum(1 for n in self.assigned[pool.name] if node_ready(n)))
+                          for pool in self.present)
+        if errors:
+            raise ApplyError("\n".join(errors), list(self.results.values()))
+        return nodes
+
+    def _one(self, node, labels, taints, pool, action):
+        name = node["metadata"]["name"]
+        try:
+            res = self.engine.converge_node(node, labels, taints, pool=pool)
+        except K8sError as err:
+            res = Result("Node", name, None, pool)
+            res.action = "failed"
+            res.error = self.engine.explain(NODE, res, err, None)
+            self._record(res)
+            return [res.error]
+        if res.changed and action == "released":
+            res.action = "released"
+        self._record(res)
+        return []
+
+    def _record(self, res):
+        prev = self.results.get(res.name)
+        if prev is not None and prev.changed and not res.changed:
+            return  # keep the change an earlier pass made
+        self.results[res.name] = res
+
+    def wanted_ready(self, pool):
+        if self.p["min_ready"] is not None:
+            return self.p["min_ready"]
+        return pool.nodegroup.node_count if pool.nodegroup is not None else 1
+
+    def wait(self, log):
+        start = time.monotonic()
+        timeout, sleep = self.p["wait_timeout"], self.p["wait_sleep"]
+        while True:
+            short = [pool for pool in self.present if self.ready.get(pool.name, 0) < self.wanted_ready(pool)]
+            elapsed = time.monotonic() - start
+            log.append("%ds: %s" % (elapsed, ", ".join(
+                "%s %d/%d Ready (%d node(s) found)" % (pool.name, self.ready.get(pool.name, 0), self.wanted_ready(pool),
+                                                       len(self.assigned.get(pool.name, [])))
+                for pool in self.present)))
+            if not short or elapsed >= timeout:
+                return short
+            time.sleep(max(0.2, min(sleep, timeout - elapsed)))
+            self.converge()
+
+    def pools_info(self):
+        out = {}
+        for pool in self.present:
+            out[pool.name] = {"nodes": [n["metadata"]["name"] for n in self.assigned.get(pool.name, [])],
+                              "ready": self.ready.get(pool.name, 0),
+                              "selector": node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe}
+        return out
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=module_argument_spec(
+            nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
+            name_pattern=dict(type="str"),
+            set_gpu_present=dict(type="bool", default=True),
+            wait=dict(type="bool", default=False),
+            min_ready=dict(type="int"),
+            wait_timeout=dict(type="int", default=600),
+            wait_sleep=dict(type="int", default=10),
+        ),
+        supports_check_mode=True,
+    )
+    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
+    runner = ModuleRunner(module)
+    cluster = runner.load_cluster()
+    pools = module.params["pools"]
+    runner.run(lambda: [node_matcher(p, module.params["nodegroup_label"], module.params["name_pattern"])
+                        for p in select_pools(cluster, pools) if p.state == "present"])
+    runner.connect()
+    job = NodePools(module, runner, cluster)
+    info = {}
+    runner.run(job.converge)
+    if module.params["wait"] and not module.check_mode:
+        info["wait_log"] = []
+        short = runner.run(lambda: job.wait(info["wait_log"]))
+        if short:
+            runner.results = list(job.results.values())
+            runner.fail("timed out after %ds waiting for Ready nodes: %s. Check the nodegroups (openstack coe "
+                        "nodegroup list), that the nodes joined (kubectl get nodes -L %s) and their kubelets" % (
+                            module.params["wait_timeout"],
+                            "; ".join("pool %s has %d of %d (nodes found: %s)" % (
+                                pool.name, job.ready.get(pool.name, 0), job.wanted_ready(pool),
+                                ", ".join(n["metadata"]["name"] for n in job.assigned.get(pool.name, [])) or "none")
+                                for pool in short), module.params["nodegroup_label"]),
+                        wait_log=info["wait_log"], pools=job.pools_info())
+    runner.results = sorted(job.results.values(), key=lambda r: r.name)
+    runner.exit(pools=job.pools_info(), **info)
+
+
+if __name__ == "__main__":
+    main()

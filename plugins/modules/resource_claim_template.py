@@ -1,0 +1,240 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: resource_claim_template
+short_description: Give tenant namespaces ResourceClaimTemplates over the GPU pools' DeviceClasses
+version_added: "0.1.0"
+description:
+  - Creates C(resource.k8s.io) ResourceClaimTemplates in tenant namespaces so workloads can ask for a pool's GPUs
+    with C(resourceClaims[].resourceClaimTemplateName) and converges them with server-side apply
+    (field manager C(gpupool)).
+  - Without O(templates), each namespace in O(namespaces) gets one template per DeviceClass of each pool in scope
+    (the classes M(gpupool.core.device_class) publishes), named like the class, asking for one device.
+  - With O(templates), each entry names a pool and asks for O(templates[].count) devices of the pool's full-GPU class,
+    of the class of a MIG profile (O(templates[].mig_profile)) or of any class (O(templates[].device_class)), with
+    optional sharing configuration and a C(matchAttribute) constraint (for example all GPUs under one PCIe root).
+  - Templates carry C(app.kubernetes.io/managed-by=gpupool) and C(gpupool.io/pool=<pool>); claims made from them get
+    C(gpupool.io/pool). Templates without these labels are never modified or deleted.
+  - The tenant namespaces must exist; gpupool does not create them.
+  - Uses C(resource.k8s.io/v1), or C(v1beta2)/C(v1beta1) on clusters that do not serve v1.
+author:
+  - gpupool.core developers (@gpupool)
+options:
+  namespaces:
+    description:
+      - Tenant namespaces that get the templates (each entry of O(templates) may override it).
+    type: list
+    elements: str
+    default: []
+  templates:
+    description:
+      - Templates to create. Default is one per DeviceClass of each pool in scope.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: Template name.
+        type: str
+        required: true
+      pool:
+        description: Pool whose devices the template asks for.
+        type: str
+        required: true
+      device_class:
+        description:
+          - DeviceClass to ask for. Default is the pool's full-GPU class C(<pool>).
+          - Mutually exclusive with O(templates[].mig_profile).
+        type: str
+      mig_profile:
+        description: Ask for the pool's MIG class of this profile, for example V(3g.20gb).
+        type: str
+      count:
+        description: How many devices (with O(templates[].allocation_mode=ExactCount)).
+        type: int
+        default: 1
+      allocation_mode:
+        description: C(ExactCount) devices, or C(All) matching devices on the node.
+        type: str
+        choices: [ExactCount, All]
+        default: ExactCount
+      sharing:
+        description:
+          - "Sharing configuration for the claim, in the inventory's C(sharing) form
+            (V({time_slicing: {interval: Long}}) or V({mps: {active_thread_percentage: 50}}))."
+          - Sent as opaque C(GpuConfig) or C(MigDeviceConfig) for the C(gpu.nvidia.com) driver.
+        type: dict
+      match_attribute:
+        description:
+          - All devices of the claim must have the same value of this attribute, for example
+            V(resource.kubernetes.io/pcieRoot).
+        type: str
+      namespaces:
+        description: Namespaces for this template instead of O(namespaces).
+        type: list
+        elements: str
+  recreate:
+    description:
+      - The spec of a ResourceClaimTemplate is immutable in the Kubernetes API. With O(recreate=true) a template whose
+        spec must change is deleted and created again; claims already made from it are not affected (they are
+        separate objects owned by their pods).
+      - With O(recreate=false) such a change fails and names the fields that differ.
+    type: bool
+    default: true
+  prune:
+    description:
+      - Delete gpupool's templates of the pools in scope that are no longer wanted, in the namespaces this task names
+        (O(namespaces) and every O(templates[].namespaces)). Templates in namespaces no longer named are left alone.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.pools
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Every write is sent with C(dryRun=All); a re-created template is predicted by a dry-run create.
+  diff_mode:
+    support: full
+  platform:
+    platforms: all
+"""
+
+EXAMPLES = r"""
+- name: One template per pool DeviceClass in two tenant namespaces
+  gpupool.core.resource_claim_template:
+    cluster: "{{ gpupool_cluster }}"
+    namespaces: [team-a, team-b]
+
+- name: Two H100s under one PCIe root, and a time-sliced MIG slice
+  gpupool.core.resource_claim_template:
+    cluster: "{{ gpupool_cluster }}"
+    namespaces: [ml-training]
+    templates:
+      - name: two-h100-same-root
+        pool: gpu-h100
+        count: 2
+        match_attribute: resource.kubernetes.io/pcieRoot
+      - name: a100-3g-shared
+        pool: gpu-a100-mig
+        mig_profile: 3g.20gb
+        sharing:
+          time_slicing: {interval: Long}
+"""
+
+RETURN = r"""
+objects:
+  description: One entry per template converged or pruned.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: C(ResourceClaimTemplate).
+      type: str
+    name:
+      description: Template name.
+      type: str
+    namespace:
+      description: Namespace.
+      type: str
+    pool:
+      description: Pool the template asks for.
+      type: str
+    action:
+      description: C(created), C(recreated), C(unchanged), C(deleted) or C(failed).
+      type: str
+    changed:
+      description: Whether the object changed (or would, in check mode).
+      type: bool
+  sample: [{kind: ResourceClaimTemplate, name: gpu-t4, namespace: team-a, pool: gpu-t4, action: created, changed: true}]
+api_version:
+  description: The C(resource.k8s.io) version used.
+  returned: success
+  type: str
+  sample: resource.k8s.io/v1
+diff:
+  description: Before and after of each changed template (with C(--diff)).
+  returned: when diff mode is on
+  type: list
+  elements: dict
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
+        ModuleRunner, PruneScope, module_argument_spec,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
+        RESOURCE_CLAIM_TEMPLATE, cluster_resource_claim_templates,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
+    IMPORT_ERROR = None
+except ImportError:
+    IMPORT_ERROR = traceback.format_exc()
+    PYDANTIC_IMPORT_ERROR = None
+
+TEMPLATE_SPEC = dict(
+    name=dict(type="str", required=True),
+    pool=dict(type="str", required=True),
+    device_class=dict(type="str"),
+    mig_profile=dict(type="str"),
+    count=dict(type="int", default=1),
+    allocation_mode=dict(type="str", choices=["ExactCount", "All"], default="ExactCount"),
+    sharing=dict(type="dict"),
+    match_attribute=dict(type="str"),
+    namespaces=dict(type="list", elements="str"),
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=module_argument_spec(
+            namespaces=dict(type="list", elements="str", default=[]),
+            templates=dict(type="list", elements="dict", options=TEMPLATE_SPEC,
+                           mutually_exclusive=[("device_class", "mig_profile")]),
+            recreate=dict(type="bool", default=True),
+            prune=dict(type="bool", default=True),
+        ),
+        required_one_of=[("namespaces", "templates")],
+        supports_check_mode=True,
+    )
+    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
+    for i, t in enumerate(module.params["templates"] or []):
+        if t["count"] < 1:
+            module.fail_json(msg="templates[%d].count must be at least 1 (got %d)" % (i, t["count"]))
+    runner = ModuleRunner(module)
+    cluster = runner.load_cluster()
+    pools = module.params["pools"]
+    params = dict(pools=pools, namespaces=module.params["namespaces"], templates=module.params["templates"])
+    runner.run(lambda: cluster_resource_claim_templates(cluster, **params))
+    engine = runner.connect()
+    info = {}
+
+    def body():
+        api_version = engine.api_version(RESOURCE_CLAIM_TEMPLATE)
+        info["api_version"] = api_version
+        wanted = cluster_resource_claim_templates(cluster, api_version=api_version, **params)
+        namespaces = set(module.params["namespaces"])
+        for t in module.params["templates"] or []:
+            namespaces.update(t.get("namespaces") or [])
+        prune = PruneScope(pools=pools, namespaces=namespaces) if module.params["prune"] and namespaces else None
+        runner.results += engine.converge(RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",),
+                                          recreate=module.params["recreate"])
+
+    runner.run(body)
+    runner.exit(**info)
+
+
+if __name__ == "__main__":
+    main()
