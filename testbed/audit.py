@@ -56,7 +56,7 @@ class Window:
             if name is not None and ref.get("name") != name:
                 continue
             # Server-side dry-run goes through admission but persists nothing: not a write.
-            if not include_dry_run and "dryRun=" in e.get("requestURI", ""):
+            if not include_dry_run and is_dry_run(e):
                 continue
             out.append(e)
         return out
@@ -69,6 +69,19 @@ class Window:
         """Counter keyed by (verb, resource, user) - for reports and benchmarks."""
         return Counter((e.get("verb"), (e.get("objectRef") or {}).get("resource"),
                         e.get("user", {}).get("username")) for e in self.select(**filters))
+
+
+def is_dry_run(event) -> bool:
+    """Whether the server treated the request as a dry run.
+
+    A DELETE that carries a DeleteOptions body takes dryRun from the body and
+    ignores the URI's ?dryRun= (found the hard way); deletes are logged at
+    Request level so the body is here to read.
+    """
+    body = event.get("requestObject")
+    if event.get("verb") in ("delete", "deletecollection") and isinstance(body, dict):
+        return "All" in (body.get("dryRun") or [])
+    return "dryRun=" in event.get("requestURI", "")
 
 
 class AuditLog:

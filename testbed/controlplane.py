@@ -50,8 +50,11 @@ DRA_GATES = ("DRAExtendedResource", "DRADeviceTaints", "DRAPartitionableDevices"
              "DRAResourceClaimDeviceStatus")
 AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
                 # Metadata for everything, all stages kept: RequestReceived lets the audit reader
-                # know which requests are still in flight.
-                "rules": [{"level": "Metadata"}]}
+                # know which requests are still in flight. Deletes at Request level: a DELETE
+                # with a DeleteOptions body ignores ?dryRun= in the URI, so only the logged
+                # body says whether it really deleted.
+                "rules": [{"level": "Request", "verbs": ["delete", "deletecollection"]},
+                          {"level": "Metadata"}]}
 
 
 def _log(msg: str) -> None:

@@ -150,7 +150,15 @@ class ExtraDeviceClass(Strict):
     selectors: List[str] = Field(default_factory=list, description="Extra CEL expressions, ANDed.")
     mig_profile: Optional[str] = None
     min_memory: Optional[str] = None
+    min_compute_capability: Optional[str] = Field(None, description="CUDA compute capability floor, e.g. 9.0.")
     extended_resource_name: Optional[str] = None
+
+    @field_validator("min_compute_capability")
+    @classmethod
+    def _cc(cls, v):
+        if v is not None and not re.match(r"^[0-9]+\.[0-9]+$", v):
+            raise ValueError("%r is not a compute capability such as 8.0 or 9.0" % v)
+        return v
 
     @field_validator("min_memory")
     @classmethod

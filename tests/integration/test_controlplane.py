@@ -233,3 +233,26 @@ def test_second_control_plane_is_independent_and_stops_cleanly():
         assert client.VersionApi(cp.api_client()).get_code().git_version.startswith("v1.37.")
     assert not any(_pid_is(p, f"{workdir}/") for p in pids.values())
     assert not workdir.exists()
+
+
+@pytest.mark.controlplane
+def test_audit_judges_delete_dry_run_by_what_the_server_did(control_plane):
+    """A DELETE with a DeleteOptions body ignores ?dryRun=: the audit must still count it as a write."""
+    api = control_plane.api_client()
+    core = client.CoreV1Api(api)
+    for name in ("cp-del-query", "cp-del-body"):
+        core.create_namespaced_config_map("default", {"metadata": {"name": name}})
+    mark = control_plane.audit.mark()
+    # Query-string dryRun plus a body without it: the server deletes for real.
+    method, url, headers, body, _ = api.param_serialize(
+        "DELETE", "/api/v1/namespaces/default/configmaps/cp-del-query", query_params=[("dryRun", "All")],
+        body={"kind": "DeleteOptions", "apiVersion": "v1"}, header_params={"Content-Type": "application/json"},
+        auth_settings=["BearerToken"])
+    assert api.call_api(method, url, header_params=headers, body=body).status == 200
+    # dryRun in the body: nothing is deleted.
+    core.delete_namespaced_config_map("cp-del-body", "default", body=client.V1DeleteOptions(dry_run=["All"]))
+    names = {cm.metadata.name for cm in core.list_namespaced_config_map("default").items}
+    assert "cp-del-query" not in names and "cp-del-body" in names
+    writes = control_plane.audit.since(mark).writes()
+    assert [(e["verb"], e["objectRef"]["name"]) for e in writes] == [("delete", "cp-del-query")]
+    core.delete_namespaced_config_map("cp-del-body", "default")

@@ -240,3 +240,11 @@ def test_gpu_taint_can_be_switched_off_and_extra_taints_kept():
     data["pools"][0]["gpu_taint"] = False
     data["pools"][0]["taints"] = [{"key": "example.com/team", "value": "ml", "effect": "NoExecute"}]
     assert pm.load_cluster(data).pool("t4").all_taints == [{"key": "example.com/team", "value": "ml", "effect": "NoExecute"}]
+
+
+def test_extra_device_class_compute_capability():
+    data = copy.deepcopy(BASE)
+    data["pools"][1]["device_classes"] = {"extra": [{"name": "hopper-up", "min_compute_capability": "9.0"}]}
+    assert pm.load_cluster(data).pool("a100").device_classes.extra[0].min_compute_capability == "9.0"
+    probs = broken(lambda d: d["pools"][1].update(device_classes={"extra": [{"name": "x", "min_compute_capability": "nine"}]}))
+    assert "not a compute capability" in probs["gpupool_cluster.pools[1].device_classes.extra[0].min_compute_capability"]
