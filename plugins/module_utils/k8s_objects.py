@@ -675,4 +675,3 @@ def merge_taints(live, ours_before, desired):
 
 def taints_annotation(desired):
     return ",".join(sorted(taint_id(t) for t in desired))
-
