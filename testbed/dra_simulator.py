@@ -1,0 +1,361 @@
+"""DRA driver SIMULATOR: what the NVIDIA DRA driver's pods would do, without pods.
+
+No kubelet, scheduler or controller-manager runs on the test bed, so a DaemonSet never gets pods
+and a Deployment never gets a ReplicaSet. Once a DaemonSet that looks like the driver's kubelet
+plugin exists (label ``app.kubernetes.io/name`` = ``dra-driver-nvidia-gpu``/``nvidia-dra-driver-gpu``
+or a name ending in ``-kubelet-plugin``), this simulator plays, on every poll:
+
+- **the DaemonSet controller + kubelets**: the plugin "runs" on each Node its pod template
+  schedules to - ``nodeSelector``, required ``nodeAffinity`` (the real chart's affinity needs
+  ``feature.node.kubernetes.io/pci-10de.present=true`` or ``nvidia.com/gpu.present=true`` ...,
+  reference nvidia-dra-mig-imex.md §1.3) and taints against tolerations (plus the tolerations the
+  DaemonSet controller adds itself) - and is ready where the Node is Ready and has GPUs; the
+  DaemonSet ``status`` says so (desired/current/updated/ready/available, observedGeneration), so
+  ``helm --wait`` and ``kubectl rollout status`` return;
+- **the Deployment + ReplicaSet controllers** for the release's Deployments (the ComputeDomain
+  controller, the optional webhook): a ReplicaSet owned by the Deployment with its pod template,
+  both with ready status, which is what helm's readiness check looks for;
+- **the kubelet plugin**: ``resource.k8s.io/v1`` ResourceSlices per ready node, exactly as the
+  driver publishes them (testbed/dra_resourceslices.py: driver ``gpu.nvidia.com``, pool = node
+  name, ``gpu-<minor>`` or the node's current MIG devices; ``compute-domain.nvidia.com`` channel
+  and daemon devices on NVLink nodes), only for the drivers whose container is in the pod template
+  (``gpus``, ``compute-domains``). The pool generation is bumped whenever a node's devices change
+  (e.g. after the MIG manager simulator applied a new layout). The slices are written to the real
+  apiserver, so its validation applies.
+- **the garbage collector** for what it owns: slices of deleted Nodes and, when the DaemonSet is
+  gone, all of its slices; ReplicaSets of deleted Deployments.
+
+Feature gates (the ``FEATURE_GATES`` env the chart renders) are read and reported; DynamicMIG
+(partitionable devices) and PassthroughSupport (vfio devices) are NOT simulated: with them on, the
+slices still look like the static driver's. Also not simulated: Pods, CDI, NodePrepareResources,
+claim allocation (no scheduler), the ComputeDomain controller's objects, health checks.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+
+from testbed import dra_resourceslices as slices_mod
+from testbed.simulator_client import Kube, KubeError
+
+IDENTITY = "testbed:dra-driver-simulator"
+PLUGIN_NAMES = ("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu")
+CONTENT_ANNOTATION = "testbed.gpupool.io/content-hash"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+NOT_SIMULATED_GATES = ("DynamicMIG", "PassthroughSupport")
+# Tolerations the DaemonSet controller adds to every daemon pod (pkg/controller/daemon/util).
+DAEMONSET_TOLERATIONS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+)
+CONTAINER_DRIVERS = {"gpus": slices_mod.GPU_DRIVER, "compute-domains": slices_mod.CD_DRIVER}
+
+
+def _log(msg: str) -> None:
+    print("[dra-simulator] %s" % msg, file=sys.stderr, flush=True)
+
+
+# ---- scheduling predicates (pure) -------------------------------------------------------------------
+def _expr_matches(expr: dict, labels: dict) -> bool:
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt"):
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except (KeyError, ValueError, IndexError):
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def _term_matches(term: dict, node: dict) -> bool:
+    exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not exprs and not fields:
+        return False  # an empty term matches no objects
+    labels = node["metadata"].get("labels") or {}
+    if not all(_expr_matches(e, labels) for e in exprs):
+        return False
+    return all(_expr_matches(dict(f, key="metadata.name"), {"metadata.name": node["metadata"]["name"]})
+               for f in fields if f.get("key") == "metadata.name")
+
+
+def _tolerates(tolerations, taint: dict) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol["effect"] != taint.get("effect"):
+            continue
+        op = tol.get("operator") or "Equal"
+        if op == "Exists" and (not tol.get("key") or tol["key"] == taint.get("key")):
+            return True
+        same_value = (tol.get("value") or "") == (taint.get("value") or "")
+        if op == "Equal" and tol.get("key") == taint.get("key") and same_value:
+            return True
+    return False
+
+
+def schedules_on(pod_spec: dict, node: dict) -> bool:
+    """Would the DaemonSet controller place this pod template on the node?"""
+    labels = node["metadata"].get("labels") or {}
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required is not None and not any(_term_matches(t, node) for t in required.get("nodeSelectorTerms") or []):
+        return False
+    tolerations = list(pod_spec.get("tolerations") or []) + list(DAEMONSET_TOLERATIONS)
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+            return False
+    return True
+
+
+def node_ready(node: dict) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def is_kubelet_plugin(ds: dict) -> bool:
+    """The driver's kubelet-plugin DaemonSet: the chart's name label, or a name ending -kubelet-plugin."""
+    labels = ds["metadata"].get("labels") or {}
+    return labels.get("app.kubernetes.io/name") in PLUGIN_NAMES or ds["metadata"]["name"].endswith("-kubelet-plugin")
+
+
+def _containers(obj: dict) -> list:
+    return ((obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []
+
+
+def feature_gates(ds: dict) -> dict:
+    """FEATURE_GATES of the plugin's containers ("K=V,K=V," as the chart renders it)."""
+    gates = {}
+    for c in _containers(ds):
+        for env in c.get("env") or []:
+            if env.get("name") == "FEATURE_GATES" and env.get("value"):
+                for item in env["value"].split(","):
+                    if "=" in item:
+                        k, v = item.split("=", 1)
+                        gates[k.strip()] = v.strip().lower() == "true"
+    return gates
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _apps(kind: str, namespace: str, name: str = "") -> str:
+    return "/apis/apps/v1/namespaces/%s/%s%s" % (namespace, kind, "/" + name if name else "")
+
+
+class DraDriverSimulator:
+    """See the module docstring. Call tick(nodes) from one thread (the sandbox loop)."""
+
+    def __init__(self, kube: Kube, inventory, log=_log):
+        self.kube = kube
+        self.inventory = inventory
+        self.log = log
+        self.plugins: dict[str, dict] = {}  # "ns/name" -> {"nodes": [...], "ready": [...], "gates": {...}}
+        self.errors: list[str] = []
+        self._warned: set[str] = set()
+        self._had_slices = True  # check once at start for leftovers
+        self._rs_namespaces: set[str] = set()  # where we created ReplicaSets (for the garbage collector)
+        self.publishes = 0
+
+    # ---- one reconcile pass ---------------------------------------------------------------------------
+    def tick(self, nodes: list[dict] | None = None) -> None:
+        if nodes is None:
+            nodes = self.kube.list("/api/v1/nodes")
+        daemonsets = [ds for ds in self.kube.list("/apis/apps/v1/daemonsets") if is_kubelet_plugin(ds)]
+        desired: dict[str, dict] = {}
+        plugins = {}
+        for ds in daemonsets:
+            key = "%s/%s" % (ds["metadata"]["namespace"], ds["metadata"]["name"])
+            pod_spec = ds["spec"]["template"].get("spec") or {}
+            drivers = tuple(CONTAINER_DRIVERS[c["name"]] for c in _containers(ds) if c.get("name") in CONTAINER_DRIVERS)
+            gates = feature_gates(ds)
+            for gate in NOT_SIMULATED_GATES:
+                if gates.get(gate) and key + gate not in self._warned:
+                    self._warned.add(key + gate)
+                    self.log("%s: feature gate %s is on - NOT simulated, slices stay static" % (key, gate))
+            scheduled, ready = [], []
+            for node in nodes:
+                if not schedules_on(pod_spec, node):
+                    continue
+                scheduled.append(node["metadata"]["name"])
+                machine = self.inventory.for_node(node)
+                if machine is None or not node_ready(node):
+                    continue  # the plugin cannot start without GPUs (NVML), or the node is down
+                ready.append(node["metadata"]["name"])
+                layouts = dict(machine.layouts)
+                owner = {"name": node["metadata"]["name"], "uid": node["metadata"].get("uid")}
+                for sl in slices_mod.node_slices(machine.name, machine.gpu, machine.count, layouts,
+                                                 owner=owner, drivers=drivers):
+                    desired[sl["metadata"]["name"]] = sl
+            plugins[key] = {"nodes": scheduled, "ready": ready, "gates": gates, "drivers": list(drivers)}
+            self._ds_status(ds, len(scheduled), len(ready))
+            self._deployments(ds)
+        self.plugins = plugins
+        self._sync_slices(desired, active=bool(daemonsets))
+        for ns in sorted(self._rs_namespaces - {ds["metadata"]["namespace"] for ds in daemonsets}):
+            if not self._collect_replicasets(ns, self._live_deployments(ns)):
+                self._rs_namespaces.discard(ns)
+
+    # ---- DaemonSet / Deployment status ------------------------------------------------------------------
+    def _ds_status(self, ds: dict, scheduled: int, ready: int) -> None:
+        want = {"currentNumberScheduled": scheduled, "desiredNumberScheduled": scheduled, "numberMisscheduled": 0,
+                "numberReady": ready, "updatedNumberScheduled": scheduled, "numberAvailable": ready,
+                "numberUnavailable": scheduled - ready, "observedGeneration": ds["metadata"].get("generation", 1)}
+        have = ds.get("status") or {}
+        if all(have.get(k, 0) == v for k, v in want.items()):
+            return
+        ns, name = ds["metadata"]["namespace"], ds["metadata"]["name"]
+        body = {"status": dict(want, numberUnavailable=want["numberUnavailable"] or None)}
+        try:
+            self.kube.patch(_apps("daemonsets", ns, name) + "/status", body)
+            self.log("DaemonSet %s/%s: %d scheduled, %d ready" % (ns, name, scheduled, ready))
+        except KubeError as exc:
+            if exc.status != 404:
+                raise
+
+    def _deployments(self, ds: dict) -> None:
+        ns = ds["metadata"]["namespace"]
+        instance = (ds["metadata"].get("labels") or {}).get("app.kubernetes.io/instance")
+        selector = "app.kubernetes.io/instance=%s" % instance if instance else None
+        deployments = self.kube.list(_apps("deployments", ns), label_selector=selector)
+        for dep in deployments:
+            self._deployment(dep)
+        if deployments or ns in self._rs_namespaces:
+            self._collect_replicasets(ns, self._live_deployments(ns) if selector else
+                                      {d["metadata"]["uid"] for d in deployments})
+
+    def _live_deployments(self, namespace: str) -> set:
+        return {d["metadata"]["uid"] for d in self.kube.list(_apps("deployments", namespace))}
+
+    def _deployment(self, dep: dict) -> None:
+        meta, spec = dep["metadata"], dep["spec"]
+        ns, name = meta["namespace"], meta["name"]
+        replicas = spec.get("replicas", 1)
+        template = json.loads(json.dumps(spec["template"]))
+        pth = _hash(template)[:10]
+        status = dep.get("status") or {}
+        done = (status.get("observedGeneration") == meta.get("generation")
+                and status.get("readyReplicas", 0) == status.get("updatedReplicas", 0) == replicas
+                and status.get("replicas", 0) == replicas)
+        rs_name = "%s-%s" % (name, pth)
+        rs = self.kube.get(_apps("replicasets", ns, rs_name))
+        if rs is not None and not any(o.get("uid") == meta["uid"] and o.get("controller")
+                                      for o in rs["metadata"].get("ownerReferences") or []):
+            # Left from an earlier Deployment of the same name (no garbage collector ran): replaced.
+            self.kube.delete(_apps("replicasets", ns, rs_name))
+            rs = None
+        rs_done = rs is not None and (rs.get("status") or {}).get("observedGeneration") == rs["metadata"].get("generation")
+        if done and rs_done:
+            return
+        if rs is None:
+            self._rs_namespaces.add(ns)
+            template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = pth
+            match = dict((spec.get("selector") or {}).get("matchLabels") or {}, **{"pod-template-hash": pth})
+            rs = self.kube.create(_apps("replicasets", ns), {
+                "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": rs_name, "namespace": ns,
+                             "labels": dict(template["metadata"]["labels"], **{slices_mod.SIMULATED_LABEL: "true"}),
+                             "annotations": {"deployment.kubernetes.io/revision": "1",
+                                             "deployment.kubernetes.io/desired-replicas": str(replicas)},
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                                  "uid": meta["uid"], "controller": True,
+                                                  "blockOwnerDeletion": True}]},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": match}, "template": template}})
+        elif rs["spec"].get("replicas") != replicas:
+            rs = self.kube.patch(_apps("replicasets", ns, rs_name), {"spec": {"replicas": replicas}})
+        # Older ReplicaSets of this Deployment (an earlier template) are scaled to zero.
+        for old in self.kube.list(_apps("replicasets", ns)):
+            owners = old["metadata"].get("ownerReferences") or []
+            if old["metadata"]["name"] != rs_name and any(o.get("uid") == meta["uid"] for o in owners) \
+                    and old["spec"].get("replicas"):
+                scaled = self.kube.patch(_apps("replicasets", ns, old["metadata"]["name"]), {"spec": {"replicas": 0}})
+                self.kube.patch(_apps("replicasets", ns, old["metadata"]["name"]) + "/status",
+                                {"status": {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0,
+                                            "observedGeneration": scaled["metadata"].get("generation", 1)}})
+        self.kube.patch(_apps("replicasets", ns, rs_name) + "/status", {"status": {
+            "replicas": replicas, "fullyLabeledReplicas": replicas, "readyReplicas": replicas,
+            "availableReplicas": replicas, "observedGeneration": rs["metadata"].get("generation", 1)}})
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.kube.patch(_apps("deployments", ns, name) + "/status", {"status": {
+            "observedGeneration": meta.get("generation", 1), "replicas": replicas, "updatedReplicas": replicas,
+            "readyReplicas": replicas, "availableReplicas": replicas,
+            "conditions": [
+                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                 "message": "Deployment has minimum availability (DRA driver simulator).",
+                 "lastUpdateTime": now, "lastTransitionTime": now},
+                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                 "message": 'ReplicaSet "%s" has successfully progressed.' % rs_name,
+                 "lastUpdateTime": now, "lastTransitionTime": now}]}})
+        self.log("Deployment %s/%s: %d/%d ready (ReplicaSet %s)" % (ns, name, replicas, replicas, rs_name))
+
+    def _collect_replicasets(self, namespace: str, live_uids: set) -> int:
+        """Garbage collector: our ReplicaSets whose Deployment is gone are deleted; returns how many remain."""
+        left = 0
+        for rs in self.kube.list(_apps("replicasets", namespace), label_selector=slices_mod.SIMULATED_LABEL + "=true"):
+            owners = rs["metadata"].get("ownerReferences") or []
+            if owners and not any(o.get("uid") in live_uids for o in owners):
+                self.kube.delete(_apps("replicasets", namespace, rs["metadata"]["name"]))
+            else:
+                left += 1
+        return left
+
+    # ---- ResourceSlices ---------------------------------------------------------------------------------
+    def _sync_slices(self, desired: dict, active: bool) -> None:
+        if not active and not self._had_slices:
+            return
+        current = {s["metadata"]["name"]: s for s in
+                   self.kube.list(SLICES, label_selector=slices_mod.SIMULATED_LABEL + "=true")}
+        for name, sl in desired.items():
+            digest = _hash(sl["spec"]["devices"])
+            sl["metadata"].setdefault("annotations", {})[CONTENT_ANNOTATION] = digest
+            have = current.get(name)
+            if have is None:
+                self._write("create", SLICES, sl)
+                continue
+            owners = have["metadata"].get("ownerReferences") or []
+            owner_changed = owners != (sl["metadata"].get("ownerReferences") or [])
+            if (have["metadata"].get("annotations") or {}).get(CONTENT_ANNOTATION) == digest and not owner_changed:
+                continue
+            # The devices changed (MIG layout): a new pool generation, as the driver publishes it.
+            sl["spec"]["pool"]["generation"] = have["spec"]["pool"].get("generation", 0) + 1
+            sl["metadata"]["resourceVersion"] = have["metadata"]["resourceVersion"]
+            if self._write("replace", SLICES + "/" + name, sl):
+                self.log("ResourceSlice %s: pool generation %d" % (name, sl["spec"]["pool"]["generation"]))
+        for name in set(current) - set(desired):
+            self.kube.delete(SLICES + "/" + name)
+        self._had_slices = bool(desired)
+
+    def _write(self, verb: str, path: str, body: dict) -> bool:
+        """Create or replace one slice; a refusal is recorded (and logged once), not raised, so one bad
+        slice does not stop the others. A conflict is retried on the next poll."""
+        try:
+            getattr(self.kube, verb)(path, body)
+            self.publishes += 1
+            return True
+        except KubeError as exc:
+            if exc.status == 409:
+                return False
+            msg = "%s ResourceSlice %s refused: %s" % (verb, body["metadata"]["name"], exc)
+            if msg not in self.errors:
+                self.log(msg)
+                self.errors = (self.errors + [msg])[-20:]
+            return False
+
+    # ---- for tests --------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        return {"plugins": self.plugins, "publishes": self.publishes, "errors": list(self.errors)}

@@ -1,0 +1,246 @@
+"""The simulators' pure parts: flavor table, GFD labels, ResourceSlice builders, mig-parted parsing,
+DaemonSet scheduling predicates, the test chart's CRD - and the apiserver's verdict on every slice."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import get_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import (InfeasibleLayout, maximal_layouts,
+                                                                               mig_parted_config)
+from testbed import dra_resourceslices as rs
+from testbed import gpu_flavors
+from testbed.dra_simulator import feature_gates, schedules_on
+from testbed.mig_manager_simulator import ConfigError, parse_config, resolve, select
+from testbed.node_simulator import clique_id, node_object, node_status
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
+A100 = get_gpu("A100-40GB")
+CERN = {"3g.20gb": 1, "2g.10gb": 2}
+GPU_FLAVORS = sorted(f for f, (gpu, n) in gpu_flavors.FLAVORS.items() if gpu)
+
+
+# ---- flavors and GFD/NFD labels ----------------------------------------------------------------------
+def test_cern_flavors_as_documented():
+    assert {f: gpu_flavors.FLAVORS[f] for f in ("g2.5xlarge", "g4.p1.40g", "g4.p2.40g", "g4.p4.40g")} == {
+        "g2.5xlarge": ("T4", 1), "g4.p1.40g": ("A100-40GB", 1), "g4.p2.40g": ("A100-40GB", 2),
+        "g4.p4.40g": ("A100-40GB", 4)}
+    assert gpu_flavors.flavor("g4.p2.40g")[3:5] == (32, 240 * 1024)  # vCPUs, RAM MiB (webinar table)
+    assert {gpu_flavors.FLAVORS[f][0] for f in ("g5.h100x4", "g5.h200x8", "g6.gb200x4")} == {
+        "H100-80GB", "H200-141GB", "GB200"}
+
+
+def test_gfd_labels():
+    labels = gpu_flavors.gfd_labels("g4.p4.40g")
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
+    assert labels["nvidia.com/gpu.count"] == "4" and labels["nvidia.com/gpu.memory"] == "40960"
+    assert labels["nvidia.com/mig.capable"] == "true" and labels["nvidia.com/gpu.family"] == "ampere"
+    assert labels["feature.node.kubernetes.io/pci-10de.present"] == "true"
+    assert gpu_flavors.gfd_labels("g2.5xlarge")["nvidia.com/mig.capable"] == "false"
+    assert "nvidia.com/gpu.clique" not in gpu_flavors.gfd_labels("g4.p4.40g", clique="x.1")
+    assert gpu_flavors.gfd_labels("g6.gb200x4", clique="x.1")["nvidia.com/gpu.clique"] == "x.1"
+    assert gpu_flavors.gfd_labels("m2.large") == {} and gpu_flavors.gfd_labels("no-such") == {}
+
+
+def test_gpus_from_labels():
+    assert gpu_flavors.gpus_from_labels({"node.kubernetes.io/instance-type": "g5.h200x8"})[:2] == \
+        (get_gpu("H200-141GB"), 8)
+    # no known flavor: GFD's product and count
+    gpu, count, flavor = gpu_flavors.gpus_from_labels({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                                                       "nvidia.com/gpu.count": "2"})
+    assert (gpu.key, count, flavor) == ("H100-80GB", 2, None)
+    assert gpu_flavors.gpus_from_labels({"nvidia.com/gpu.present": "true"}) == (None, 0, None)
+
+
+def test_clique_ids_group_18_nodes_per_nvlink_domain():
+    a = clique_id("c", "ng", "x-node-0")
+    assert a == clique_id("c", "ng", "x-node-17") != clique_id("c", "ng", "x-node-18")
+    assert a.split(".")[0] != clique_id("c", "other-ng", "x-node-0").split(".")[0]
+    assert a.endswith(".1")
+
+
+# ---- ResourceSlice builders ------------------------------------------------------------------------------
+def test_full_gpus():
+    (sl,) = rs.resource_slices("n1", "g4.p2.40g", owner={"name": "n1", "uid": "u-1"})
+    assert sl["spec"]["driver"] == "gpu.nvidia.com" and sl["spec"]["nodeName"] == "n1"
+    assert sl["spec"]["pool"] == {"name": "n1", "generation": 1, "resourceSliceCount": 1}
+    assert [d["name"] for d in sl["spec"]["devices"]] == ["gpu-0", "gpu-1"]
+    assert sl["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    attrs = sl["spec"]["devices"][0]["attributes"]
+    assert attrs["cudaComputeCapability"] == {"version": "8.0.0"}
+    assert attrs["driverVersion"] == {"version": "570.158.1"}
+    assert attrs["uuid"]["string"].startswith("GPU-")
+    assert rs.resource_slices("n1", "m2.large") == [] and rs.resource_slices("n1", "no-such") == []
+
+
+def test_mig_devices_are_named_like_the_driver_names_them():
+    devs = rs.gpu_devices("n1", "g4.p2.40g", {0: CERN})
+    names = [d["name"] for d in devs]
+    assert names == ["gpu-0-mig-2g10gb-14-0", "gpu-0-mig-2g10gb-14-2", "gpu-0-mig-3g20gb-9-4", "gpu-1"]
+    big = devs[2]
+    assert big["attributes"]["parentUUID"] == {"string": rs.gpu_uuid("n1", 0)}
+    assert big["attributes"]["profile"] == {"string": "3g.20gb"} and big["attributes"]["type"] == {"string": "mig"}
+    slices = sorted(k for k in big["capacity"] if k.startswith("memorySlice"))
+    assert slices == ["memorySlice%d" % i for i in range(4, 8)]
+    assert rs.mig_device_name(0, "1g.5gb+me", 20, 6) == "gpu-0-mig-1g5gbme-20-6"
+
+
+def test_mig_on_without_instances_publishes_nothing_for_that_gpu():
+    assert [d["name"] for d in rs.gpu_devices("n1", "g4.p2.40g", {0: {}, 1: None})] == ["gpu-1"]
+
+
+def test_infeasible_layout_raises():
+    with pytest.raises(InfeasibleLayout):
+        rs.gpu_devices("n1", "g4.p1.40g", {0: {"7g.40gb": 1, "1g.5gb": 1}})
+    with pytest.raises(InfeasibleLayout):
+        rs.gpu_devices("n1", "g2.5xlarge", {0: {"1g.5gb": 1}})
+
+
+def test_nvlink_nodes_get_a_compute_domain_slice():
+    gpu_slice, cd = rs.resource_slices("gb", "g6.gb200x4")
+    assert [d["name"] for d in gpu_slice["spec"]["devices"]] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert cd["spec"]["driver"] == "compute-domain.nvidia.com"
+    assert [(d["name"], d["attributes"]["type"]["string"]) for d in cd["spec"]["devices"]] == [
+        ("channel-0", "channel"), ("daemon-0", "daemon")]
+    # only the containers that run publish: a chart with computeDomains disabled has no CD slice
+    (only,) = rs.node_slices("gb", get_gpu("GB200"), 4, drivers=(rs.GPU_DRIVER,))
+    assert only["spec"]["driver"] == "gpu.nvidia.com"
+
+
+def _max_layouts(flavor):
+    gpu, count = gpu_flavors.gpus_of(flavor)
+    if not gpu.mig:
+        return None
+    options = maximal_layouts(gpu)
+    return {i: options[i % len(options)] for i in range(count)}
+
+
+@pytest.mark.parametrize("flavor", GPU_FLAVORS)
+def test_api_limits_per_device(flavor):
+    """resource.k8s.io/v1: at most 32 attributes+capacities per device, 128 devices per slice."""
+    for layouts in (None, _max_layouts(flavor)):
+        for sl in rs.resource_slices("n", flavor, layouts):
+            assert len(sl["spec"]["devices"]) <= 128
+            for dev in sl["spec"]["devices"]:
+                assert len(dev.get("attributes", {})) + len(dev.get("capacity", {})) <= 32
+
+
+# ---- mig-parted config -----------------------------------------------------------------------------------
+def test_parse_the_collections_config():
+    text = yaml.safe_dump(mig_parted_config({"gpupool-a100": [("all", CERN)], "split": [([0], CERN), ([1], None)]}))
+    configs = parse_config(text)
+    assert select(configs, "all-disabled") == [{"devices": "all", "mig-enabled": False}]
+    assert resolve(select(configs, "gpupool-a100"), A100, 2, {}) == {0: CERN, 1: CERN}
+    assert resolve(select(configs, "split"), A100, 2, {}) == {0: CERN, 1: None}
+    # a GPU no entry selects keeps its layout; an index the node lacks is ignored
+    assert resolve([{"devices": [1, 5], "mig-enabled": False}], A100, 2, {0: CERN}) == {0: CERN, 1: None}
+    # later entries win
+    assert resolve([{"devices": "all", "mig-enabled": True, "mig-devices": CERN},
+                    {"devices": [0], "mig-enabled": False}], A100, 2, {}) == {0: None, 1: CERN}
+    # a device filter for another GPU model selects nothing
+    assert resolve([{"devices": "all", "mig-enabled": True, "mig-devices": CERN, "device-filter": "0x233010DE"}],
+                   A100, 1, {}) == {0: None}
+    assert resolve([{"devices": "all", "mig-enabled": True, "mig-devices": {}}], A100, 1, {}) == {0: {}}
+    with pytest.raises(ConfigError, match="not in the mig-parted config"):
+        select(configs, "nope")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("version: v2\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "version"),
+    ("version: v1\nmig-configs: {}", "non-empty"),
+    ("version: v1\nextra: 1\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "top-level"),
+    ("version: v1\nmig-configs: {a: [{devices: all}]}", "mig-enabled is required"),
+    ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true}]}", "mig-devices is required"),
+    ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false, mig-devices: {1g.5gb: 1}}]}", "must be empty"),
+    ("version: v1\nmig-configs: {a: [{devices: some, mig-enabled: false}]}", "devices must be"),
+    ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false, colour: red}]}", "unknown field"),
+    (": :", "not YAML"),
+])
+def test_invalid_mig_parted_files(text, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_config(text)
+
+
+def test_mig_on_a_gpu_without_mig_is_infeasible():
+    with pytest.raises(InfeasibleLayout, match="does not support MIG"):
+        resolve([{"devices": "all", "mig-enabled": True, "mig-devices": {}}], get_gpu("T4"), 1, {})
+
+
+# ---- DaemonSet scheduling -------------------------------------------------------------------------------
+def _chart_pod_spec(**values):
+    data = yaml.safe_load((CHART / "values.yaml").read_text())["kubeletPlugin"]
+    data.update(values)
+    return {"affinity": data["affinity"], "tolerations": data["tolerations"], "nodeSelector": data["nodeSelector"]}
+
+
+def _node(labels, taints=()):
+    return {"metadata": {"name": "n", "labels": labels}, "spec": {"taints": list(taints)}}
+
+
+def test_plugin_affinity_needs_nfd_or_gpu_operator_labels():
+    spec = _chart_pod_spec()
+    assert schedules_on(spec, _node({"feature.node.kubernetes.io/pci-10de.present": "true"}))
+    assert schedules_on(spec, _node({"nvidia.com/gpu.present": "true"}))
+    assert not schedules_on(spec, _node({"nvidia.com/gpu.present": "false"}))
+    assert not schedules_on(spec, _node({}))
+    assert not schedules_on(dict(spec, nodeSelector={"pool": "a"}), _node({"nvidia.com/gpu.present": "true"}))
+
+
+def test_taints_need_tolerations():
+    gpu = {"nvidia.com/gpu.present": "true"}
+    spec = _chart_pod_spec()
+    assert schedules_on(spec, _node(gpu, [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]))
+    assert schedules_on(spec, _node(gpu, [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]))
+    assert schedules_on(spec, _node(gpu, [{"key": "x", "effect": "PreferNoSchedule"}]))
+    tainted = _node(gpu, [{"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}])
+    assert not schedules_on(spec, tainted)
+    assert schedules_on(dict(spec, tolerations=[{"operator": "Exists"}]), tainted)
+    assert schedules_on(dict(spec, tolerations=[{"key": "node-role.kubernetes.io/gpu", "operator": "Equal",
+                                                 "value": "true", "effect": "NoSchedule"}]), tainted)
+    # the apiserver's not-ready taint on a new Node: DaemonSet pods do not tolerate NoSchedule
+    assert not schedules_on(spec, _node(gpu, [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]))
+
+
+def test_feature_gates_env():
+    ds = {"spec": {"template": {"spec": {"containers": [
+        {"name": "gpus", "env": [{"name": "FEATURE_GATES", "value": "DynamicMIG=true,MPSSupport=false,"}]}]}}}}
+    assert feature_gates(ds) == {"DynamicMIG": True, "MPSSupport": False}
+
+
+# ---- the test chart ------------------------------------------------------------------------------------------
+def test_chart_crd_is_the_integration_manifest():
+    shared = ROOT / "tests" / "integration" / "manifests" / "computedomain-crd.yaml"
+    assert (CHART / "crds" / "resource.nvidia.com_computedomains.yaml").read_text() == shared.read_text()
+
+
+def test_chart_says_it_is_a_simulation():
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert (chart["name"], chart["version"], chart["kubeVersion"]) == ("dra-driver-nvidia-gpu", "0.5.1", ">=1.32.0-0")
+    assert "SIMULATION" in chart["description"] and "not NVIDIA's" in chart["description"]
+    assert "not NVIDIA's chart" in (CHART / "README.md").read_text()
+
+
+# ---- what the apiserver says -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def kube(control_plane):
+    from testbed.simulator_client import Kube
+    return Kube(control_plane.kubeconfig, "builder-test")
+
+
+@pytest.mark.parametrize("flavor", GPU_FLAVORS)
+def test_apiserver_accepts_every_flavors_slices(kube, flavor):
+    """Server-side dry run: the real v1.37 validation of the slices (full GPUs and maximal MIG layouts)."""
+    for layouts in (None, _max_layouts(flavor)):
+        for sl in rs.resource_slices("dry-run-node", flavor, layouts):
+            kube.request("POST", "/apis/resource.k8s.io/v1/resourceslices", body=sl, query={"dryRun": "All"})
+
+
+def test_apiserver_accepts_the_node_objects(kube):
+    for flavor in ("g6.gb200x4", "m2.large"):
+        body = node_object("dry-run-" + flavor.replace(".", "-"), flavor=flavor, role="worker", nodegroup="ng",
+                           clique="c.1", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+        body.update(node_status(body["metadata"]["name"], flavor=flavor, address="10.0.0.1"))
+        kube.request("POST", "/api/v1/nodes", body=body, query={"dryRun": "All"})
