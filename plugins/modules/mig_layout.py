@@ -1,0 +1,661 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: mig_layout
+short_description: Roll out the static MIG layouts of GPU pools through NVIDIA's MIG manager
+version_added: "0.1.0"
+description:
+  - For each pool in scope with C(mig.mode=static), writes the pool's C(nvidia-mig-parted) config into the MIG
+    manager's ConfigMap and switches the pool's nodes to it, a few nodes at a time.
+  - "Before anything is read or written: the inventory is validated with the pool model and every GPU's layout is
+    placed by the MIG planner; an infeasible layout fails with the planner's explanation and nothing is changed."
+  - "ConfigMap: C(gpupool_cluster.mig_manager.config_map) in C(mig_manager.namespace) (default
+    C(gpupool-mig-parted-config) in C(gpu-operator)), key C(config.yaml), one C(version: v1) document. gpupool
+    merges at the C(mig-configs) level: it adds or updates only its own configs (named by each pool's
+    C(mig.config_name), default C(gpupool-<pool>)) and keeps every config others wrote. The names it wrote are
+    recorded in the ConfigMap annotation C(gpupool.io/mig-configs). The write is a read-modify-write with the
+    ConfigMap's C(resourceVersion) as precondition, retried when someone else changed it meanwhile. A config
+    name that exists with other content and was not written by gpupool is an error."
+  - "Nodes: found like M(gpupool.core.node_pool) finds them (the pool's C(node_selector), else the Magnum nodegroup
+    label, plus O(name_pattern)). A node is left alone when its C(nvidia.com/mig.config) label is the pool's config,
+    C(nvidia.com/mig.config.state) is C(success), and the config did not change since gpupool switched it (the
+    annotation C(gpupool.io/mig-config-digest) records a digest of the config's content)."
+  - "Rolling: the nodes to change go in waves of at most C(gpupool_cluster.mig_manager.max_unavailable). For each
+    wave: cordon (O(cordon)), evict the pods that use GPUs (O(drain)), set C(nvidia.com/mig.config=<config>) (and
+    clear the old state label, so only the MIG manager's answer counts), wait for
+    C(nvidia.com/mig.config.state=success), uncordon. When the config's content changed but its name did not, the
+    label is removed and set again after O(relabel_delay) seconds, because the MIG manager only acts on label
+    changes."
+  - "A node that ends in state C(failed) stops the rollout: the task fails naming the node, the nodes of later
+    waves are not touched, and the failed node stays cordoned. A node already in state C(failed) for the wanted
+    config stops the run before any write unless O(retry_failed=true)."
+  - NotReady nodes that need a change are skipped with a warning (their MIG manager cannot act).
+  - Nodes are only patched (labels, one annotation, C(spec.unschedulable)); never created or deleted.
+author:
+  - gpupool.core developers (@gpupool)
+options:
+  cluster:
+    description:
+      - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
+      - Validated with the collection's pool model (MIG layouts included) before anything is read or written.
+    type: dict
+    required: true
+  pools:
+    description:
+      - Names of the pools to roll out. Default is every pool in O(cluster).
+      - Pools without static MIG are reported and skipped.
+    type: list
+    elements: str
+  nodegroup_label:
+    description: Node label that holds the Magnum nodegroup name.
+    type: str
+    default: magnum.openstack.org/nodegroup
+  name_pattern:
+    description:
+      - Python regular expression; nodes whose name matches it also belong to the pool (as in M(gpupool.core.node_pool)).
+      - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names.
+    type: str
+  cordon:
+    description:
+      - Cordon each node of a wave before its MIG layout changes and uncordon it after C(success).
+      - Nodes someone else cordoned are left cordoned.
+    type: bool
+    default: true
+  drain:
+    description:
+      - Evict the pods that use GPUs from each node of a wave (through the Eviction API, so PodDisruptionBudgets
+        apply) and wait until they are gone, before the label changes. Implies O(cordon).
+      - "GPU pods: pods requesting C(nvidia.com/gpu*), C(nvidia.com/mig-*) or C(gpupool.io/*) resources, or with
+        DRA resource claims. DaemonSet and static pods are not evicted (the MIG manager pauses GPU operands itself)."
+    type: bool
+    default: false
+  drain_timeout:
+    description: Seconds to wait for the evicted pods of one wave to be gone.
+    type: int
+    default: 600
+  drain_grace_period:
+    description:
+      - Grace period for evicted pods, in seconds. Default is each pod's own C(terminationGracePeriodSeconds).
+    type: int
+  wait_timeout:
+    description: Seconds to wait for the MIG manager to finish one wave.
+    type: int
+    default: 1800
+  wait_sleep:
+    description: Seconds between two reads of a wave's nodes while waiting.
+    type: float
+    default: 5
+  relabel_delay:
+    description:
+      - Seconds between removing and setting the config label again when a config changed under the same name.
+    type: float
+    default: 5
+  retry_failed:
+    description:
+      - Switch nodes again whose C(nvidia.com/mig.config.state) is C(failed) for the wanted config (after the cause
+        was fixed). Without it such a node stops the run before any write.
+    type: bool
+    default: false
+  prune:
+    description:
+      - Remove configs gpupool wrote earlier that no pool wants any more and no node is labelled with.
+      - Only when O(pools) is not given (every pool is in scope).
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - gpupool.core.k8s_auth
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads the ConfigMap, nodes and pods and returns the plan (configs, waves, pods to evict) without any write.
+  diff_mode:
+    support: full
+    details: The pool configs in the ConfigMap and each node's MIG labels and digest annotation, before and after.
+  platform:
+    platforms: all
+notes:
+  - "Permissions beyond the gpupool ClusterRole's node rules: C(configmaps) get, create and patch in the MIG
+    manager's namespace; with O(drain), C(pods) list and C(pods/eviction) create."
+  - A run that fails midway leaves finished nodes switched and uncordoned; rerun it to continue.
+seealso:
+  - module: gpupool.core.pool_info
+  - module: gpupool.core.validate
+"""
+
+EXAMPLES = r"""
+- name: Roll out every static MIG layout, one node at a time (mig_manager.max_unavailable defaults to 1)
+  gpupool.core.mig_layout:
+    cluster: "{{ gpupool_cluster }}"
+
+- name: Preview the waves and the pods that would be evicted
+  gpupool.core.mig_layout:
+    cluster: "{{ gpupool_cluster }}"
+    pools: [gpu-a100-mig]
+    drain: true
+  check_mode: true
+  diff: true
+  register: plan
+
+- name: Roll out, evicting GPU pods first
+  gpupool.core.mig_layout:
+    cluster: "{{ gpupool_cluster }}"
+    pools: [gpu-a100-mig]
+    drain: true
+    drain_timeout: 900
+    wait_timeout: 3600
+"""
+
+RETURN = r"""
+config_map:
+  description: The MIG manager's ConfigMap and what happened to gpupool's configs in it.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: ConfigMap name.
+      type: str
+    namespace:
+      description: ConfigMap namespace.
+      type: str
+    action:
+      description: C(created), C(updated) or C(unchanged) (what would happen, in check mode).
+      type: str
+    configs:
+      description: Per gpupool config name, C(created), C(updated), C(unchanged), C(adopted) or C(deleted).
+      type: dict
+  sample: {name: gpupool-mig-parted-config, namespace: gpu-operator, action: updated,
+           configs: {gpupool-gpu-a100-mig: updated}}
+pools:
+  description: Per pool in scope, its config and the plan for each of its nodes.
+  returned: always
+  type: dict
+  sample:
+    gpu-a100-mig:
+      config_name: gpupool-gpu-a100-mig
+      digest: 3f2a0c9d1e4b5a6c
+      selector: magnum.openstack.org/nodegroup=gpu-a100-mig
+      waves: [[a100-0], [a100-1]]
+      nodes:
+        - {name: a100-0, action: configure, reason: "nvidia.com/mig.config is all-disabled, wants gpupool-gpu-a100-mig",
+           ready: true, before: {config: all-disabled, state: success, digest: null}}
+        - {name: a100-1, action: none, reason: "at gpupool-gpu-a100-mig (state success)", ready: true}
+waves:
+  description:
+    - The waves in order; in check mode the planned ones (result C(planned)).
+    - C(result) is C(success), C(failed), C(timeout), C(error), C(planned) or C(not started) (after an earlier wave failed).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pool: gpu-a100-mig, index: 0, nodes: [a100-0], actions: {a100-0: configure}, result: success,
+       started: 1767225600.1, finished: 1767225731.9, states: {a100-0: success}, evicted: [ml/train-0],
+       cordoned: [a100-0]}
+failed_nodes:
+  description: Nodes that ended in C(nvidia.com/mig.config.state=failed), timed out, vanished or were relabelled.
+  returned: always
+  type: list
+  elements: str
+skipped_nodes:
+  description: NotReady nodes that needed a change and were skipped.
+  returned: always
+  type: list
+  elements: str
+diff:
+  description: Before and after of gpupool's configs in the ConfigMap and of each switched node's labels (with C(--diff)).
+  returned: when diff mode is on
+  type: list
+  elements: dict
+"""
+
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import AUTH_ARG_SPEC, Conflict, K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
+        CONFIG_MAP, NODE, BuildError, assign_nodes, node_matcher, select_pools,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils import mig_rollout_plan as mrp
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import MANAGED_BY, PYDANTIC_IMPORT_ERROR
+    IMPORT_ERROR = None
+except ImportError:
+    IMPORT_ERROR = traceback.format_exc()
+    PYDANTIC_IMPORT_ERROR = None
+
+
+class Stop(Exception):
+    """The rollout stops: message for the person, already recorded in the waves."""
+
+
+class Rollout(object):
+    def __init__(self, module, runner, cluster, scope):
+        self.module = module
+        self.p = module.params
+        self.runner = runner
+        self.engine = runner.engine
+        self.client = runner.engine.client
+        self.cluster = cluster
+        self.mm = cluster.mig_manager
+        self.scope = scope
+        self.static = [p for p in scope if p.state == "present" and p.mig.mode == "static"]
+        self.configs = mrp.desired_configs(self.static)
+        self.check = module.check_mode
+        self.drain = self.p["drain"]
+        self.cordon = self.p["cordon"] or self.drain
+        self.changed = False
+        self.diff = []
+        self.waves = []
+        self.failed_nodes = []
+        self.pools = {}
+        self.plans = []
+        self.cm_result = {"name": self.mm.config_map, "namespace": self.mm.namespace, "action": "unchanged",
+                          "configs": {}}
+
+    # ---- reads ----------------------------------------------------------------------------------------
+    def read_config_map(self):
+        live = self.engine.get(CONFIG_MAP, self.mm.config_map, self.mm.namespace)
+        where = "ConfigMap %s/%s" % (self.mm.namespace, self.mm.config_map)
+        data = (live or {}).get("data") or {}
+        doc = mrp.parse_document(data.get(mrp.CONFIG_KEY), where)
+        owned = mrp.owned_names(((live or {}).get("metadata") or {}).get("annotations"))
+        return live, doc, owned
+
+    def merge(self, doc, owned, nodes):
+        desired = dict((n, c["entries"]) for n, c in self.configs.items())
+        prune = []
+        if self.p["prune"] and not self.p["pools"]:
+            in_use = set((n["metadata"].get("labels") or {}).get(mrp.CONFIG_LABEL) for n in nodes)
+            prune = [n for n in owned if n not in desired and n not in in_use]
+            kept = [n for n in owned if n not in desired and n in in_use]
+            for name in kept:
+                self.module.warn("MIG config %s is no longer wanted by any pool but nodes are still labelled with it; "
+                                 "it stays in the ConfigMap until they are switched to another config" % name)
+        where = "ConfigMap %s/%s" % (self.mm.namespace, self.mm.config_map)
+        new_doc, names, changes = mrp.merge_document(doc, desired, owned, prune, where)
+        return new_doc, names, changes
+
+    def list_pods(self, node_name):
+        items, token = [], None
+        while True:
+            doc = self.client.request("GET", self.client.path("", "v1", "pods"), query={
+                "fieldSelector": "spec.nodeName=%s" % node_name, "limit": 500, "continue": token})
+            items.extend(doc.get("items") or [])
+            token = (doc.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    # ---- plan -------------------------------------------------------------------------------------------
+    def plan(self):
+        nodes = self.engine.list(NODE)
+        self.nodes_by_name = dict((n["metadata"]["name"], n) for n in nodes)
+        assigned = assign_nodes(self.static, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
+        live, doc, owned = self.read_config_map()
+        new_doc, names, changes = self.merge(doc, owned, nodes)
+        self.cm = (live, doc, owned, new_doc, names, changes)
+        changed_configs = set(n for n, c in changes.items() if c in ("created", "updated"))
+        for pool in self.scope:
+            if pool not in self.static:
+                why = "state absent" if pool.state != "present" else "mig.mode is %s" % pool.mig.mode
+                self.pools[pool.name] = {"skipped": "no static MIG layout (%s)" % why}
+                continue
+            name = pool.mig_config_name
+            cfg = self.configs[name]
+            plan = mrp.plan_pool(pool.name, name, cfg["digest"], assigned[pool.name], self.mm.max_unavailable,
+                                 config_changed=name in changed_configs, retry_failed=self.p["retry_failed"])
+            plan["selector"] = node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
+            self.plans.append(plan)
+            self.pools[pool.name] = {"config_name": name, "digest": cfg["digest"], "selector": plan["selector"],
+                                     "nodes": plan["nodes"], "waves": plan["waves"]}
+            for n in plan["skipped"]:
+                self.module.warn("pool %s: node %s is NotReady and needs a MIG change; skipped (rerun when it is "
+                                 "Ready)" % (pool.name, n))
+        problems = mrp.blocked_problems(self.plans, self.mm.namespace)
+        if problems:
+            raise mrp.RolloutError(problems)
+        for plan in self.plans:
+            for i, wave in enumerate(plan["waves"]):
+                actions = dict((r["name"], r["action"]) for r in plan["nodes"] if r["name"] in wave)
+                entry = {"pool": plan["pool"], "index": i, "nodes": list(wave), "actions": actions,
+                         "result": "planned" if self.check else "not started"}
+                if self.drain:
+                    entry["evict"] = []
+                    for n in wave:
+                        evict, _wait, _skip = mrp.pods_to_evict(self.list_pods(n), n)
+                        entry["evict"] += [mrp.pod_ref(pod) for pod, _why in evict]
+                self.waves.append(entry)
+
+    # ---- ConfigMap ---------------------------------------------------------------------------------------
+    def write_config_map(self, attempts=5):
+        """Read-modify-write with the resourceVersion as precondition.
+
+        Why not server-side apply: the MIG manager reads ONE string (data["config.yaml"]); server-side apply
+        merges fields, not the YAML inside a string, so applying our configs would replace the whole document
+        and take over (or conflict on) a field others write too. Parsing the document, changing only
+        gpupool's mig-configs entries and writing it back with metadata.resourceVersion makes the API server
+        refuse the write (409) if anyone changed the ConfigMap since we read it; we then read and merge again.
+        """
+        live, doc, owned, new_doc, names, changes = self.cm
+        for attempt in range(attempts):
+            cm_changed = live is None or new_doc != doc or sorted(owned) != sorted(names)
+            self.cm_result["configs"] = dict((n, c) for n, c in changes.items())
+            shown = sorted(n for n, c in changes.items() if c != "unchanged")
+            before, after = mrp.ours_view(doc, shown), mrp.ours_view(new_doc, shown)
+            if not cm_changed:
+                return
+            self.cm_result["action"] = "created" if live is None else "updated"
+            if not self.check:
+                try:
+                    self._send_config_map(live, new_doc, names)
+                except Conflict:
+                    if attempt + 1 == attempts:
+                        raise K8sError("ConfigMap %s/%s kept changing while gpupool merged its MIG configs (%d "
+                                       "attempts)" % (self.mm.namespace, self.mm.config_map, attempts),
+                                       hint="rerun; if it persists, find the tool rewriting it")
+                    live, doc, owned = self.read_config_map()
+                    new_doc, names, changes = self.merge(doc, owned, list(self.nodes_by_name.values()))
+                    continue
+            self.changed = True
+            header = "ConfigMap %s/%s: mig-configs written by gpupool" % (self.mm.namespace, self.mm.config_map)
+            self.diff.append({"before": {"mig-configs": before}, "after": {"mig-configs": after},
+                              "before_header": header, "after_header": header})
+            return
+
+    def _send_config_map(self, live, doc, names):
+        text = mrp.render_document(doc)
+        ann = {mrp.CONFIGS_ANNOTATION: ",".join(names)}
+        ns, name = self.mm.namespace, self.mm.config_map
+        if live is None:
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": ns, "labels": dict(MANAGED_BY), "annotations": ann},
+                    "data": {mrp.CONFIG_KEY: text}}
+            try:
+                self.client.request("POST", self.client.path("", "v1", "configmaps", ns),
+                                    query={"fieldManager": self.engine.field_manager}, body=body)
+            except K8sError as err:
+                if err.status == 404:
+                    raise K8sError("namespace %s does not exist, so the MIG manager ConfigMap %s cannot be created"
+                                   % (ns, name), status=404,
+                                   hint="install the GPU Operator (its MIG manager reads the ConfigMap) or set "
+                                        "gpupool_cluster.mig_manager.namespace to where it runs")
+                raise
+            return
+        patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"], "annotations": ann},
+                 "data": {mrp.CONFIG_KEY: text}}
+        self.engine.merge_patch(CONFIG_MAP, name, patch, namespace=ns)
+
+    # ---- nodes --------------------------------------------------------------------------------------------
+    def patch_node(self, name, patch):
+        self.engine.merge_patch(NODE, name, patch)
+        self.changed = True
+
+    def node_diffs(self, plan, wave, states):
+        for row in plan["nodes"]:
+            if row["name"] not in wave or row["action"] not in (mrp.CONFIGURE, mrp.RECONFIGURE):
+                continue
+            b = row["before"]
+            header = "Node %s (pool %s)" % (row["name"], plan["pool"])
+            self.diff.append({"before": mrp.node_diff_view(b["config"], b["state"], b["digest"]),
+                              "after": mrp.node_diff_view(plan["config_name"], states.get(row["name"], "success"),
+                                                          plan["digest"]),
+                              "before_header": header, "after_header": header})
+
+    def uncordon_leftovers(self, plan):
+        """Nodes an interrupted earlier run left cordoned, now done: uncordon."""
+        for row in plan["nodes"]:
+            if row.get("uncordon"):
+                if not self.check:
+                    self.patch_node(row["name"], mrp.uncordon_patch())
+                self.changed = True
+
+    def evict(self, wave, entry):
+        grace = self.p["drain_grace_period"]
+        deadline = time.monotonic() + self.p["drain_timeout"]
+        entry["evicted"] = []
+        pending = {}  # uid -> ref
+        for name in wave:
+            evict, wait_for, skipped = mrp.pods_to_evict(self.list_pods(name), name)
+            for pod, why in skipped:
+                self.module.warn("node %s: pod %s uses GPUs but is not evicted: %s" % (name, mrp.pod_ref(pod), why))
+            for pod, _why in wait_for:
+                pending[pod["metadata"]["uid"]] = mrp.pod_ref(pod)
+            for pod, _why in evict:
+                self._evict_one(pod, grace, deadline)
+                entry["evicted"].append(mrp.pod_ref(pod))
+                pending[pod["metadata"]["uid"]] = mrp.pod_ref(pod)
+                self.changed = True
+        while pending:
+            live = set()
+            for name in wave:
+                live.update(p["metadata"].get("uid") for p in self.list_pods(name))
+            pending = dict((uid, ref) for uid, ref in pending.items() if uid in live)
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                raise Stop("pods evicted from %s are still there after %ds: %s. Check their finalizers and "
+                           "termination grace periods (drain_grace_period shortens it), then rerun"
+                           % (", ".join(wave), self.p["drain_timeout"], ", ".join(sorted(pending.values()))))
+            time.sleep(max(0.1, min(self.p["wait_sleep"], 2.0)))
+
+    def _evict_one(self, pod, grace, deadline):
+        meta = pod["metadata"]
+        path = self.client.path("", "v1", "pods", meta["namespace"], meta["name"], "eviction")
+        while True:
+            try:
+                self.client.request("POST", path, body=mrp.eviction(pod, grace))
+                return
+            except K8sError as err:
+                if err.status == 404:
+                    return  # already gone
+                blocked = err.status == 429 or "disruption budget" in (err.message or "").lower()
+                if not blocked:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise Stop("pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s). "
+                               "Scale the workload or relax the budget, or raise drain_timeout, then rerun"
+                               % (mrp.pod_ref(pod), err.message))
+                time.sleep(max(0.5, min(self.p["wait_sleep"], 5.0)))
+
+    def run_wave(self, plan, entry):
+        wave = entry["nodes"]
+        config, digest = plan["config_name"], plan["digest"]
+        entry["started"] = time.time()
+        entry["cordoned"] = []
+        try:
+            if self.cordon:
+                for name in wave:
+                    node = self.engine.get(NODE, name)
+                    if node is None:
+                        continue
+                    st = mrp.node_state(node)
+                    if not st["unschedulable"]:
+                        self.patch_node(name, mrp.cordon_patch())
+                        entry["cordoned"].append(name)
+                    elif st["cordoned_by_us"]:
+                        entry["cordoned"].append(name)  # left cordoned by an earlier failed run: ours to undo
+            if self.drain:
+                self.evict(wave, entry)
+            actions = entry["actions"]
+            relabel = [n for n in wave if actions[n] == mrp.RECONFIGURE]
+            for name in relabel:
+                self.patch_node(name, mrp.unlabel_patch())
+            if relabel:
+                time.sleep(self.p["relabel_delay"])
+            entry["labelled"] = {}
+            for name in wave:
+                if actions[name] in (mrp.CONFIGURE, mrp.RECONFIGURE):
+                    self.patch_node(name, mrp.label_patch(config, digest))
+                    entry["labelled"][name] = time.time()
+            states = self.wait(wave, config, entry)
+        except (K8sError, Stop) as err:
+            entry["result"] = "error"
+            entry["finished"] = time.time()
+            text = err.describe() if isinstance(err, K8sError) else str(err)
+            if entry["cordoned"]:
+                text += (" Cordoned by this run and left so: %s (a rerun continues the rollout and uncordons them)."
+                         % ", ".join(entry["cordoned"]))
+            raise Stop(text)
+        entry["states"] = states
+        entry["finished"] = time.time()
+        self.node_diffs(plan, wave, states)
+        bad = [n for n in wave if states[n] != "success"]
+        for name in entry["cordoned"]:
+            if name not in bad:
+                self.patch_node(name, mrp.uncordon_patch())
+        if bad:
+            self.failed_nodes += bad
+            entry["result"] = "timeout" if all(states[n] == "timeout" for n in bad) else "failed"
+            raise Stop(self.failure_message(plan, entry, bad, states))
+        entry["result"] = "success"
+
+    def wait(self, wave, config, entry):
+        deadline = time.monotonic() + self.p["wait_timeout"]
+        states = {}
+        while True:
+            now = dict((n, self.engine.get(NODE, n)) for n in wave if n not in states)
+            for name, prog in mrp.wave_progress(now, config).items():
+                if prog == "done":
+                    states[name] = "success"
+                elif prog in ("failed", "gone", "relabelled"):
+                    states[name] = prog
+            if len(states) == len(wave):
+                return states
+            if time.monotonic() >= deadline:
+                for name in wave:
+                    if name not in states:
+                        node = now.get(name) or {}
+                        st = (node.get("metadata") or {}).get("labels", {}).get(mrp.STATE_LABEL)
+                        states[name] = "timeout"
+                        entry.setdefault("last_state", {})[name] = st
+                return states
+            time.sleep(self.p["wait_sleep"])
+
+    def failure_message(self, plan, entry, bad, states):
+        later = []
+        after = False
+        for w in self.waves:
+            if w is entry:
+                after = True
+                continue
+            if after:
+                later += w["nodes"]
+        parts = []
+        for name in bad:
+            st = states[name]
+            if st == "failed":
+                parts.append("node %s reports %s=failed for config %s" % (name, mrp.STATE_LABEL, plan["config_name"]))
+            elif st == "timeout":
+                parts.append("node %s did not reach %s=success within %ds (last state: %s)" % (
+                    name, mrp.STATE_LABEL, self.p["wait_timeout"], (entry.get("last_state") or {}).get(name) or "not set"))
+            elif st == "gone":
+                parts.append("node %s was deleted during the change" % name)
+            else:
+                parts.append("node %s got another %s while gpupool waited" % (name, mrp.CONFIG_LABEL))
+        text = "MIG layout rollout of pool %s stopped: %s." % (plan["pool"], "; ".join(parts))
+        if later:
+            text += " Not touched: %s." % ", ".join(later)
+        cordoned = [n for n in bad if n in entry.get("cordoned", [])]
+        if cordoned:
+            text += " %s %s cordoned." % (", ".join(cordoned), "stays" if len(cordoned) == 1 else "stay")
+        text += (" Read the nvidia-mig-manager log on the node (kubectl -n %s logs -l app=nvidia-mig-manager "
+                 "--field-selector spec.nodeName=%s), fix the cause, then rerun with retry_failed: true."
+                 % (self.mm.namespace, bad[0]))
+        return text
+
+    # ---- the run -------------------------------------------------------------------------------------------
+    def run(self):
+        self.write_config_map()
+        by_pool = dict((p["pool"], p) for p in self.plans)
+        for plan in self.plans:
+            self.uncordon_leftovers(plan)
+        for entry in self.waves:
+            plan = by_pool[entry["pool"]]
+            if self.check:
+                if any(a in (mrp.CONFIGURE, mrp.RECONFIGURE) for a in entry["actions"].values()) or self.cordon:
+                    self.changed = True
+                self.node_diffs(plan, entry["nodes"], {})
+                continue
+            self.run_wave(plan, entry)
+
+    def result(self):
+        out = dict(changed=self.changed, config_map=self.cm_result, pools=self.pools, waves=self.waves,
+                   failed_nodes=self.failed_nodes,
+                   skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]))
+        if self.module._diff:
+            out["diff"] = self.diff
+        return out
+
+
+def main():
+    spec = dict(
+        cluster=dict(type="dict", required=True),
+        pools=dict(type="list", elements="str"),
+        nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
+        name_pattern=dict(type="str"),
+        cordon=dict(type="bool", default=True),
+        drain=dict(type="bool", default=False),
+        drain_timeout=dict(type="int", default=600),
+        drain_grace_period=dict(type="int"),
+        wait_timeout=dict(type="int", default=1800),
+        wait_sleep=dict(type="float", default=5.0),
+        relabel_delay=dict(type="float", default=5.0),
+        retry_failed=dict(type="bool", default=False),
+        prune=dict(type="bool", default=True),
+    )
+    if IMPORT_ERROR is None:
+        spec.update(AUTH_ARG_SPEC)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
+    if mrp.YAML_IMPORT_ERROR is not None:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=str(mrp.YAML_IMPORT_ERROR))
+    p = module.params
+    for key, low in (("drain_timeout", 1), ("wait_timeout", 1), ("drain_grace_period", 0)):
+        if p[key] is not None and p[key] < low:
+            module.fail_json(msg="%s must be at least %d, got %d" % (key, low, p[key]))
+    if p["wait_sleep"] <= 0 or p["relabel_delay"] < 0:
+        module.fail_json(msg="wait_sleep must be greater than 0 and relabel_delay at least 0")
+
+    runner = ModuleRunner(module)
+    cluster = runner.load_cluster()  # invalid inventory or infeasible layout: fails here, nothing read or written
+    scope = runner.run(lambda: select_pools(cluster, p["pools"]))
+    static = [pl for pl in scope if pl.state == "present" and pl.mig.mode == "static"]
+    try:
+        mrp.desired_configs(static)  # plans every layout before any request
+        for pl in static:
+            node_matcher(pl, p["nodegroup_label"], p["name_pattern"])
+    except mrp.RolloutError as exc:
+        module.fail_json(msg=exc.render(), problems=[{"path": a, "message": b} for a, b in exc.problems], changed=False)
+    except BuildError as exc:
+        module.fail_json(msg=exc.render(), changed=False)
+    runner.connect()
+    job = Rollout(module, runner, cluster, scope)
+    try:
+        job.plan()
+    except mrp.RolloutError as exc:
+        module.fail_json(msg=exc.render(), problems=[{"path": a, "message": b} for a, b in exc.problems],
+                         changed=False, pools=job.pools, config_map=job.cm_result)
+    except BuildError as exc:
+        module.fail_json(msg=exc.render(), changed=False)
+    except K8sError as exc:
+        module.fail_json(msg=exc.describe(), status=exc.status, changed=False)
+    try:
+        job.run()
+    except Stop as exc:
+        module.fail_json(msg=str(exc), **job.result())
+    except K8sError as exc:
+        module.fail_json(msg=exc.describe(), status=exc.status, **job.result())
+    module.exit_json(**job.result())
+
+
+if __name__ == "__main__":
+    main()

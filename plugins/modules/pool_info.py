@@ -1,0 +1,290 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: pool_info
+short_description: Report what the GPU pools look like in the cluster, and where it differs from the inventory
+version_added: "0.1.0"
+description:
+  - Reads Nodes, ResourceSlices and ResourceClaims (one LIST each) and reports, for each present pool in scope,
+    its nodes (Ready, MIG config and state), the GPUs and MIG devices (by profile) the NVIDIA DRA driver publishes
+    for them, and how many are allocated and free.
+  - "A device is allocated when a ResourceClaim's C(status.allocation.devices.results) names it (driver, pool,
+    device). Only the newest generation of each ResourceSlice pool counts."
+  - "Reports every mismatch against the declared pools, with what to do: fewer (or more) nodes than the nodegroup's
+    C(node_count), NotReady nodes, C(nvidia.com/mig.config.state=failed), a C(nvidia.com/mig.config) label that is
+    not the pool's config, nodes whose devices are not published, and nodes whose published devices differ from
+    the layout the planner gives the pool (compared per GPU as profile counts: the MIG manager chooses placements)."
+  - Nodes of a pool are found like M(gpupool.core.node_pool) finds them.
+  - Read-only; never reports a change.
+author:
+  - gpupool.core developers (@gpupool)
+options:
+  cluster:
+    description:
+      - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
+      - Validated with the collection's pool model before anything is read.
+    type: dict
+    required: true
+  pools:
+    description: Names of the pools to report. Default is every present pool in O(cluster).
+    type: list
+    elements: str
+  nodegroup_label:
+    description: Node label that holds the Magnum nodegroup name.
+    type: str
+    default: magnum.openstack.org/nodegroup
+  name_pattern:
+    description:
+      - Python regular expression; nodes whose name matches it also belong to the pool (as in M(gpupool.core.node_pool)).
+      - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names.
+    type: str
+  fail_on_mismatch:
+    description: Fail the task (with the summary) when there is any mismatch.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - gpupool.core.k8s_auth
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+notes:
+  - Permissions needed besides the gpupool ClusterRole's node rules are C(resourceslices) and C(resourceclaims)
+    list (C(resource.k8s.io)). A cluster without the DRA API reports every node as not published, with a warning.
+seealso:
+  - module: gpupool.core.mig_layout
+  - module: gpupool.core.node_pool
+"""
+
+EXAMPLES = r"""
+- name: What the pools look like
+  gpupool.core.pool_info:
+    cluster: "{{ gpupool_cluster }}"
+  register: info
+
+- name: Print the summary
+  ansible.builtin.debug:
+    msg: "{{ info.summary }}"
+
+- name: Free 3g.20gb MIG devices in the A100 pool
+  ansible.builtin.debug:
+    msg: "{{ info.pools['gpu-a100-mig'].mig_devices['3g.20gb'].free }}"
+
+- name: Gate a rollout on a healthy cluster
+  gpupool.core.pool_info:
+    cluster: "{{ gpupool_cluster }}"
+    fail_on_mismatch: true
+"""
+
+RETURN = r"""
+pools:
+  description: Per present pool in scope.
+  returned: always
+  type: dict
+  contains:
+    mig_mode:
+      description: C(off), C(static) or C(dynamic).
+      type: str
+    gpu_model:
+      description: The pool's GPU model.
+      type: str
+    gpus_per_node:
+      description: GPUs per node the inventory declares.
+      type: int
+    selector:
+      description: How the pool's nodes are found.
+      type: str
+    config_name:
+      description: The pool's mig-parted config name (static MIG), else null.
+      type: str
+    expected_nodes:
+      description: The nodegroup's C(node_count), or null without a nodegroup.
+      type: int
+    expected_layout:
+      description: Per GPU index, null (full GPU) or the planner's C({profile; count}); null for dynamic MIG.
+      type: dict
+    ready_nodes:
+      description: Nodes that are Ready.
+      type: int
+    nodes:
+      description: Per node.
+      type: list
+      elements: dict
+      contains:
+        name:
+          description: Node name.
+          type: str
+        ready:
+          description: Whether the node is Ready.
+          type: bool
+        schedulable:
+          description: False when the node is cordoned.
+          type: bool
+        mig_config:
+          description: The C(nvidia.com/mig.config) label.
+          type: str
+        mig_state:
+          description: The C(nvidia.com/mig.config.state) label (pending, rebooting, success, failed).
+          type: str
+        published:
+          description: Whether the DRA driver publishes devices for the node.
+          type: bool
+        layout:
+          description: Per GPU index, null (full GPU) or C({profile; count}) as published.
+          type: dict
+        gpus:
+          description: Full GPU devices, C(total), C(allocated), C(free).
+          type: dict
+        mig_devices:
+          description: Per MIG profile, C(total), C(allocated), C(free).
+          type: dict
+        allocated:
+          description: Allocated devices and the C(namespace/name) of the claim holding each.
+          type: list
+          elements: dict
+    gpus:
+      description: Full GPU devices of the pool, C(total), C(allocated), C(free).
+      type: dict
+    mig_devices:
+      description: MIG devices of the pool per profile, C(total), C(allocated), C(free).
+      type: dict
+    devices:
+      description: All GPU and MIG devices of the pool, C(total), C(allocated), C(free).
+      type: dict
+    mismatches:
+      description: The pool's mismatches (see RV(mismatches)).
+      type: list
+      elements: dict
+  sample:
+    gpu-a100-mig:
+      mig_mode: static
+      gpu_model: A100-40GB
+      gpus_per_node: 2
+      config_name: gpupool-gpu-a100-mig
+      expected_nodes: 2
+      ready_nodes: 2
+      gpus: {total: 0, allocated: 0, free: 0}
+      mig_devices: {"3g.20gb": {total: 4, allocated: 1, free: 3}, "2g.10gb": {total: 8, allocated: 0, free: 8}}
+      devices: {total: 12, allocated: 1, free: 11}
+mismatches:
+  description: Every difference from the inventory, all pools.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pool:
+      description: Pool name.
+      type: str
+    node:
+      description: Node name, or null for pool-level mismatches.
+      type: str
+    kind:
+      description:
+        - C(missing_nodes), C(extra_nodes), C(node_not_ready), C(mig_failed), C(mig_config_label), C(not_published),
+          C(wrong_layout), C(node_in_two_pools) or C(no_node_selector).
+      type: str
+    message:
+      description: What is wrong and what to do.
+      type: str
+  sample:
+    - {pool: gpu-a100-mig, node: null, kind: missing_nodes, expected: 2, found: 1,
+       message: "pool gpu-a100-mig has 1 of the 2 nodes of its nodegroup (found: a100-0); check the nodegroup ..."}
+totals:
+  description: Sums over the pools in scope (nodes, ready_nodes, gpus, mig_devices, devices).
+  returned: always
+  type: dict
+ok:
+  description: True when there is no mismatch.
+  returned: always
+  type: bool
+summary:
+  description: A few lines for people - per pool nodes and free devices, then each mismatch.
+  returned: always
+  type: str
+  sample: "gpu-a100-mig: 2/2 nodes Ready (nodegroup wants 2); 8 x 2g.10gb, 8 free; 4 x 3g.20gb, 3 free; OK"
+resource_api_version:
+  description: The C(resource.k8s.io) version read, or null when the cluster does not serve it.
+  returned: always
+  type: str
+  sample: resource.k8s.io/v1
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import AUTH_ARG_SPEC, K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
+        NODE, RESOURCE_VERSIONS, BuildError, Kind, select_pools,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
+    from ansible_collections.gpupool.core.plugins.module_utils.pool_report import build_report, summary
+    IMPORT_ERROR = None
+except ImportError:
+    IMPORT_ERROR = traceback.format_exc()
+    PYDANTIC_IMPORT_ERROR = None
+
+if IMPORT_ERROR is None:
+    RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io", "resourceslices", False, RESOURCE_VERSIONS)
+    RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, RESOURCE_VERSIONS)
+
+
+def main():
+    spec = dict(
+        cluster=dict(type="dict", required=True),
+        pools=dict(type="list", elements="str"),
+        nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
+        name_pattern=dict(type="str"),
+        fail_on_mismatch=dict(type="bool", default=False),
+    )
+    if IMPORT_ERROR is None:
+        spec.update(AUTH_ARG_SPEC)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
+    p = module.params
+    runner = ModuleRunner(module)
+    cluster = runner.load_cluster()
+    try:
+        scope = select_pools(cluster, p["pools"])
+    except BuildError as exc:
+        module.fail_json(msg=exc.render(), changed=False)
+    engine = runner.connect()
+    try:
+        nodes = engine.list(NODE)
+        version = engine.version(RESOURCE_SLICE, required=False)
+        if version is None:
+            module.warn("the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
+                        "published; every node is reported as not published")
+            slices, claims = [], []
+        else:
+            slices = engine.list(RESOURCE_SLICE)
+            claims = engine.list(RESOURCE_CLAIM)
+    except K8sError as exc:
+        module.fail_json(msg=exc.describe(), status=exc.status, changed=False)
+    report = build_report(cluster, nodes, slices, claims, scope, p["nodegroup_label"], p["name_pattern"])
+    text = summary(report)
+    out = dict(changed=False, pools=report["pools"], mismatches=report["mismatches"], totals=report["totals"],
+               ok=not report["mismatches"], summary=text,
+               resource_api_version=("resource.k8s.io/%s" % version) if version else None)
+    if p["fail_on_mismatch"] and report["mismatches"]:
+        module.fail_json(msg="%d mismatch(es) between the inventory and the cluster:\n%s"
+                         % (len(report["mismatches"]), text), **out)
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()
