@@ -19,7 +19,9 @@ CLUSTER = {"name": "rbac", "magnum": {"cloud": "unused", "cluster": "unused"}, "
      "device_classes": {"extra": [{"name": "rbac-t4-big", "min_memory": "8Gi"}]}},
     {"name": "rbac-gb200", "nodegroup": {"flavor": "g6", "node_count": 1}, "gpu": {"model": "GB200", "per_node": 4},
      "nvlink": {"mode": "compute_domain", "compute_domain": {"namespace": "rbac-ml"}}},
-]}
+    {"name": "rbac-a100", "nodegroup": {"flavor": "g4", "node_count": 1}, "gpu": {"model": "A100-40GB"},
+     "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}},
+], "mig_manager": {"namespace": "rbac-mig"}}
 POOLS = ["rbac-t4", "rbac-gb200"]
 
 
@@ -35,9 +37,9 @@ def converge(cluster="{{ gpupool_cluster }}", count=1, **extra):
 def test_modules_work_under_the_documented_clusterrole_and_others_get_a_clear_403(control_plane, tmp_path):
     cp = control_plane
     h.install_compute_domain_crd(cp)
-    for ns in ("rbac-team", "rbac-ml"):
+    for ns in ("rbac-team", "rbac-ml", "rbac-mig"):
         h.ensure_namespace(cp, ns)
-    nodes = {"rbac-t4-0": "rbac-t4", "rbac-gb200-0": "rbac-gb200"}
+    nodes = {"rbac-t4-0": "rbac-t4", "rbac-gb200-0": "rbac-gb200", "rbac-a100-0": "rbac-a100"}
     for name, ng in nodes.items():
         h.make_node(cp, name, {"magnum.openstack.org/nodegroup": ng})
     cp.kubectl("apply", "-f", str(RBAC))
@@ -58,9 +60,17 @@ def test_modules_work_under_the_documented_clusterrole_and_others_get_a_clear_40
                  + [("gpupool.core.device_class", {"cluster": "{{ gpupool_cluster }}", "pools": POOLS,
                                                    "kubeconfig": str(nobody)}),
                     ("gpupool.core.node_pool", {"cluster": "{{ gpupool_cluster }}", "pools": POOLS,
-                                                "kubeconfig": str(nobody)})])
+                                                "kubeconfig": str(nobody)})]
+                 # No MIG manager runs here: mig_layout in check mode (every read, dry-run writes and the
+                 # drain plan are authorized like real ones); pool_info reads nodes, slices and claims.
+                 + [("gpupool.core.mig_layout", {"cluster": "{{ gpupool_cluster }}", "pools": ["rbac-a100"],
+                                                 "drain": True}, {"check_mode": True}),
+                    ("gpupool.core.pool_info", {"cluster": "{{ gpupool_cluster }}"})])
         results, res, window = play.run(tasks, play_extras=defaults)
-        first, second, third, denied = results[0:4], results[4:8], results[8:12], results[12:]
+        first, second, third, denied = results[0:4], results[4:8], results[8:12], results[12:14]
+        mig_check, info = results[14:]
+        assert not mig_check.get("failed") and mig_check["changed"], mig_check.get("msg")
+        assert not info.get("failed") and not info["changed"] and "rbac-a100" in info["summary"], info.get("msg")
         for r in first + second + third:
             assert not r.get("failed"), r.get("msg")
         assert all(r["changed"] for r in first) and not any(r["changed"] for r in second)
