@@ -56,9 +56,11 @@ sanity units: venv
 lint: venv collection
 	$(VENV)/bin/ansible-lint --offline -q roles playbooks
 
-# The main job. Today: validate the example inventory (no cluster is touched).
-demo: venv collection
+# The main job: sandbox GPU cloud up, validate + converge the example pools twice
+# (the second run must change nothing), show the pool report, sandbox down.
+demo: venv collection binaries
 	$(VENV)/bin/ansible-playbook -i inventories/example playbooks/validate.yml
+	$(VENV)/bin/python -m testbed.demo
 
 sandbox-up: venv collection binaries
 	$(VENV)/bin/python -m testbed.sandbox up

@@ -1,0 +1,96 @@
+"""`make demo`: converge the example GPU pools on the sandbox cloud, twice, and show the report.
+
+Steps (each prints what it does):
+1. sandbox up: real kube-apiserver + etcd, Magnum emulator, node / DRA driver / MIG manager
+   simulators (docs/testbed.md), inventories/sandbox/ written from inventories/example/;
+2. stand-in for a DRA driver the platform team already installed: the SIMULATION chart in
+   testbed/charts/ (not NVIDIA's), with the GPU taint tolerated by its kubelet plugin. The
+   collection's own DRA driver role arrives with its issue and will replace this step;
+3. the tenants' namespace for the example's ComputeDomain;
+4. ansible-playbook playbooks/site.yml -i inventories/sandbox: nodegroups on Magnum, node labels
+   and taints, rolling MIG layouts, DeviceClasses, ComputeDomains, pool report;
+5. the same playbook again: must report changed=0 (idempotence);
+6. sandbox down, always.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from testbed import binaries
+
+ROOT = Path(__file__).resolve().parent.parent
+# Tests point these elsewhere so a developer's own sandbox is left alone.
+INVENTORY = Path(os.environ.get("GPUPOOL_SANDBOX_INVENTORY") or ROOT / "inventories" / "sandbox")
+CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
+VENV_BIN = Path(sys.executable).parent
+
+
+def say(msg):
+    print("[demo] %s" % msg, flush=True)
+
+
+def run(cmd, env=None, check=True, capture=False):
+    say("$ " + " ".join(str(c) for c in cmd))
+    proc = subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env, text=True,
+                          stdout=subprocess.PIPE if capture else None, stderr=subprocess.STDOUT if capture else None)
+    if check and proc.returncode != 0:
+        if capture:
+            print(proc.stdout)
+        raise SystemExit("[demo] failed: %s (exit %d)" % (cmd[0], proc.returncode))
+    return proc
+
+
+def environment():
+    env = dict(os.environ)
+    env.update({"ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
+                "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+                "PATH": str(VENV_BIN) + os.pathsep + env.get("PATH", "")})
+    return env
+
+
+def site(env, label):
+    t0 = time.monotonic()
+    proc = run([VENV_BIN / "ansible-playbook", "-i", INVENTORY, ROOT / "playbooks" / "site.yml"], env=env,
+               check=False, capture=True)
+    print(proc.stdout)
+    recap = dict(re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout, re.M))
+    say("%s: exit %d, changed=%s, %.0fs" % (label, proc.returncode, recap.get("cern-gpu"), time.monotonic() - t0))
+    return proc.returncode, int(recap.get("cern-gpu", -1))
+
+
+def main():
+    env = environment()
+    run([sys.executable, "-m", "testbed.sandbox", "up", "--inventory", INVENTORY], env=env)
+    try:
+        kubeconfig = yaml.safe_load((INVENTORY / "host_vars" / "cern-gpu" / "gpupool.yml").read_text())[
+            "gpupool_cluster"]["kubeconfig"]
+        env["KUBECONFIG"] = kubeconfig
+        helm = binaries.find("helm").path
+        kubectl = binaries.find("kubectl").path
+        say("installing the SIMULATED DRA driver chart (stands in for a driver installed beforehand)")
+        tolerations = ('[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"},'
+                       '{"key":"node-role.kubernetes.io/gpu","operator":"Exists","effect":"NoSchedule"}]')
+        run([helm, "upgrade", "--install", "dra-driver-nvidia-gpu", CHART, "--namespace", "dra-driver-nvidia-gpu",
+             "--create-namespace", "--set", "gpuResourcesEnabledOverride=true",
+             "--set-json", "kubeletPlugin.tolerations=" + tolerations, "--wait", "--timeout", "120s"], env=env)
+        run([kubectl, "create", "namespace", "ml-training"], env=env, check=False)
+        rc1, changed1 = site(env, "first run")
+        if rc1 != 0:
+            raise SystemExit("[demo] the first converge failed (see above)")
+        rc2, changed2 = site(env, "second run")
+        if rc2 != 0 or changed2 != 0:
+            raise SystemExit("[demo] the second converge was not a no-op: exit %d, changed=%d" % (rc2, changed2))
+        say("done: first run changed=%d, second run changed=0 (idempotent)" % changed1)
+    finally:
+        run([sys.executable, "-m", "testbed.sandbox", "down"], env=env, check=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""`make demo`'s converge: the example pools on the sandbox, twice; the second run changes nothing."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.integration.playbook import ROOT
+
+pytestmark = pytest.mark.sandbox
+
+
+def test_demo_converges_the_example_pools_idempotently(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, ".build", "collections"), ROOT]),
+               GPUPOOL_STATE=str(tmp_path / "state"), GPUPOOL_SANDBOX_INVENTORY=str(tmp_path / "inventory"))
+    proc = subprocess.run([sys.executable, "-m", "testbed.demo"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "[demo] second run: exit 0, changed=0" in out
+    # What the pools offer once converged, from the ResourceSlices the simulated driver published.
+    assert "gpu-a100-mig: 1/1 nodes Ready (nodegroup wants 1); 4 x 2g.10gb, 4 free; 2 x 3g.20gb, 2 free; OK" in out
+    assert "gpu-gb200: 2/2 nodes Ready (nodegroup wants 2); 8 full GPU(s), 8 free; OK" in out
+    assert "sandbox stopped" in out
