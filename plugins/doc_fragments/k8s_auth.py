@@ -83,13 +83,34 @@ options:
   pools:
     description:
       - Names of the pools to work on. Default is every pool in O(cluster).
-      - Pruning is limited to objects of these pools.
+      - Pruning, where the module prunes, is limited to objects of these pools.
     type: list
     elements: str
+"""
+
+    # Modules that write through the server-side-apply engine.
+    APPLY = r"""
+options:
   force_conflicts:
     description:
       - Take over fields another field manager owns (server-side apply C(force)).
       - Without it such a conflict fails and names the other manager and the fields.
     type: bool
     default: false
+"""
+
+    # How a pool's nodes are found (node_pool, mig_layout, pool_info).
+    NODES = r"""
+options:
+  nodegroup_label:
+    description:
+      - Node label that holds the Magnum nodegroup name; a pool's nodes are those with its nodegroup's name
+        (or those matching the pool's C(node_selector)).
+    type: str
+    default: magnum.openstack.org/nodegroup
+  name_pattern:
+    description:
+      - Python regular expression; nodes whose name matches it also belong to the pool.
+      - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names, for example V(-{nodegroup}-\\d+$).
+    type: str
 """

@@ -608,14 +608,15 @@ def dumps(obj):
 
 # ---- module glue (shared by the Kubernetes modules) ------------------------------------------------------
 
-def module_argument_spec(**extra):
-    """cluster + pools + force_conflicts + the connection options, plus the module's own."""
+def module_argument_spec(apply=True, **extra):
+    """cluster + pools (+ force_conflicts for modules that apply) + the connection options + the module's own."""
     from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import AUTH_ARG_SPEC
     spec = dict(
         cluster=dict(type="dict", required=True),
         pools=dict(type="list", elements="str"),
-        force_conflicts=dict(type="bool", default=False),
     )
+    if apply:
+        spec["force_conflicts"] = dict(type="bool", default=False)
     spec.update(copy.deepcopy(AUTH_ARG_SPEC))
     spec.update(extra)
     return spec

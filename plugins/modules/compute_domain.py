@@ -56,6 +56,7 @@ options:
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:

@@ -40,27 +40,6 @@ description:
 author:
   - gpupool.core developers (@gpupool)
 options:
-  cluster:
-    description:
-      - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
-      - Validated with the collection's pool model (MIG layouts included) before anything is read or written.
-    type: dict
-    required: true
-  pools:
-    description:
-      - Names of the pools to roll out. Default is every pool in O(cluster).
-      - Pools without static MIG are reported and skipped.
-    type: list
-    elements: str
-  nodegroup_label:
-    description: Node label that holds the Magnum nodegroup name.
-    type: str
-    default: magnum.openstack.org/nodegroup
-  name_pattern:
-    description:
-      - Python regular expression; nodes whose name matches it also belong to the pool (as in M(gpupool.core.node_pool)).
-      - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names.
-    type: str
   cordon:
     description:
       - Cordon each node of a wave before its MIG layout changes and uncordon it after C(success).
@@ -110,6 +89,8 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -220,8 +201,8 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import AUTH_ARG_SPEC, Conflict, K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner, module_argument_spec
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import Conflict, K8sError
     from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
         CONFIG_MAP, NODE, BuildError, assign_nodes, node_matcher, select_pools,
     )
@@ -597,8 +578,6 @@ class Rollout(object):
 
 def main():
     spec = dict(
-        cluster=dict(type="dict", required=True),
-        pools=dict(type="list", elements="str"),
         nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
         name_pattern=dict(type="str"),
         cordon=dict(type="bool", default=True),
@@ -611,9 +590,7 @@ def main():
         retry_failed=dict(type="bool", default=False),
         prune=dict(type="bool", default=True),
     )
-    if IMPORT_ERROR is None:
-        spec.update(AUTH_ARG_SPEC)
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=module_argument_spec(apply=False, **spec), supports_check_mode=True)
     if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
     if mrp.YAML_IMPORT_ERROR is not None:

@@ -30,15 +30,6 @@ description:
 author:
   - gpupool.core developers (@gpupool)
 options:
-  nodegroup_label:
-    description: Node label that holds the Magnum nodegroup name.
-    type: str
-    default: magnum.openstack.org/nodegroup
-  name_pattern:
-    description:
-      - Python regular expression; nodes whose name matches it also belong to the pool.
-      - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names, for example V(-{nodegroup}-\\d+$).
-    type: str
   set_gpu_present:
     description:
       - Label C(nvidia.com/gpu.present=true) on nodes that have none of the NFD/GFD labels the DRA kubelet plugin's
@@ -66,6 +57,8 @@ options:
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.nodes
+  - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:

@@ -25,31 +25,14 @@ description:
 author:
   - gpupool.core developers (@gpupool)
 options:
-  cluster:
-    description:
-      - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
-      - Validated with the collection's pool model before anything is read.
-    type: dict
-    required: true
-  pools:
-    description: Names of the pools to report. Default is every present pool in O(cluster).
-    type: list
-    elements: str
-  nodegroup_label:
-    description: Node label that holds the Magnum nodegroup name.
-    type: str
-    default: magnum.openstack.org/nodegroup
-  name_pattern:
-    description:
-      - Python regular expression; nodes whose name matches it also belong to the pool (as in M(gpupool.core.node_pool)).
-      - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names.
-    type: str
   fail_on_mismatch:
     description: Fail the task (with the summary) when there is any mismatch.
     type: bool
     default: false
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -225,8 +208,8 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import AUTH_ARG_SPEC, K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner, module_argument_spec
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import K8sError
     from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
         NODE, RESOURCE_VERSIONS, BuildError, Kind, select_pools,
     )
@@ -244,15 +227,11 @@ if IMPORT_ERROR is None:
 
 def main():
     spec = dict(
-        cluster=dict(type="dict", required=True),
-        pools=dict(type="list", elements="str"),
         nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
         name_pattern=dict(type="str"),
         fail_on_mismatch=dict(type="bool", default=False),
     )
-    if IMPORT_ERROR is None:
-        spec.update(AUTH_ARG_SPEC)
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=module_argument_spec(apply=False, **spec), supports_check_mode=True)
     if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
     p = module.params
