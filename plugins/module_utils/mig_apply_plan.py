@@ -26,7 +26,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import (
     CATALOG, GpuModel, MigGeometry, MigProfile, find_gpu,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import (
-    InfeasibleLayout, Instance, plan,
+    InfeasibleLayout, place_around, plan,
 )
 
 __all__ = [
@@ -134,36 +134,6 @@ def _mask(start, size):
     return ((1 << size) - 1) << start
 
 
-def _place_rest(model, rest, occupied):
-    """Placements for the instances in `rest` ({profile: count}) around `occupied`, or None."""
-    profs = sorted((_profile(model, n) for n, c in rest.items() for dummy in range(c)),
-                   key=lambda p: (-p.memory_slices, len(p.starts), p.name))
-    nslices = model.mig.memory_slices
-    chosen = []
-    dead = set()
-
-    def place(i, occ):
-        if i == len(profs):
-            return True
-        prof = profs[i]
-        floor = chosen[-1][1] + 1 if i and profs[i - 1] == prof else 0
-        if (i, occ, floor) in dead:
-            return False
-        for start in prof.starts:
-            if start < floor or start + prof.memory_slices > nslices or occ & _mask(start, prof.memory_slices):
-                continue
-            chosen.append((prof, start))
-            if place(i + 1, occ | _mask(start, prof.memory_slices)):
-                return True
-            chosen.pop()
-        dead.add((i, occ, floor))
-        return False
-
-    if not place(0, occupied):
-        return None
-    return [Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in chosen]
-
-
 def keep_and_place(model, layout, existing):
     """Choose which existing GPU instances to keep and where to create the rest.
 
@@ -197,7 +167,7 @@ def keep_and_place(model, layout, existing):
             if not ok:
                 continue
             rest = {n: c - counts.get(n, 0) for n, c in layout.items() if c - counts.get(n, 0) > 0}
-            placed = _place_rest(model, rest, occ)
+            placed = place_around(model, rest, occ)
             if placed is not None:
                 return [pair[0] for pair in subset], sorted(placed, key=lambda i: i.start)
     return [], target

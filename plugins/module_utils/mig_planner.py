@@ -103,8 +103,11 @@ def _expand(model, layout):
     return profs
 
 
-def _search(profs, nslices):
-    """Backtracking with a memo of dead (index, occupied-mask) states."""
+def _search(profs, nslices, occupied=0):
+    """Backtracking with a memo of dead (index, occupied-mask) states.
+
+    `occupied` is a bit mask of memory slices already taken (instances kept in place).
+    """
     dead = set()
     chosen = []
     deepest = [0, None]  # most instances placed, and with which free mask
@@ -132,7 +135,7 @@ def _search(profs, nslices):
         dead.add((i, occupied, floor))
         return False
 
-    return (list(chosen) if place(0, 0) else None), deepest
+    return (list(chosen) if place(0, occupied) else None), deepest
 
 
 def plan(gpu, layout):
@@ -150,6 +153,20 @@ def plan(gpu, layout):
         raise InfeasibleLayout(_explain(model, layout, profs, deepest), model, layout)
     return sorted((Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found),
                   key=lambda inst: inst.start)
+
+
+def place_around(gpu, layout, occupied):
+    """Placements for `layout` in the memory slices that `occupied` (a bit mask) leaves free, or None.
+
+    For keeping existing instances in place: the caller has checked counts and
+    feasibility with plan(); this only searches starts around what is kept.
+    """
+    model = _resolve(gpu)
+    profs = _expand(model, {n: c for n, c in layout.items() if c})
+    found = _search(profs, model.mig.memory_slices, occupied)[0]
+    if found is None:
+        return None
+    return [Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found]
 
 
 def _explain(model, layout, profs, deepest):
