@@ -199,16 +199,20 @@ def read_profiles(handle):
     return profiles
 
 
-def full_ci_profile(gi, gi_slices):
-    """(CI profile id, name) of the compute instance covering the whole GPU instance, or (None, None)."""
+def _ci_profiles(gi):
+    """The compute-instance profiles this GPU instance supports (others answer NOT_SUPPORTED)."""
     for index in range(CI_PROFILE_COUNT):
         try:
-            info = call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gi, index,
-                        pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+            yield call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gi, index,
+                       pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
         except NvmlError as exc:
-            if _is(exc, "NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_INVALID_ARGUMENT"):
-                continue
-            raise
+            if not _is(exc, "NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_INVALID_ARGUMENT"):
+                raise
+
+
+def full_ci_profile(gi, gi_slices):
+    """(CI profile id, name) of the compute instance covering the whole GPU instance, or (None, None)."""
+    for info in _ci_profiles(gi):
         if info.sliceCount == gi_slices:
             return info.id, _s(getattr(info, "name", b"") or b"")
     return None, None
@@ -216,14 +220,7 @@ def full_ci_profile(gi, gi_slices):
 
 def _compute_instances(gi, gi_slices):
     cis = []
-    for index in range(CI_PROFILE_COUNT):
-        try:
-            info = call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gi, index,
-                        pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
-        except NvmlError as exc:
-            if _is(exc, "NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_INVALID_ARGUMENT"):
-                continue
-            raise
+    for info in _ci_profiles(gi):
         count = ctypes.c_uint(0)
         array = (pynvml.c_nvmlComputeInstance_t * max(info.instanceCount, 1))()
         call("nvmlGpuInstanceGetComputeInstances", gi, info.id, array, ctypes.byref(count))
