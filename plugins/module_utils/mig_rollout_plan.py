@@ -39,6 +39,7 @@ except ImportError as _exc:  # modules report it with missing_required_lib()
     yaml = None
     YAML_IMPORT_ERROR = _exc
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import node_ready
 from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import InfeasibleLayout, mig_parted_config
 from ansible_collections.gpupool.core.plugins.module_utils.pool_summary import pool_mig_entries, pool_placements
 
@@ -206,13 +207,6 @@ def ours_view(doc, names):
 
 def _meta(node):
     return node.get("metadata") or {}
-
-
-def node_ready(node):
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
 
 
 def node_state(node):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import BuildError, node_matcher
+from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import BuildError, node_matcher, node_ready
 
 GPU_DRIVER = "gpu.nvidia.com"
 CONFIG_LABEL = "nvidia.com/mig.config"
@@ -54,13 +54,6 @@ def _attr(device, name):
             if key in value:
                 return value[key]
     return value
-
-
-def node_ready(node):
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
 
 
 # ---- ResourceSlices and claims ------------------------------------------------------------------------
