@@ -541,3 +541,168 @@ def test_406_explains_the_microversion(api):
     api.get(ng_url("gpu"), status_code=406, json=errors(406, "Invalid service type for OpenStack-API-Version header"))
     result = run(nodegroup_info, cluster="k8s", name="gpu")
     assert result["failed"] and "HTTP 406" in result["msg"] and "microversion 1.12 was sent" in result["msg"]
+
+
+# ------------------------------------------------------------------------------------------- cluster + pools
+def inventory(*pools, labels=None, cloud=None):
+    """A gpupool_cluster inventory whose Magnum section names the mocked cloud and cluster."""
+    return {"name": "k8s-gpu", "magnum": {"cloud": cloud or CLOUD, "cluster": "k8s", "labels": labels or {}},
+            "pools": list(pools)}
+
+
+def pool(name, state="present", **group):
+    return {"name": name, "state": state, "gpu": {"model": "A100-40GB"},
+            "nodegroup": dict({"flavor": "g1"}, **group)}
+
+
+def run_pools(cluster, check=False, diff=False, **args):
+    """The module with the inventory as cluster (the cloud comes from it, not from the cloud option)."""
+    out_args = dict(args, cluster=cluster)
+    if check:
+        out_args["_ansible_check_mode"] = True
+    if diff:
+        out_args["_ansible_diff"] = True
+    out = io.StringIO()
+    with _module_args(out_args), contextlib.redirect_stdout(out):
+        try:
+            nodegroup.main()
+        except SystemExit:
+            pass
+    return json.loads(out.getvalue())
+
+
+A = "5d12f6fd-0000-4f5e-9b8c-00000000000a"
+B = "5d12f6fd-0000-4f5e-9b8c-00000000000b"
+
+
+def test_one_call_converges_every_pool_with_one_list(api):
+    # gpu-a exists and matches (model defaults: node_count 1, min 0, role worker), gpu-b is missing
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "cern_enabled": "true"}))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202,
+             json=ng(uuid=B, name="gpu-b", status="CREATE_IN_PROGRESS"))
+    api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=1))
+    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b")))
+    assert result["changed"] is True and "failed" not in result, result
+    assert result["pools"]["gpu-a"]["changed"] is False and result["pools"]["gpu-a"]["actions"] == []
+    assert [a["action"] for a in result["pools"]["gpu-b"]["actions"]] == ["create"]
+    assert result["pools"]["gpu-b"]["nodegroup"]["status"] == "CREATE_COMPLETE"
+    assert len(lists(api)) == 1
+    # only the existing nodegroup is read in full; the missing one is known missing from the list
+    assert [r.path.rsplit("/", 1)[-1] for r in magnum_calls(api) if r.method == "GET" and "/nodegroups/" in r.path
+            and not r.path.endswith(B)] == ["gpu-a"]
+    (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
+    assert post.json() == {"name": "gpu-b", "flavor_id": "g1", "node_count": 1, "min_node_count": 0, "role": "worker"}
+    assert result["orphaned"] == []
+
+
+def test_pool_inventory_with_nothing_to_do_writes_nothing(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=2, max_node_count=4,
+                     labels={"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"}))
+    result = run_pools(inventory(pool("gpu-a", node_count=2, max_node_count=4), labels={"nvidia_gpu_enabled": True}))
+    assert result["changed"] is False and result["pools"]["gpu-a"]["actions"] == []
+    assert writes(api) == []
+
+
+def test_a_failing_pool_does_not_hide_or_block_the_others(api):
+    existing(api, ng(uuid=A, name="gpu-a", flavor_id="g1"), ng(uuid=B, name="gpu-b", node_count=1))
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=3, status="UPDATE_COMPLETE"))
+    result = run_pools(inventory(pool("gpu-a", flavor="g2", node_count=2), pool("gpu-b", node_count=3)))
+    assert result["failed"] is True and result["changed"] is True
+    assert result["pools"]["gpu-a"]["failed"] is True
+    assert "flavor is 'g1', the task asks for 'g2'" in result["pools"]["gpu-a"]["msg"]
+    assert result["pools"]["gpu-b"]["changed"] is True and "failed" not in result["pools"]["gpu-b"]
+    assert result["pools"]["gpu-b"]["nodegroup"]["node_count"] == 3
+    assert result["msg"].startswith("The nodegroups of 1 pool(s) failed (gpu-a); 1 other pool(s) were converged")
+    assert writes(api) == [("POST", "/v1/clusters/%s/actions/resize" % CID)]
+
+
+def test_a_cluster_wide_label_change_is_drift_not_a_failure(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
+             ng(uuid=B, name="gpu-b", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}))
+    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b"), labels={"kube_tag": "v1.30", "nvidia_gpu_enabled": True}))
+    assert "failed" not in result and result["changed"] is False, result
+    for name in ("gpu-a", "gpu-b"):
+        assert result["pools"][name]["label_drift"] == {"kube_tag": {"nodegroup": "v1.29", "inventory": "v1.30"}}
+    assert writes(api) == []
+
+
+def test_a_pools_own_label_change_still_fails_that_pool(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"nvidia_gpu_enabled": "true"}))
+    result = run_pools(inventory(pool("gpu-a", labels={"nvidia_gpu_enabled": False})))
+    assert result["failed"] and "labels nvidia_gpu_enabled differ" in result["pools"]["gpu-a"]["msg"]
+
+
+def test_new_nodegroup_gets_the_cluster_labels_under_the_pools(api):
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(uuid=A, name="gpu-a"))
+    api.get(ng_url(A), json=ng(uuid=A, name="gpu-a", node_count=1))
+    run_pools(inventory(pool("gpu-a", labels={"a": "pool"}), labels={"a": "cluster", "b": "cluster"}))
+    (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
+    assert post.json()["labels"] == {"a": "pool", "b": "cluster"} and post.json()["merge_labels"] is True
+
+
+def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api):
+    existing(api, ng(uuid=A, name="gpu-a"), ng(uuid=B, name="gpu-old"),
+             ng(uuid="dw", name="default-worker", is_default=True))
+    api.delete(ng_url(A), status_code=204)
+    api.get(ng_url(A), status_code=404, json=errors(404, "Nodegroup could not be found."))
+    result = run_pools(inventory(pool("gpu-a", state="absent")))
+    assert result["pools"]["gpu-a"]["changed"] and result["pools"]["gpu-a"]["nodegroup"] == {}
+    assert result["orphaned"] == ["gpu-old"]
+    assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (CID, A))]
+
+
+def test_pools_selects_and_leaves_orphans_unreported(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1), ng(uuid=B, name="gpu-b", node_count=1))
+    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b", flavor="g9")), pools=["gpu-a"])
+    assert list(result["pools"]) == ["gpu-a"] and "orphaned" not in result and "failed" not in result
+
+
+def test_check_mode_and_diff_over_pools_write_nothing(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1))
+    result = run_pools(inventory(pool("gpu-a", node_count=3), pool("gpu-b")), check=True, diff=True)
+    assert result["changed"] is True and writes(api) == []
+    assert [d["before_header"] for d in result["diff"]] == ["nodegroup 'gpu-a' of cluster 'k8s'",
+                                                            "nodegroup 'gpu-b' of cluster 'k8s'"]
+    assert result["diff"][0]["after"]["node_count"] == 3 and result["diff"][1]["before"] == {}
+    assert result["pools"]["gpu-a"]["nodegroup"]["node_count"] == 3
+
+
+def test_pool_without_nodegroup_is_skipped(api):
+    selector_pool = {"name": "gpu-metal", "gpu": {"model": "A100-40GB"}, "node_selector": {"rack": "r1"}}
+    result = run_pools(inventory(selector_pool))
+    assert result["pools"] == {"gpu-metal": {"skipped": "no nodegroup: its nodes are found by node_selector"}}
+    assert result["changed"] is False
+
+
+def test_bad_inventory_fails_before_any_request_with_the_path(api):
+    result = run_pools(inventory(pool("gpu-a", node_count=5, max_node_count=2)))
+    assert result["failed"] and "gpupool_cluster.pools[0]" in result["msg"] and "max_node_count" in result["msg"]
+    assert magnum_calls(api) == []
+
+
+def test_unknown_pool_name_fails_before_any_request(api):
+    result = run_pools(inventory(pool("gpu-a")), pools=["gpu-x"])
+    assert result["failed"] and "'gpu-x' not in" in result["msg"]
+    assert magnum_calls(api) == []
+
+
+def test_flat_options_next_to_an_inventory_are_refused(api):
+    result = run_pools(inventory(pool("gpu-a")), node_count=3, name="gpu-a")
+    assert result["failed"] and "node_count: is for standalone use" in result["msg"]
+    assert "name: is for standalone use" in result["msg"]
+    assert magnum_calls(api) == []
+
+
+def test_standalone_needs_a_name(api):
+    result = run(nodegroup, cluster="k8s")
+    assert result["failed"] and "name: is required when cluster is a Magnum cluster name" in result["msg"]
+
+
+def test_the_inventory_clouds_password_is_not_logged(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1))
+    result = run_pools(inventory(pool("gpu-a")))
+    assert "failed" not in result, result
+    assert "secret" not in json.dumps(result)
+    refused = run_pools(inventory(pool("gpu-a", node_count=-1)))
+    assert refused["failed"] and "secret" not in json.dumps(refused)
