@@ -19,7 +19,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import Q
 
 
 try:
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+    # ValidationError is re-exported for model/load.py, so the one import guard stays here.
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator  # pylint: disable=unused-import
     PYDANTIC_IMPORT_ERROR = None
 except ImportError as _exc:  # modules report it with missing_required_lib()
     PYDANTIC_IMPORT_ERROR = _exc

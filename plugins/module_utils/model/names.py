@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 
-
 GPU_TAINT = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}
 
 

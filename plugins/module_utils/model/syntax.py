@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 
-
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 

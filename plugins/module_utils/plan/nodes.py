@@ -40,7 +40,7 @@ def node_matcher(pool, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
         wanted = None
     if wanted is None and pattern is None:
         raise Problems([("pools[%s]" % pool.name, "pool %s has no node_selector and no nodegroup, so its nodes cannot "
-                           "be found; add node_selector to the pool or give the module a name_pattern" % pool.name)])
+                         "be found; add node_selector to the pool or give the module a name_pattern" % pool.name)])
 
     def match(node):
         labels = node_labels_of(node)
