@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import (
-    CATALOG, GpuModel, MigGeometry, MigProfile, find_gpu,
+    Engines, GpuModel, MigGeometry, MigProfile, by_pci_device_id, find_gpu,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import (
     InfeasibleLayout, place_around, plan,
@@ -39,10 +39,7 @@ def catalog_model_for(product_name, pci_device_id=None):
     """Catalog entry for an NVML product name or PCI device id (0xDDDDVVVV), else None."""
     model = find_gpu(product_name) if product_name else None
     if model is None and pci_device_id:
-        wanted = ("%#010x" % pci_device_id if isinstance(pci_device_id, int) else str(pci_device_id)).lower()
-        for gpu in CATALOG.values():
-            if wanted in (p.lower() for p in gpu.pci_device_ids):
-                return gpu
+        return by_pci_device_id(pci_device_id)
     return model
 
 
@@ -93,7 +90,8 @@ def effective_model(product_name, reported, pci_device_id=None, label=None):
             name=name, profile_id=rep["id"], nvml_index=rep["index"], compute_slices=rep["compute_slices"],
             memory_slices=rep["memory_slices"], max_instances=rep["max_instances"], starts=tuple(rep["starts"]),
             memory_mib=rep.get("memory_mib") or (cat.memory_mib if cat else 0),
-            multiprocessors=rep.get("multiprocessors") or (cat.multiprocessors if cat else 0)))
+            multiprocessors=rep.get("multiprocessors") or (cat.multiprocessors if cat else 0),
+            engines=_reported_engines(rep) or (cat.engines if cat else None), measured=True))
     for cat in sorted(cat_by_index.values(), key=lambda p: p.nvml_index):
         warnings.append("%s does not offer MIG profile %s (profile ID %d) that the catalog lists for %s "
                         "(older driver?)" % (label, cat.name, cat.profile_id, catalog.key))
@@ -106,8 +104,20 @@ def effective_model(product_name, reported, pci_device_id=None, label=None):
         warnings.append("%s is not in the MIG catalog; planning with the %d MIG profiles it reports"
                         % (label, len(profiles)))
         catalog = GpuModel(product_name, (product_name,), (), "unknown", "", 0, None, False, False, None, "")
-    geometry = MigGeometry(memory_slices, compute_slices, tuple(profiles), "reported by NVML")
+    # The whole GPU's engines: what its largest (full-GPU) profile gets, as NVML reports it.
+    full = max(profiles, key=lambda p: (p.compute_slices, p.memory_slices), default=None)
+    engines = full.engines if full is not None and full.engines is not None else (
+        catalog.mig.engines if catalog.mig else None)
+    geometry = MigGeometry(memory_slices, compute_slices, tuple(profiles), "reported by NVML", engines)
     return catalog._replace(mig=geometry), aliases, warnings
+
+
+def _reported_engines(rep):
+    """Engines of a profile as nvml_facts.read_profiles reports them, or None when it did not."""
+    keys = ("copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines")
+    if not all(k in rep for k in keys):
+        return None
+    return Engines(*(int(rep[k] or 0) for k in keys))
 
 
 def translate_layout(model, layout, aliases, label):
