@@ -7,7 +7,7 @@ nvidia-dra-mig-imex.md §2.1, §2.2) on the simulated GPUs of each node (GpuInve
    the value changes (or when it first sees a node with the label);
 2. the config is read from the mig-parted ``version: v1`` file in a ConfigMap (default
    ``gpupool-mig-parted-config`` in ``gpu-operator``, key ``config.yaml``: what the collection
-   writes, pool_model.MigManager) and validated like mig-parted does (``version: v1`` only,
+   writes, model.inventory.MigManager) and validated like mig-parted does (``version: v1`` only,
    ``mig-configs`` non-empty, entries with ``devices`` (``all`` or indices) and ``mig-enabled``,
    ``mig-devices`` required when enabled and empty when disabled, optional ``device-filter``,
    unknown fields refused). ``all-disabled`` is always known. An unknown name or an invalid file

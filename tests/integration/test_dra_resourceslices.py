@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
 from testbed import dra_resourceslices as rs
 from testbed import gpu_flavors, mig_tables
 from testbed.mig_tables import LayoutRefused

@@ -12,7 +12,8 @@ import sys
 import pynvml
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils import mig_catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
 from testbed import mig_tables
 from testbed.fakenvml import gen_symbols
 from testbed.fakenvml_config import LIB
@@ -374,10 +375,9 @@ def test_state_is_shared_and_locked_across_concurrent_processes(fake_nvml):
 def test_planner_layouts_create_on_other_gpus(fake_nvml, key):
     """Every instance the collection's planner places for each maximal layout is accepted by the fake
     (built from the test bed's own tables) at that placement: two independent witnesses agree."""
-    from ansible_collections.gpupool.core.plugins.module_utils import mig_planner as mp
     model = cat.get_gpu(key)
-    layouts = mp.maximal_layouts(model)[:8]
-    placed = [[[i.profile_id, i.start, i.size] for i in mp.plan(model, layout)] for layout in layouts]
+    layouts = mig_placement.maximal_layouts(model)[:8]
+    placed = [[[i.profile_id, i.start, i.size] for i in mig_placement.plan(model, layout)] for layout in layouts]
     fake_nvml.configure([{"model": key, "mig": True} for _ in layouts])
     (out,) = fake_nvml.python(HELPERS + """
 pynvml.nvmlInit()

@@ -10,8 +10,8 @@ import itertools
 
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils import mig_catalog as cat
-from ansible_collections.gpupool.core.plugins.module_utils import mig_planner as mp
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mp
 from testbed import mig_tables
 
 MIG_KEYS = cat.mig_capable_keys()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils import mig_catalog as cat
-from ansible_collections.gpupool.core.plugins.module_utils import mig_planner as mp
-from nvidia_mig_configs import GPU_OPERATOR_DEFAULT, MIG_PARTED_DEFAULT, MIG_PARTED_EXAMPLE
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mp
+from .nvidia_mig_configs import GPU_OPERATOR_DEFAULT, MIG_PARTED_DEFAULT, MIG_PARTED_EXAMPLE
 from testbed import mig_tables
 
 SOURCES = {"mig-parted examples/config.yaml": MIG_PARTED_EXAMPLE,
