@@ -17,6 +17,8 @@ description:
     MIG on GPUs without MIG, time-slicing together with MPS, DRA feature-gate conflicts across pools and
     NVLink/ComputeDomains on GPUs without multi-node NVLink.
   - Every problem is reported with the path of the bad key and a sentence saying how to fix it.
+  - Warns (without failing) about inventory that is valid but matches nothing, such as an extra DeviceClass whose
+    C(min_memory) is above the memory every GPU of its pool publishes.
   - On success returns the pools with defaults filled in, the DRA driver feature gates that follow from them and
     the mig-parted configuration of the static MIG pools.
   - Changes nothing, on any host.
@@ -119,6 +121,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 try:
     from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
     from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
+    from ansible_collections.gpupool.core.plugins.module_utils.model.advisories import semantic_warnings
     from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
     from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
     IMPORT_ERROR = None
@@ -141,6 +144,8 @@ def main():
         cluster = load_cluster(module.params["cluster"], root=module.params["var_name"])
     except Problems as exc:
         module.fail_json(msg=exc.render(), problems=[{"path": p, "message": m} for p, m in exc.problems])
+    for path, message in semantic_warnings(cluster, root=module.params["var_name"]):
+        module.warn("%s: %s" % (path, message))
     module.exit_json(changed=False, **normalized_result(cluster))
 
 
