@@ -8,15 +8,31 @@
 The rows come from NVIDIA's published data (records.SOURCES) and are kept apart from the collection's
 catalog on purpose: the differential test holds the catalog and planner against them.
 """
+
 from __future__ import annotations
 
 from testbed.mig_tables import ampere, blackwell, hopper, without_mig
 from testbed.mig_tables.placement import LayoutRefused, feasible, place, placed, refusal
 from testbed.mig_tables.records import ESTIMATE_RULE, SOURCES, Engines, Gpu, Mig, Profile
 
-__all__ = ["GPUS", "get", "find", "by_pci_device_id", "profile", "feasible", "place", "placed", "refusal",
-           "LayoutRefused", "Engines", "Gpu",
-           "Mig", "Profile", "SOURCES", "ESTIMATE_RULE"]
+__all__ = [
+    "GPUS",
+    "get",
+    "find",
+    "by_pci_device_id",
+    "profile",
+    "feasible",
+    "place",
+    "placed",
+    "refusal",
+    "LayoutRefused",
+    "Engines",
+    "Gpu",
+    "Mig",
+    "Profile",
+    "SOURCES",
+    "ESTIMATE_RULE",
+]
 
 GPUS = {g.key: g for g in ampere.GPUS + hopper.GPUS + blackwell.GPUS + without_mig.GPUS}
 

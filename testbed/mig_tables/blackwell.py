@@ -5,9 +5,13 @@ no -lgipp is published for any of them, so their placements are inferred. The RT
 4 compute slices on 12 placement units, and profile kinds the data-center parts lack (+gfx, -me, +me.all).
 Columns: records.py.
 """
+
 from __future__ import annotations
 
 from testbed.mig_tables.records import NVML_INDEX, Engines, Gpu, Mig, Profile, estimate, gib
+
+# Data tables, one row per line: kept out of the formatter so every row stays readable.
+# fmt: off
 
 ALL7 = (0, 1, 2, 3, 4, 5, 6)
 SHAPES = (
@@ -110,3 +114,4 @@ RTX_PRO_6000 = Gpu(
     "rtx-pro-6000-memory")
 
 GPUS = (B200, GB200, B300, GB300, RTX_PRO_6000)
+# fmt: on

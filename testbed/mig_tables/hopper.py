@@ -3,9 +3,13 @@
 All share the 8-memory-slice, 7-compute-slice geometry and the profile IDs 19/20/15/14/9/5/0 that every
 published Hopper -lgip shows; -lgipp is published for H100 80GB and H100 NVL only. Columns: records.py.
 """
+
 from __future__ import annotations
 
 from testbed.mig_tables.records import NVML_INDEX, Engines, Gpu, Mig, Profile, estimate, gib
+
+# Data tables, one row per line: kept out of the formatter so every row stays readable.
+# fmt: off
 
 ALL7 = (0, 1, 2, 3, 4, 5, 6)
 # (name suffix position, id, kind, compute, memory slices, max, starts) of the Hopper profiles.
@@ -87,3 +91,4 @@ GH200_144GB = Gpu(
     "mig-parted-default")
 
 GPUS = (H100_80GB, H100_NVL_94GB, H100_96GB, H200_141GB, GH200_144GB)
+# fmt: on

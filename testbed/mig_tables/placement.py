@@ -6,6 +6,7 @@ instances do not overlap. NVML's rules as modelled here: per-profile instance li
 placement units [start, start + size) never shared, and the GPU's engines (decoders, encoders, JPEG,
 OFA, copy engines) never handed out twice (go-nvml nvml.h on the *_ALL_ME profiles; MIG guide tables).
 """
+
 from __future__ import annotations
 
 import itertools

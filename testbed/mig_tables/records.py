@@ -8,9 +8,13 @@ imports from plugins/.
 Every profile row names the source its numbers come from (a key of SOURCES) and says whether its
 memory, SM and engine numbers were published for that GPU (``published``) or are an estimate.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
+
+# Data tables, one row per line: kept out of the formatter so every row stays readable.
+# fmt: off
 
 Engines = namedtuple("Engines", "copy decoders encoders jpeg ofa")
 Engines.__doc__ = "Engine counts of a GPU instance (nvidia-smi -lgip columns CE, DEC, ENC, JPEG, OFA)."
@@ -111,3 +115,4 @@ def gib(value: float) -> int:
 
 def estimate(units: int, per_unit_mib: float) -> int:
     return int(units * per_unit_mib) // 64 * 64
+# fmt: on

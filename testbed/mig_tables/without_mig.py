@@ -1,7 +1,11 @@
 """GPUs without MIG that the simulated clouds offer (identity only: what NVML reports). Columns: records.py."""
+
 from __future__ import annotations
 
 from testbed.mig_tables.records import Gpu
+
+# Data tables, one row per line: kept out of the formatter so every row stays readable.
+# fmt: off
 
 GPUS = (
     Gpu("T4", ("Tesla T4",), ("0x1EB810DE",), "Turing", "7.5", 15360, 40, False, False, None, "dra-driver-published"),
@@ -14,3 +18,4 @@ GPUS = (
     Gpu("V100S", ("Tesla V100S-PCIE-32GB",), ("0x1DF610DE",), "Volta", "7.0", 32768, 80, False, False, None,
         "catalog-v1"),
 )
+# fmt: on

@@ -21,10 +21,14 @@ Marks kept with the data:
 
 Pure data and pure functions: no I/O, no third-party imports, so modules can ship it to any host.
 """
+
 from __future__ import annotations
 
 import difflib
 from collections import namedtuple
+
+# Data tables, one row per line: kept out of the formatter so every row stays readable.
+# fmt: off
 
 __all__ = [
     "GpuModel", "MigGeometry", "MigProfile", "Engines", "CATALOG", "UnknownGpu", "get_gpu", "find_gpu",
@@ -434,3 +438,4 @@ def engine_shortfall(gpu, layout):
         if need > getattr(geo.engines, field):
             return field, need, getattr(geo.engines, field)
     return None
+# fmt: on

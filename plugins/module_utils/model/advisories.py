@@ -5,12 +5,13 @@
 
 Every warning is (path, message) with the pool's name and a fix; nothing here does I/O.
 """
+
 from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import quantity_bytes
 
-MIB = 2 ** 20
+MIB = 2**20
 
 
 def semantic_warnings(cluster, root: str = "gpupool_cluster") -> list:
@@ -35,12 +36,23 @@ def _min_memory_warnings(pool, at):
         if extra.mig_profile and prof is None:
             continue  # checks.py already refuses the profile
         have_mib = prof.memory_mib if prof else gpu.memory_mib
-        what = ("every %s MIG device of %s publishes %d MiB%s" % (
-            prof.name, gpu.key, have_mib, "" if prof.measured else " (catalog estimate; NVML reports the exact size)")
-            if prof else "every %s publishes %d MiB (NVML's total memory)" % (gpu.key, have_mib))
+        what = (
+            "every %s MIG device of %s publishes %d MiB%s"
+            % (
+                prof.name,
+                gpu.key,
+                have_mib,
+                "" if prof.measured else " (catalog estimate; NVML reports the exact size)",
+            )
+            if prof
+            else "every %s publishes %d MiB (NVML's total memory)" % (gpu.key, have_mib)
+        )
         if quantity_bytes(extra.min_memory) > have_mib * MIB:
-            out.append(("%s.device_classes.extra[%d].min_memory" % (at, j),
-                        "pool %s: DeviceClass %s asks for min_memory %s but %s, so it would match no device; "
-                        "lower min_memory to at most %dMi" % (pool.name, extra.name, extra.min_memory, what,
-                                                              have_mib)))
+            out.append(
+                (
+                    "%s.device_classes.extra[%d].min_memory" % (at, j),
+                    "pool %s: DeviceClass %s asks for min_memory %s but %s, so it would match no device; "
+                    "lower min_memory to at most %dMi" % (pool.name, extra.name, extra.min_memory, what, have_mib),
+                )
+            )
     return out

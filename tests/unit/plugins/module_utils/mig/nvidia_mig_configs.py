@@ -10,6 +10,9 @@ MIG is disabled). Order and values as in the files; the comments above each grou
 the GPUs of unfiltered entries, which is why tests apply those to every GPU that has the profiles.
 """
 
+# Data tables, one row per line: kept out of the formatter so every row stays readable.
+# fmt: off
+
 MIG_PARTED_EXAMPLE = (
     ('all-disabled', None, 'all', None),
     ('all-enabled', None, 'all', {}),
@@ -219,3 +222,4 @@ GPU_OPERATOR_DEFAULT = (
     ('all-4g.139gb', None, 'all', {'4g.139gb': 1}),
     ('all-7g.278gb', None, 'all', {'7g.278gb': 1}),
 )
+# fmt: on

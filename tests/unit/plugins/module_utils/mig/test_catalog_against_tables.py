@@ -4,14 +4,15 @@ testbed/mig_tables is a second transcription of NVIDIA's published MIG facts wit
 logic (enumerating start combinations, not the planner's backtracking search). Wherever the two
 disagree, one of them is wrong - and which one, the tables' cited source says.
 """
+
 from __future__ import annotations
 
 import itertools
 
 import pytest
-
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mp
+
 from testbed import mig_tables
 
 MIG_KEYS = cat.mig_capable_keys()
@@ -31,9 +32,16 @@ def test_same_identity(key):
     assert gpu.product_names == table.product_names
     assert gpu.pci_device_ids == table.pci_device_ids
     assert (gpu.architecture, gpu.compute_capability, gpu.memory_mib, gpu.sm_count) == (
-        table.architecture, table.compute_capability, table.memory_mib, table.sm_count)
+        table.architecture,
+        table.compute_capability,
+        table.memory_mib,
+        table.sm_count,
+    )
     assert (gpu.multinode_nvlink, gpu.mig_mode_needs_reset, bool(gpu.mig)) == (
-        table.multinode_nvlink, table.mig_mode_needs_reset, bool(table.mig))
+        table.multinode_nvlink,
+        table.mig_mode_needs_reset,
+        bool(table.mig),
+    )
 
 
 @pytest.mark.parametrize("key", MIG_KEYS)
@@ -41,17 +49,35 @@ def test_same_profiles(key):
     """Ids, NVML kinds, slices, counts, starts, engines; -lgip numbers wherever both call them published."""
     geo, table = cat.get_gpu(key).mig, mig_tables.get(key).mig
     assert (geo.memory_slices, geo.compute_slices, geo.placements) == (
-        table.memory_slices, table.compute_slices, table.placements)
+        table.memory_slices,
+        table.compute_slices,
+        table.placements,
+    )
     assert tuple(geo.engines) == tuple(table.engines)
     assert [p.name for p in geo.profiles] == [p.name for p in table.profiles]
     for prof, row in zip(geo.profiles, table.profiles):
-        assert (prof.profile_id, prof.nvml_index, prof.compute_slices, prof.memory_slices, prof.max_instances,
-                tuple(prof.starts)) == (row.profile_id, row.nvml_index, row.compute_slices, row.memory_slices,
-                                        row.max_instances, tuple(row.starts)), prof.name
+        assert (
+            prof.profile_id,
+            prof.nvml_index,
+            prof.compute_slices,
+            prof.memory_slices,
+            prof.max_instances,
+            tuple(prof.starts),
+        ) == (
+            row.profile_id,
+            row.nvml_index,
+            row.compute_slices,
+            row.memory_slices,
+            row.max_instances,
+            tuple(row.starts),
+        ), prof.name
         assert prof.measured == row.published, prof.name
         if prof.measured:
             assert (prof.memory_mib, prof.multiprocessors, tuple(prof.engines)) == (
-                row.memory_mib, row.multiprocessors, tuple(row.engines)), prof.name
+                row.memory_mib,
+                row.multiprocessors,
+                tuple(row.engines),
+            ), prof.name
         assert cat.profile_kind(prof) == _suffix(prof.name), prof.name
 
 
@@ -73,12 +99,15 @@ def _boundary(profiles, compute_slices):
     """Count vectors (each count <= max) that fit the compute slices, and each of them plus one instance
     of any profile. Holds every layout that can fit and every minimal refusal: any other vector of the
     box contains a minimal refusal, and adding instances never makes a refused layout fit."""
-    fitting = [c for c in itertools.product(*(range(p.max_instances + 1) for p in profiles))
-               if sum(p.compute_slices * n for p, n in zip(profiles, c)) <= compute_slices]
+    fitting = [
+        c
+        for c in itertools.product(*(range(p.max_instances + 1) for p in profiles))
+        if sum(p.compute_slices * n for p, n in zip(profiles, c)) <= compute_slices
+    ]
     out = set(fitting)
     for counts in fitting:
         for i in range(len(profiles)):
-            out.add(counts[:i] + (counts[i] + 1,) + counts[i + 1:])
+            out.add(counts[:i] + (counts[i] + 1,) + counts[i + 1 :])
     return sorted(out)
 
 
@@ -120,8 +149,7 @@ def test_every_count_vector_agrees(key, record_property):
             accepted += 1
             _check_placement(table, layout, mp.plan(gpu, layout))
     record_property("count_vectors", len(vectors))
-    assert not disagreements[:5], "%d disagreements, e.g. (layout, catalog fits, tables' refusal)" % len(
-        disagreements)
+    assert not disagreements[:5], "%d disagreements, e.g. (layout, catalog fits, tables' refusal)" % len(disagreements)
     assert accepted > 0 and len(vectors) > accepted
     if full:
         assert len(vectors) == _box_size(profiles)

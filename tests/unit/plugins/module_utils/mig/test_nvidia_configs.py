@@ -1,18 +1,22 @@
 """Every layout NVIDIA ships (mig-parted's example and default config, the GPU Operator's default
 ConfigMap) is accepted, with valid placements, on every GPU it is meant for - by the catalog and planner
 and by the test bed's independent tables."""
+
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mp
-from .nvidia_mig_configs import GPU_OPERATOR_DEFAULT, MIG_PARTED_DEFAULT, MIG_PARTED_EXAMPLE
+
 from testbed import mig_tables
 
-SOURCES = {"mig-parted examples/config.yaml": MIG_PARTED_EXAMPLE,
-           "mig-parted config-default.yaml": MIG_PARTED_DEFAULT,
-           "gpu-operator default-mig-parted-config": GPU_OPERATOR_DEFAULT}
+from .nvidia_mig_configs import GPU_OPERATOR_DEFAULT, MIG_PARTED_DEFAULT, MIG_PARTED_EXAMPLE
+
+SOURCES = {
+    "mig-parted examples/config.yaml": MIG_PARTED_EXAMPLE,
+    "mig-parted config-default.yaml": MIG_PARTED_DEFAULT,
+    "gpu-operator default-mig-parted-config": GPU_OPERATOR_DEFAULT,
+}
 # Profile names in NVIDIA's configs that no production GPU has: GB200's pre-production names (gpu-operator
 # PR #1303 -lgip: 1g.24gb, 3g.95gb; mig-parted ebab1f77 moved production boards to 1g.23gb/3g.93gb).
 PRE_PRODUCTION = {"3g.95gb", "4g.95gb", "7g.189gb"}
@@ -23,8 +27,11 @@ def _targets(device_filter, layout):
     unfiltered entry every GPU that has all its profiles (mig-parted applies it to every GPU)."""
     if device_filter:
         return [(cat.by_pci_device_id(d), d) for d in device_filter]
-    return [(g, "no device-filter") for g in map(cat.get_gpu, cat.mig_capable_keys())
-            if all(cat.profile_by_name(g, n) for n in layout)]
+    return [
+        (g, "no device-filter")
+        for g in map(cat.get_gpu, cat.mig_capable_keys())
+        if all(cat.profile_by_name(g, n) for n in layout)
+    ]
 
 
 def _entries():
@@ -44,8 +51,11 @@ def test_every_nvidia_layout_fits_every_gpu_it_names(record_property):
     for source, name, device_filter, layout in _entries():
         targets = _targets(device_filter, layout)
         if not targets and layout:
-            orphans.update(n for n in layout if not any(cat.profile_by_name(g, n) for g in map(
-                cat.get_gpu, cat.mig_capable_keys())))
+            orphans.update(
+                n
+                for n in layout
+                if not any(cat.profile_by_name(g, n) for g in map(cat.get_gpu, cat.mig_capable_keys()))
+            )
             continue
         for gpu, why in targets:
             checked += 1
@@ -65,12 +75,19 @@ def test_every_nvidia_layout_fits_every_gpu_it_names(record_property):
     assert checked >= 200
 
 
-@pytest.mark.parametrize("device_id, key", [
-    ("0x20F310DE", "A100-80GB"), ("0x20F510DE", "A100-80GB"),  # A800 80GB
-    ("0x232410DE", "H100-80GB"),                                # H800
-    ("0x20B610DE", "H100-96GB"), ("0x232910DE", "H100-96GB"),   # PG506-96GB, H20
-    ("0x318210DE", "B300"), ("0x31C210DE", "GB300"), ("0x2BB510DE", "RTX-PRO-6000"),
-])
+@pytest.mark.parametrize(
+    "device_id, key",
+    [
+        ("0x20F310DE", "A100-80GB"),
+        ("0x20F510DE", "A100-80GB"),  # A800 80GB
+        ("0x232410DE", "H100-80GB"),  # H800
+        ("0x20B610DE", "H100-96GB"),
+        ("0x232910DE", "H100-96GB"),  # PG506-96GB, H20
+        ("0x318210DE", "B300"),
+        ("0x31C210DE", "GB300"),
+        ("0x2BB510DE", "RTX-PRO-6000"),
+    ],
+)
 def test_device_ids_from_nvidias_filters(device_id, key):
     assert cat.by_pci_device_id(device_id).key == key
     assert cat.by_pci_device_id(int(device_id, 16)).key == key

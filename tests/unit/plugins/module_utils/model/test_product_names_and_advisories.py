@@ -1,8 +1,8 @@
 """Product names in DeviceClass selectors (catalog or per-pool override) and validate's min_memory warning."""
+
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.gpupool.core.plugins.module_utils.model import advisories
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
@@ -50,35 +50,53 @@ def test_unknown_mig_gpu_gets_candidates():
     assert "'A100' is ambiguous; did you mean A100-40GB or A100-80GB?" in err.value.render()
 
 
-@pytest.mark.parametrize("text, value", [("80Gi", 80 * 2 ** 30), ("81559Mi", 81559 * 2 ** 20), ("1.5G", 1.5e9),
-                                         ("512", 512)])
+@pytest.mark.parametrize(
+    "text, value", [("80Gi", 80 * 2**30), ("81559Mi", 81559 * 2**20), ("1.5G", 1.5e9), ("512", 512)]
+)
 def test_quantity_bytes(text, value):
     assert quantity_bytes(text) == value
 
 
 def test_min_memory_above_every_gpu_of_the_pool_warns():
-    c = cluster(pool("h100", device_classes={"extra": [
-        {"name": "too-big", "min_memory": "80Gi"},           # 81920 MiB > 81559 MiB: matches nothing
-        {"name": "fits", "min_memory": "79Gi"},
-        {"name": "mig-too-big", "mig_profile": "3g.40gb", "min_memory": "40Gi"},  # 3g.40gb: 40448 MiB
-        {"name": "mig-fits", "mig_profile": "3g.40gb", "min_memory": "39Gi"}]}))
+    c = cluster(
+        pool(
+            "h100",
+            device_classes={
+                "extra": [
+                    {"name": "too-big", "min_memory": "80Gi"},  # 81920 MiB > 81559 MiB: matches nothing
+                    {"name": "fits", "min_memory": "79Gi"},
+                    {"name": "mig-too-big", "mig_profile": "3g.40gb", "min_memory": "40Gi"},  # 3g.40gb: 40448 MiB
+                    {"name": "mig-fits", "mig_profile": "3g.40gb", "min_memory": "39Gi"},
+                ]
+            },
+        )
+    )
     warnings = advisories.semantic_warnings(c)
-    assert [path for path, _msg in warnings] == ["gpupool_cluster.pools[0].device_classes.extra[0].min_memory",
-                                                 "gpupool_cluster.pools[0].device_classes.extra[2].min_memory"]
-    assert "pool h100: DeviceClass too-big asks for min_memory 80Gi but every H100-80GB publishes 81559 MiB" \
-        in warnings[0][1] and "at most 81559Mi" in warnings[0][1]
+    assert [path for path, _msg in warnings] == [
+        "gpupool_cluster.pools[0].device_classes.extra[0].min_memory",
+        "gpupool_cluster.pools[0].device_classes.extra[2].min_memory",
+    ]
+    assert (
+        "pool h100: DeviceClass too-big asks for min_memory 80Gi but every H100-80GB publishes 81559 MiB"
+        in warnings[0][1]
+        and "at most 81559Mi" in warnings[0][1]
+    )
     assert "every 3g.40gb MIG device of H100-80GB publishes 40448 MiB" in warnings[1][1]
 
 
 def test_unknown_models_and_no_min_memory_do_not_warn():
-    c = cluster(pool("x", "Some Future GPU", device_classes={"extra": [{"name": "a", "min_memory": "1Ti"}]}),
-                pool("y", device_classes={"extra": [{"name": "b"}]}))
+    c = cluster(
+        pool("x", "Some Future GPU", device_classes={"extra": [{"name": "a", "min_memory": "1Ti"}]}),
+        pool("y", device_classes={"extra": [{"name": "b"}]}),
+    )
     assert advisories.semantic_warnings(c) == []
 
 
 def test_the_example_inventory_validates_without_warnings():
     import os
+
     import yaml
+
     root = os.path.dirname(os.path.abspath(__file__))
     for _ in range(5):
         root = os.path.dirname(root)
