@@ -45,3 +45,5 @@ NAMESPACE = Kind("Namespace", "", "namespaces", False, ("v1",))
 # obj: the object to apply; pool: owning pool name; origin: inventory/option path for messages;
 # info: builder facts (role, profile, selector origins) the modules report.
 Desired = namedtuple("Desired", "obj pool origin info")
+RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io", "resourceslices", False, RESOURCE_VERSIONS)
+RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, RESOURCE_VERSIONS)

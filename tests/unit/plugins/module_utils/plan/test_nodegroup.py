@@ -1,4 +1,4 @@
-"""Unit tests of the pure nodegroup planner (plugins/module_utils/nodegroup_plan.py)."""
+"""Unit tests of the pure nodegroup planner (plugins/module_utils/plan/nodegroup.py)."""
 from __future__ import annotations
 
 import ast
