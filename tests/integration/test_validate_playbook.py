@@ -44,3 +44,13 @@ def test_broken_inventory_fails_naming_the_key(tmp_path, mutate, path, words):
     assert res.recap["cern-gpu"]["failed"] == 1 and res.recap["cern-gpu"]["changed"] == 0
     assert path in res.stdout and words in res.stdout, res.stdout
     assert "nothing was changed" in res.stdout
+
+
+def test_min_memory_no_gpu_has_is_a_warning_not_a_failure(tmp_path):
+    """An H100 80GB publishes 81559 MiB: a class asking for 80Gi matches nothing; validate says so and passes."""
+    res = run_playbook(PLAYBOOK, broken_copy(tmp_path, lambda c: c["pools"][2]["device_classes"]["extra"][0].update(
+        min_memory="80Gi")), tmp_path)
+    out = res.stdout + res.stderr
+    assert res.rc == 0, out
+    assert "gpupool_cluster.pools[2].device_classes.extra[0].min_memory" in out
+    assert "every H100-80GB publishes 81559 MiB" in out

@@ -8,7 +8,7 @@ Every problem is (path, message) with the pool's name and a fix; nothing here do
 from __future__ import annotations
 
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import gpu_candidates, profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import _gate_problems
@@ -61,8 +61,11 @@ def _gpu_problems(pool, at):
     mig = pool.mig
     if mig.mode != "off":
         if gpu is None:
-            out.append((at + ".gpu.model", "MIG needs a GPU model from the catalog, %r is unknown; "
-                        "use one of the catalog keys (see docs/mig-catalog.md)" % pool.gpu.model))
+            candidates = gpu_candidates(pool.gpu.model)
+            out.append((at + ".gpu.model", "MIG needs a GPU model from the catalog, %r is %s; %s" % (
+                pool.gpu.model, "ambiguous" if len(candidates) > 1 else "unknown",
+                ("did you mean %s?" % " or ".join(candidates)) if candidates
+                else "use one of the catalog keys (see docs/mig-catalog.md)")))
             return out
         if not gpu.mig:
             out.append((at + ".mig.mode", "%s has no MIG; set mig.mode: off (or share it with "

@@ -83,8 +83,20 @@ class Nodegroup(Strict):
 
 class Gpu(Strict):
     """The pool's GPU."""
-    model: str = Field(..., description="Catalog key (A100-40GB, H100-80GB, T4...) or a product name.")
+    model: str = Field(..., description="Catalog key (A100-40GB, H100-80GB, T4...), a MIG user guide designation "
+                       "(A100-SXM4-40GB) or what nvidia-smi prints (NVIDIA H100 80GB HBM3).")
     per_node: int = Field(1, ge=1, le=16, description="GPUs in each node.")
+    product_names: Optional[List[str]] = Field(
+        None, min_length=1, description="The productName values the DRA driver publishes for these GPUs (what "
+        "nvidia-smi -L prints); replaces the catalog's list in DeviceClass selectors, for boards whose name the "
+        "catalog does not know.")
+
+    @field_validator("product_names")
+    @classmethod
+    def _names(cls, v):
+        if v is not None and any(not isinstance(n, str) or not n.strip() for n in v):
+            raise ValueError("product names must be non-empty strings such as 'NVIDIA H100 80GB HBM3'")
+        return v
 
 
 class Mig(Strict):
@@ -192,6 +204,14 @@ class Pool(Strict):
     @property
     def catalog_gpu(self):
         return find_gpu(self.gpu.model)
+
+    @property
+    def product_names(self):
+        """productName values the pool's devices publish: the inventory's override, else the catalog's."""
+        if self.gpu.product_names:
+            return list(self.gpu.product_names)
+        gpu = self.catalog_gpu
+        return list(gpu.product_names) if gpu else [self.gpu.model]
 
     @property
     def mig_config_name(self):

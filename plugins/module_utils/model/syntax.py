@@ -26,3 +26,15 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 
 
 QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+_QUANTITY_FACTOR = {"": 1, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
+                    "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
+
+
+def quantity_bytes(text: str) -> float:
+    """The number a Kubernetes quantity (as QUANTITY accepts it) stands for: '80Gi' -> 85899345920."""
+    match = re.match(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$", text)
+    if not match:
+        raise ValueError("%r is not a Kubernetes quantity such as 40Gi" % text)
+    return float(match.group(1)) * _QUANTITY_FACTOR[match.group(2) or ""]

@@ -25,8 +25,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import
 
 
 def product_names(pool):
-    gpu = pool.catalog_gpu
-    return list(gpu.product_names) if gpu else [pool.gpu.model]
+    """productName values a pool's DeviceClasses select (the inventory's override or the catalog's)."""
+    return pool.product_names
 
 
 def pool_mig_profiles(pool):

@@ -271,3 +271,44 @@ def test_allocated_devices():
     got = pr.allocated_devices([claim("a", "c1", ("d", "p", "x"), ("d", "p", "y")), claim("b", "c2", ("d", "p", "x")),
                                 {"metadata": {"namespace": "z", "name": "none"}}])
     assert got == {("d", "p", "x"): "a/c1", ("d", "p", "y"): "a/c1"}
+
+
+# ---- gpu-<N> is the minor, not the NVML index ---------------------------------------------------------
+def _dev(name, dtype, bus=None, profile=None, **ints):
+    attrs = {"type": {"string": dtype}}
+    if bus:
+        attrs["resource.kubernetes.io/pciBusID"] = {"string": bus}
+    if profile:
+        attrs["profile"] = {"string": profile}
+    attrs.update((k, {"int": v}) for k, v in ints.items())
+    return ("n", {"name": name, "attributes": attrs})
+
+
+def test_device_name_number_is_the_minor_and_pci_order_gives_the_index():
+    # NVML index 0 sits on bus 0x41 and is /dev/nvidia3; index 1 (bus 0x51) is /dev/nvidia0.
+    devs = [_dev("gpu-0", "gpu", "0000:51:00.0"), _dev("gpu-3-mig-7g40gb-0-0", "mig", "0000:41:00.0", "7g.40gb")]
+    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
+
+
+def test_index_attribute_of_older_drivers_wins():
+    # v25.3.x published index (full GPU) and parentIndex (MIG device)
+    devs = [_dev("gpu-0", "gpu", "0000:41:00.0", index=1), _dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0",
+                                                                 "7g.40gb", parentIndex=0)]
+    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
+
+
+def test_a_gpu_publishing_nothing_keeps_the_others_at_their_index():
+    # GPU 0: MIG on, no instances (publishes nothing, left out of expected too); GPU 1: 7g.
+    devs = [_dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb")]
+    assert pr.published_layout(devs, expected={1: {"7g.40gb": 1}}, gpus_per_node=2) == {1: {"7g.40gb": 1}}
+    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}}
+
+
+def test_the_dra_simulators_devices_report_by_index():
+    """The DRA driver simulator names devices by minor like the real driver; the report still finds the
+    layout per NVML index."""
+    from testbed import dra_resourceslices, mig_tables
+    devs = dra_resourceslices.devices("n", mig_tables.get("A100-40GB"), 3,
+                                      {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}, minors=[2, 0, 1])
+    assert {d["name"].split("-mig-")[0] for d in devs} == {"gpu-2", "gpu-0", "gpu-1"}
+    assert pr.published_layout([("n", d) for d in devs]) == {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}
