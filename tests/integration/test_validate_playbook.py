@@ -32,11 +32,11 @@ def test_example_inventory_validates(tmp_path):
 
 @pytest.mark.parametrize("mutate, path, words", [
     (lambda c: c["pools"][0]["nodegroup"].update(node_cout=3),
-     "gpupool_cluster.pools[0].nodegroup.node_cout", "did you mean 'node_count'"),
+     "gpupool_cluster.pools[0] (gpu-t4).nodegroup.node_cout", "did you mean 'node_count'"),
     (lambda c: c["pools"][1]["mig"].update(layout={"3g.20gb": 2, "2g.10gb": 1}),
-     "gpupool_cluster.pools[1].mig.layout", "needs 8 compute slices but A100-40GB has 7"),
+     "gpupool_cluster.pools[1] (gpu-a100-mig).mig.layout", "needs 8 compute slices but A100-40GB has 7"),
     (lambda c: c["pools"][0]["nodegroup"].update(min_node_count=5, max_node_count=3),
-     "gpupool_cluster.pools[0].nodegroup.min_node_count", "min_node_count 5 is greater than max_node_count 3"),
+     "gpupool_cluster.pools[0] (gpu-t4).nodegroup.min_node_count", "min_node_count 5 is greater than max_node_count 3"),
 ], ids=["typo-key", "infeasible-layout", "min-gt-max"])
 def test_broken_inventory_fails_naming_the_key(tmp_path, mutate, path, words):
     res = run_playbook(PLAYBOOK, broken_copy(tmp_path, mutate), tmp_path)
