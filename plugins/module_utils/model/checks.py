@@ -58,6 +58,11 @@ def empty_cluster_problems(cluster, root: str) -> List[Problem]:
              "otherwise add the pools" % (what, root))]
 
 
+def gate_problems(cluster, root: str) -> List[Problem]:
+    """The DRA feature gates the pools need are not switched off, and no two of them conflict (the driver would not start)."""
+    return _gate_problems(cluster, root)
+
+
 # In the order the problems are reported: the pool list, each pool's own settings, then what spans pools.
 CHECKS: List[Check] = [
     pool_name_problems,
@@ -75,7 +80,7 @@ CHECKS: List[Check] = [
     compute_domain_problems,
     mig_mode_mix_problems,
     dra_driver_problems,
-    _gate_problems,
+    gate_problems,
 ]
 
 

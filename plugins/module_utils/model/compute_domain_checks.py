@@ -33,7 +33,7 @@ def compute_domain_problems(cluster, root: str) -> List[Tuple[str, str]]:
         seen[key] = (at, pool.name)
         for what, value, explicit in (("name", key[1], domain.name),
                                       ("channel_template", channel_template_name(pool), domain.channel_template)):
-            if not is_dns_subdomain(value):
+            if not is_dns_subdomain(value) and (explicit or is_dns_label(pool.name)):
                 fix = "choose another %s" % what if explicit else "shorten the pool name or set compute_domain.%s" % what
                 out.append((at + "." + what, "%r is not a valid object name (%s); %s" % (value, DNS_SUBDOMAIN_RULE, fix)))
         if not is_dns_label(domain.namespace):

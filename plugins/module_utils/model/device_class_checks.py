@@ -14,6 +14,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import de
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_SUBDOMAIN_RULE
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import extended_resource_problem
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_label
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_subdomain
 
 
@@ -27,7 +28,11 @@ def device_class_problems(cluster, root: str) -> List[Tuple[str, str]]:
             if extra.mig_profile and (gpu is None or profile_by_name(gpu, extra.mig_profile) is None):
                 out.append((at + ".device_classes.extra[%d].mig_profile" % index, "%s has no MIG profile %r"
                             % (gpu.key if gpu else pool.gpu.model, extra.mig_profile)))
+        # Names made from an invalid pool name are invalid too: pool_name_problems says it once.
+        derived_ok = is_dns_label(pool.name)
         for entry in device_class_names(pool):
+            if entry.role != "extra" and not derived_ok:
+                continue
             where = at + entry.where
             # A generated name comes from the pool name (and profile); an extra class's from its own name key.
             where_name = where + ".name" if entry.role == "extra" else where

@@ -74,7 +74,7 @@ def _with_notes(problems: List[Tuple[str, str]], notes: Dict[str, str]) -> List[
                 if best is None or len(path) > len(best[0]):
                     best = entry
         if best is not None and note not in best[1]:
-            best[1] += " " + note
+            best[1] += (" " if best[1].endswith(".") else ". ") + note
     return [(path, message) for path, message in out]
 
 

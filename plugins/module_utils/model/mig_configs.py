@@ -41,8 +41,8 @@ def static_pools(pools):
 def config_name_problem(pool) -> str:
     """Why the pool's config name cannot be a node label value, or ''."""
     name = mig_config_name(pool)
-    if is_label_value(name):
-        return ""
+    if is_label_value(name) or (pool.mig.config_name is None and not is_dns_label(pool.name)):
+        return ""  # a name made from an invalid pool name: pool_name_problems says it once
     if pool.mig.config_name is None:
         return ("the pool name is too long for the %s label value: its MIG config is named %r (%d characters) and "
                 "label values are at most 63; shorten the pool name to at most %d characters or set "

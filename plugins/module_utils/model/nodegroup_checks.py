@@ -12,6 +12,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import no
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE_RULE
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_label
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_value
 
 
@@ -47,7 +48,8 @@ def nodegroup_name_problems(cluster, root: str) -> List[Tuple[str, str]]:
         if name is None:
             continue
         at = pool_path(root, pool) + ".nodegroup" + (".name" if pool.nodegroup.name else "")
-        if not is_label_value(name):
+        # A nodegroup named after an invalid pool name: pool_name_problems says it once.
+        if not is_label_value(name) and (pool.nodegroup.name or is_dns_label(pool.name)):
             out.append((at, "nodegroup name %r cannot be the value of the node label %s, so the pool's nodes could "
                         "not be found (%s); choose a shorter nodegroup.name" % (name, NODEGROUP_LABEL, LABEL_VALUE_RULE)))
         if name in seen:
