@@ -17,7 +17,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import i
 
 
 def nodegroup_size_problems(cluster, root: str) -> List[Tuple[str, str]]:
-    """A nodegroup needs gpupool_cluster.magnum, and min_node_count <= node_count <= max_node_count."""
+    """A nodegroup needs gpupool_cluster.magnum, a role other than master, and min_node_count <= node_count <= max_node_count."""
     out = []
     for pool in cluster.pools:
         group = pool.nodegroup
@@ -28,6 +28,9 @@ def nodegroup_size_problems(cluster, root: str) -> List[Tuple[str, str]]:
             out.append((at, "a nodegroup needs %s.magnum (cloud and cluster) to be set, e.g. "
                         "magnum: {cloud: openstack, cluster: k8s-gpu}; or find the nodes with node_selector instead"
                         % root))
+        if group.role == "master":
+            out.append((at + ".role", "Magnum cannot create master nodegroups (400 CreateMasterNodeGroup) and a GPU "
+                        "pool's nodes are workers; use role: worker (the default) or another custom role"))
         if group.min_node_count > group.node_count:
             out.append((at + ".min_node_count", "min_node_count %d is greater than node_count %d; "
                         "lower min_node_count or raise node_count" % (group.min_node_count, group.node_count)))
