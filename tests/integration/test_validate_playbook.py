@@ -44,3 +44,27 @@ def test_broken_inventory_fails_naming_the_key(tmp_path, mutate, path, words):
     assert res.recap["cern-gpu"]["failed"] == 1 and res.recap["cern-gpu"]["changed"] == 0
     assert path in res.stdout and words in res.stdout, res.stdout
     assert "nothing was changed" in res.stdout
+
+
+def test_duplicate_key_in_the_inventory_fails(tmp_path):
+    """ansible.cfg sets duplicate_dict_key = error: a pool with two `gpu:` keys must not validate the second."""
+    dest = tmp_path / "inv"
+    shutil.copytree(EXAMPLE, dest)
+    text = (dest / VARS).read_text()
+    once = "      gpu: {model: A100-40GB, per_node: 2}\n"
+    assert once in text
+    (dest / VARS).write_text(text.replace(once, once + "      gpu: {model: A100-80GB, per_node: 2}\n", 1))
+    res = run_playbook(PLAYBOOK, str(dest), tmp_path)
+    assert res.rc != 0
+    assert "Found duplicate mapping key 'gpu'" in res.stdout + res.stderr
+    assert "pool(s) valid" not in res.stdout
+
+
+def test_failure_prints_the_problems_as_yaml(tmp_path):
+    """callback_result_format = yaml: the failed task's result is YAML (a msg block, one line per problem), not a
+    JSON line with escaped newlines. (ansible-core 2.19 also puts the message in its "[ERROR]: Task failed" line.)"""
+    res = run_playbook(PLAYBOOK, broken_copy(tmp_path, lambda c: c["pools"][0].update(gpu="T4")), tmp_path)
+    assert res.rc != 0
+    assert "    msg: |-\n        1 problem(s) in the GPU-pool inventory; nothing was changed:\n" \
+           "          - gpupool_cluster.pools[0] (gpu-t4).gpu: must be a mapping" in res.stdout, res.stdout
+    assert '"msg":' not in res.stdout and "\\n" not in res.stdout
