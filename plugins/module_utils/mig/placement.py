@@ -246,5 +246,3 @@ def maximal_layouts(gpu):
             result.append(layout)
     result.sort(key=lambda lay: (-sum(lay.values()), sorted(lay.items())))
     return result
-
-

@@ -23,7 +23,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import i
 
 
 try:
-    from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+    # ValidationError is re-exported for model/load.py, so the one import guard stays here.
+    from pydantic import (  # pylint: disable=unused-import
+        BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator)
     PYDANTIC_IMPORT_ERROR = None
 except ImportError as _exc:  # modules report it with missing_required_lib()
     PYDANTIC_IMPORT_ERROR = _exc

@@ -100,7 +100,7 @@ def select_pools(cluster, names=None, root="gpupool_cluster"):
     unknown = [n for n in names if n not in known]
     if unknown:
         raise Problems([("pools", "pool(s) %s not in %s.pools; known pools: %s"
-                           % (", ".join(repr(n) for n in unknown), root, ", ".join(known) or "none"))])
+                         % (", ".join(repr(n) for n in unknown), root, ", ".join(known) or "none"))])
     return [p for p in cluster.pools if p.name in names]
 
 

@@ -12,7 +12,6 @@ from typing import List, NamedTuple, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu
 
-
 GPU_TAINT = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 

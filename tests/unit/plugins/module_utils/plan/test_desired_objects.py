@@ -134,7 +134,7 @@ def test_mps_parameters(mps, expected):
 
 def test_passthrough_adds_vfio_class():
     names = [d.obj["metadata"]["name"] for d in plan_device_classes.pool_device_classes(pool({"gpu": {"model": "L4"},
-                                                                             "passthrough": True}))]
+                                                                                              "passthrough": True}))]
     assert names == ["p", "p-vfio"]
     vfio = plan_device_classes.pool_device_classes(pool({"gpu": {"model": "L4"}, "passthrough": True}))[1]
     assert "%s.type == 'vfio'" % ATTR in exprs(vfio)[0]
@@ -286,7 +286,7 @@ def test_template_problems(template, message):
 def test_duplicate_template_and_missing_namespace():
     with pytest.raises(model_errors.Problems) as err:
         plan_claim_templates.cluster_resource_claim_templates(cluster(), None, ["a"],
-                                            [{"name": "x", "pool": "t4"}, {"name": "x", "pool": "h100"}])
+                                                              [{"name": "x", "pool": "t4"}, {"name": "x", "pool": "h100"}])
     assert "template a/x is also defined by templates[0]" in str(err.value)
     with pytest.raises(model_errors.Problems) as err:
         plan_claim_templates.cluster_resource_claim_templates(cluster(), None, [], [{"name": "x", "pool": "t4"}])
@@ -399,9 +399,9 @@ def test_gpu_present_label_only_without_nfd_or_gfd():
 def test_desired_taints():
     c = magnum_cluster()
     assert plan_nodes.desired_node_taints(c.pools[0]) == [{"key": "node-role.kubernetes.io/gpu", "value": "true",
-                                                   "effect": "NoSchedule"}]
+                                                           "effect": "NoSchedule"}]
     assert plan_nodes.desired_node_taints(c.pools[1]) == [{"key": "example.com/dedicated", "value": "ml",
-                                                   "effect": "NoExecute"}]
+                                                           "effect": "NoExecute"}]
     assert plan_nodes.taints_annotation(plan_nodes.desired_node_taints(c.pools[1])) == "example.com/dedicated:NoExecute"
 
 
@@ -511,8 +511,8 @@ def test_strip_and_node_view():
     assert "status" not in plan_ssa_compare.strip({"metadata": {}, "status": {"x": 1}}, keep_status=False)
     n = node("n", {"a": "1"}, taints=[GPU], annotations={model_names.TAINTS_ANNOTATION: "x", "other": "y"})
     assert plan_ssa_compare.node_view(n) == {"metadata": {"name": "n", "labels": {"a": "1"},
-                                            "annotations": {model_names.TAINTS_ANNOTATION: "x"}},
-                               "spec": {"taints": [GPU]}}
+                                                          "annotations": {model_names.TAINTS_ANNOTATION: "x"}},
+                                             "spec": {"taints": [GPU]}}
 
 
 def test_conflict_message_names_the_other_manager():
@@ -538,7 +538,7 @@ def test_invalid_message_points_at_the_inventory_selector():
                                     "message": "Invalid value: \"x ==\": compilation failed"}]}}
     err = K8sError(body["message"], status=422, body=body)
     msg = k8s_apply_engine.invalid_message("DeviceClass h100-big", err, ["a", "b", "pools[2].device_classes.extra[0].selectors[0]"],
-                             "h100")
+                                           "h100")
     assert msg == ("DeviceClass h100-big (pool h100) was rejected by the API server: spec.selectors[2].cel.expression: "
                    "Invalid value: \"x ==\": compilation failed (from pools[2].device_classes.extra[0].selectors[0])")
 

@@ -356,7 +356,7 @@ def test_patches():
     assert plan_mig_rollout.unlabel_patch() == {"metadata": {"labels": {model_names.CONFIG_LABEL: None, model_names.STATE_LABEL: None}}}
     assert plan_mig_rollout.cordon_patch()["spec"] == {"unschedulable": True}
     assert plan_mig_rollout.uncordon_patch() == {"metadata": {"annotations": {model_names.CORDON_ANNOTATION: None}},
-                                    "spec": {"unschedulable": None}}
+                                                 "spec": {"unschedulable": None}}
     assert plan_mig_rollout.node_diff_view(CFG, "success", D) == {
         "metadata": {"labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: "success"},
                      "annotations": {model_names.DIGEST_ANNOTATION: D}}}
@@ -404,8 +404,8 @@ def test_pods_to_evict():
 def test_eviction_body():
     p = pod("train", limits={"nvidia.com/gpu": "1"})
     assert plan_eviction.eviction(p) == {"apiVersion": "policy/v1", "kind": "Eviction",
-                               "metadata": {"name": "train", "namespace": "ml"},
-                               "deleteOptions": {"preconditions": {"uid": "uid-train"}}}
+                                         "metadata": {"name": "train", "namespace": "ml"},
+                                         "deleteOptions": {"preconditions": {"uid": "uid-train"}}}
     assert plan_eviction.eviction(p, 0)["deleteOptions"]["gracePeriodSeconds"] == 0
 
 
@@ -415,7 +415,7 @@ def test_wave_progress():
     now = {"a": node("a", CFG, "success", D), "b": node("b", CFG, "failed", D), "c": node("c", CFG, "pending", D),
            "d": node("d", CFG, None, D), "e": None, "f": node("f", "all-disabled", "success")}
     assert plan_mig_rollout.wave_progress(now, CFG) == {"a": "done", "b": "failed", "c": "busy", "d": "busy", "e": "gone",
-                                           "f": "relabelled"}
+                                                        "f": "relabelled"}
 
 
 def test_node_state():
