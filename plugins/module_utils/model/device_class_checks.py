@@ -19,7 +19,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import i
 
 
 def device_class_problems(cluster, root: str) -> List[Tuple[str, str]]:
-    """DeviceClass names (generated and extra) are DNS subdomains owned by one pool; extended resource names are valid; an extra class's mig_profile exists on the GPU."""
+    """DeviceClass names are DNS subdomains of one pool each, extended resource names valid, extra mig_profiles on the GPU."""
     out, seen = [], {}
     for pool in cluster.pools:
         at = pool_path(root, pool)

@@ -75,7 +75,7 @@ def _with_notes(problems: List[Tuple[str, str]], notes: Dict[str, str]) -> List[
                     best = entry
         if best is not None and note not in best[1]:
             best[1] += (" " if best[1].endswith(".") else ". ") + note
-    return [(path, message) for path, message in out]
+    return [(entry[0], entry[1]) for entry in out]
 
 
 def dump_cluster(cluster: Cluster) -> dict:

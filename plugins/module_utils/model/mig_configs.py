@@ -73,7 +73,7 @@ def mig_config_problems_of(pools, root: str) -> List[Tuple[str, str]]:
 
 
 def mig_config_problems(cluster, root: str) -> List[Tuple[str, str]]:
-    """Each static-MIG pool's config name (default gpupool-<pool>) is a label value, shared only by pools with the same layout; the MIG manager ConfigMap has a valid name and namespace."""
+    """MIG config names (default gpupool-<pool>) are label values, shared only with the same layout; valid MIG manager names."""
     out = mig_config_problems_of(cluster.pools, root)
     manager = cluster.mig_manager
     if not is_dns_subdomain(manager.config_map):

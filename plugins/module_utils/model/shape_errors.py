@@ -213,4 +213,4 @@ def pydantic_problems(err, root: str, data: object = None) -> List[Tuple[str, st
             problems.append([path, "%s; %s" % (text, got(error.get("input")))])
     for loc, entry in type_problem.items():
         entry[1] = _type_message(entry[1], loc, _value_at(data, loc))
-    return [(path, message) for path, message in problems]
+    return [(entry[0], entry[1]) for entry in problems]

@@ -105,6 +105,7 @@ def test_extra_device_class_name_and_extended_resource_name_the_api_server_refus
 
 def test_generated_extended_resource_name_too_long():
     name = "g" * 56  # the MIG class gpupool.io/<pool>-1g.5gb-me has a 66-character name part
+
     def mutate(d):
         d["pools"][1].update(name=name, mig={"mode": "static", "config_name": "a100", "layout": {"1g.5gb+me": 1}},
                              device_classes={"extended_resource_names": True})
