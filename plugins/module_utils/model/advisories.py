@@ -9,6 +9,7 @@ Every warning is (path, message) with the pool's name and a fix; nothing here do
 from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import quantity_bytes
 
 MIB = 2**20
@@ -17,8 +18,8 @@ MIB = 2**20
 def semantic_warnings(cluster, root: str = "gpupool_cluster") -> list:
     """[(path, message)] for every pool (see the module docstring)."""
     out = []
-    for i, pool in enumerate(cluster.pools):
-        out += _min_memory_warnings(pool, "%s.pools[%d]" % (root, i))
+    for pool in cluster.pools:
+        out += _min_memory_warnings(pool, pool_path(root, pool))
     return out
 
 

@@ -205,10 +205,8 @@ def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
         out[pool.name] = []
         try:
             matchers.append((pool, node_matcher(pool, nodegroup_label, name_pattern)))
-        except Problems:
-            mismatches.append(_mm(pool.name, None, "no_node_selector",
-                                  "pool %s has no node_selector and no nodegroup, so its nodes cannot be found; add a "
-                                  "node_selector to the pool (or give name_pattern)" % pool.name))
+        except Problems as exc:  # only a cluster that skipped load_cluster's checks gets here
+            mismatches.append(_mm(pool.name, None, "no_node_selector", exc.problems[0][1]))
     for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
         name = _meta(node).get("name")
         for pool, match in matchers:

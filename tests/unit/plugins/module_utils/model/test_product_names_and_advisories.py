@@ -14,8 +14,10 @@ def cluster(*pools):
     return model_load.load_cluster({"name": "c1", "pools": list(pools)})
 
 
-def pool(name="p", model="H100-80GB", **extra):
+def pool(name="p", model="H100-80GB", not_in_catalog=False, **extra):
     data = {"name": name, "node_selector": {"gpu": name}, "gpu": {"model": model}}
+    if not_in_catalog:
+        data["gpu"]["not_in_catalog"] = True
     data.update(extra)
     return data
 
@@ -41,13 +43,13 @@ def test_a_pool_overrides_the_product_names():
 def test_an_empty_product_name_is_refused():
     with pytest.raises(model_errors.Problems) as err:
         cluster(pool("h100", gpu={"model": "H100-80GB", "product_names": [" "]}))
-    assert "pools[0].gpu.product_names" in err.value.render()
+    assert "pools[0] (h100).gpu.product_names" in err.value.render()
 
 
 def test_unknown_mig_gpu_gets_candidates():
     with pytest.raises(model_errors.Problems) as err:
         cluster(pool("a", "A100", mig={"mode": "static", "layout": {"1g.5gb": 1}}))
-    assert "'A100' is ambiguous; did you mean A100-40GB or A100-80GB?" in err.value.render()
+    assert "'A100' is ambiguous; did you mean 'A100-40GB' or 'A100-80GB'?" in err.value.render()
 
 
 @pytest.mark.parametrize(
@@ -73,8 +75,8 @@ def test_min_memory_above_every_gpu_of_the_pool_warns():
     )
     warnings = advisories.semantic_warnings(c)
     assert [path for path, _msg in warnings] == [
-        "gpupool_cluster.pools[0].device_classes.extra[0].min_memory",
-        "gpupool_cluster.pools[0].device_classes.extra[2].min_memory",
+        "gpupool_cluster.pools[0] (h100).device_classes.extra[0].min_memory",
+        "gpupool_cluster.pools[0] (h100).device_classes.extra[2].min_memory",
     ]
     assert (
         "pool h100: DeviceClass too-big asks for min_memory 80Gi but every H100-80GB publishes 81559 MiB"
@@ -86,7 +88,7 @@ def test_min_memory_above_every_gpu_of_the_pool_warns():
 
 def test_unknown_models_and_no_min_memory_do_not_warn():
     c = cluster(
-        pool("x", "Some Future GPU", device_classes={"extra": [{"name": "a", "min_memory": "1Ti"}]}),
+        pool("x", "Some Future GPU", not_in_catalog=True, device_classes={"extra": [{"name": "a", "min_memory": "1Ti"}]}),
         pool("y", device_classes={"extra": [{"name": "b"}]}),
     )
     assert advisories.semantic_warnings(c) == []
