@@ -78,7 +78,8 @@ options:
       - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
       - Validated with the collection's pool model before anything is read or written; an invalid inventory fails
         with every problem and its path (see M(gpupool.core.validate)).
-    type: dict
+      - A value that is not a mapping is refused by the model with the expected shape.
+    type: raw
     required: true
   pools:
     description:

@@ -29,7 +29,8 @@ options:
     description:
       - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
       - See the collection's C(docs/inventory.md) for every key.
-    type: dict
+      - A value that is not a mapping is refused by the model with the expected shape.
+    type: raw
     required: true
   var_name:
     description:
@@ -122,7 +123,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.module import Gpupool
 
 class ValidateModule(GpupoolModule):
     argument_spec = dict(
-        cluster=dict(type="dict", required=True),
+        cluster=dict(type="raw", required=True),
         var_name=dict(type="str", default="gpupool_cluster"),
     )
     required_libraries = ("pydantic",)

@@ -432,3 +432,10 @@ def test_every_check_documents_itself_in_one_line():
     for check in model_checks.CHECKS:
         doc = (check.__doc__ or "").strip()
         assert doc and "\n" not in doc, check.__name__
+
+
+@pytest.mark.parametrize("value", ["cern-gpu", ["a"], 3, None])
+def test_a_cluster_that_is_no_mapping_gets_our_message(value):
+    with pytest.raises(model_errors.Problems) as err:
+        model_load.load_cluster(value)
+    assert err.value.problems[0][0] == "gpupool_cluster" and "must be a mapping" in err.value.problems[0][1]
