@@ -247,15 +247,12 @@ class MagnumPoolModule(MagnumModule):
     is the validated `Cluster` in the first case and None in the second.
     """
 
-    # `cluster` is raw (a mapping or a name) so POOLS, whose cluster is a mapping, is not composed in;
-    # `pools` keeps its spelling and type.
-    pool_options: Dict[str, dict] = dict(cluster=dict(type="raw", required=True), pools=POOLS["pools"])
     # options that only make sense standalone: refused next to an inventory (the pool's data says it there)
     standalone_options: Tuple[str, ...] = ()
 
     @classmethod
     def full_argument_spec(cls) -> Dict[str, dict]:
-        return compose(OPENSTACK, cls.pool_options, *cls.shared, **cls.argument_spec)
+        return compose(OPENSTACK, POOLS, *cls.shared, **cls.argument_spec)
 
     def prepare(self) -> None:
         super().prepare()

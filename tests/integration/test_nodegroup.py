@@ -409,8 +409,8 @@ def test_absent_pool_is_drained_then_deleted_on_a_real_apiserver(magnum_factory,
                 client.V1Container(name="c", image="registry.example/cuda:12",
                                    resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"}))])))
     try:
-        absent = inventory(emu, pool("gpu-gone", state="absent", node_count=2), cluster="absent-test",
-                           kubeconfig=kubeconfig)
+        absent = dict(inventory(emu, pool("gpu-gone", state="absent", node_count=2), cluster="absent-test",
+                                kubeconfig=kubeconfig), allow_empty=True)
         planned = run(nodegroup, cluster=absent, drain=True, check=True)
         assert planned["changed"] and sorted(planned["pools"]["gpu-gone"]["drain"]["victims"]) == sorted(names)
         assert core.list_namespaced_pod(ns).items, "check mode evicts nothing"

@@ -9,7 +9,11 @@ import pytest
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import gpu_use
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import COMPLETE_STATES, choose_microversion, desired_from_pool, desired_state, drain_candidate, evaluate_wait, format_version, normalize_labels, normalize_taints, orphaned_nodegroups, parse_version, plan_drain, plan_nodegroup, server_id, view
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
+    COMPLETE_STATES, choose_microversion, desired_from_pool, desired_state, drain_candidate, evaluate_wait,
+    format_version, normalize_labels, normalize_taints, orphaned_nodegroups, parse_version, plan_drain,
+    plan_nodegroup, server_id, view,
+)
 
 CLUSTER = {"uuid": "c-1", "name": "k8s", "flavor_id": "m1", "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
 
