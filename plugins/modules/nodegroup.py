@@ -161,9 +161,9 @@ options:
       - Nodes are found by their C(magnum.openstack.org/nodegroup) label. Cordons are marked
         C(gpupool.io/cordoned-by=nodegroup).
       - Without it Magnum chooses the nodes and nothing is drained.
-      - The Kubernetes connection is O(kubeconfig)/O(context) (or O(host)/O(api_key)), else C(gpupool_cluster.kubeconfig)
-        and C(gpupool_cluster.context), else the E(K8S_AUTH_*) variables and the default kubeconfig. It is only
-        opened when a shrink or delete is planned.
+      - The Kubernetes connection is O(kubeconfig)/O(context) (or O(host)/O(api_key)), else
+        C(gpupool_cluster.kubeconfig) and C(gpupool_cluster.context), else the E(K8S_AUTH_*) variables and the
+        default kubeconfig. It is only opened when a shrink or delete is planned.
   kubeconfig:
     description:
       - Path to the kubeconfig of the cluster, for O(drain). Defaults to C(gpupool_cluster.kubeconfig), then the

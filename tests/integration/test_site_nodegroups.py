@@ -5,6 +5,7 @@ and the nodegroups step has exactly one task result for the cluster (no per-pool
 nothing to Magnum; a cluster-wide Magnum label change is reported as drift without failing the play; pools set
 to `state: absent` are drained and their nodegroups deleted, which is also how this test cleans up.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,23 +27,48 @@ STEP = "TASK [gpupool.core.nodegroups : Converge the Magnum nodegroups of the po
 def pools(state="present"):
     return [
         # stays: a cluster whose pools are all absent needs allow_empty, which would prune every gpupool object
-        {"name": "ngsite-t4a", "state": "present", "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
-         "gpu": {"model": "T4"}},
-        {"name": "ngsite-t4b", "state": state, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2,
-                                                             "max_node_count": 3}, "gpu": {"model": "T4"}},
+        {
+            "name": "ngsite-t4a",
+            "state": "present",
+            "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
+            "gpu": {"model": "T4"},
+        },
+        {
+            "name": "ngsite-t4b",
+            "state": state,
+            "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2, "max_node_count": 3},
+            "gpu": {"model": "T4"},
+        },
         {"name": "ngsite-a100", "state": state, "nodegroup": {"flavor": "g4.p1.40g"}, "gpu": {"model": "A100-40GB"}},
     ]
 
 
 def inventory(sandbox, pool_list, labels):
-    cluster = {"name": HOST, "kubeconfig": str(sandbox.kubeconfig),
-               "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name, "labels": labels},
-               # a ConfigMap of its own: this inventory must not prune the MIG configs of other tests' pools
-               "mig_manager": {"config_map": "ngsite-mig-parted-config", "namespace": sandbox.mig_namespace},
-               "pools": pool_list}
-    return yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {HOST: {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-        "gpupool_cluster": cluster}}}}}})
+    cluster = {
+        "name": HOST,
+        "kubeconfig": str(sandbox.kubeconfig),
+        "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name, "labels": labels},
+        # a ConfigMap of its own: this inventory must not prune the MIG configs of other tests' pools
+        "mig_manager": {"config_map": "ngsite-mig-parted-config", "namespace": sandbox.mig_namespace},
+        "pools": pool_list,
+    }
+    return yaml.safe_dump(
+        {
+            "all": {
+                "children": {
+                    "gpupool_clusters": {
+                        "hosts": {
+                            HOST: {
+                                "ansible_connection": "local",
+                                "ansible_python_interpreter": sys.executable,
+                                "gpupool_cluster": cluster,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    )
 
 
 def site(sandbox, tmp_path, pool_list, labels):
@@ -69,8 +95,10 @@ class Magnum:
 
     def __init__(self, sandbox):
         import openstack
-        self.proxy = openstack.connect(load_yaml_config=False, load_envvars=False,
-                                       **sandbox.cloud).container_infrastructure_management
+
+        self.proxy = openstack.connect(
+            load_yaml_config=False, load_envvars=False, **sandbox.cloud
+        ).container_infrastructure_management
         self.base = "/clusters/%s/nodegroups" % sandbox.cluster()["uuid"]
 
     def ours(self):

@@ -14,13 +14,18 @@ so a module only ever uncordons nodes it cordoned itself.
 
 No dry run here: in check mode the modules plan a drain (`gpu_pods`) but never run one.
 """
+
 from __future__ import annotations
 
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONTENT_MERGE, RETRY_STATUS, K8sError, \
-    NotFound
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
+    CONTENT_MERGE,
+    RETRY_STATUS,
+    K8sError,
+    NotFound,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
 from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
@@ -43,10 +48,18 @@ class Drain:
     GPUs but are not evicted (DaemonSet, static pods); progress(text): what the drain is doing.
     """
 
-    def __init__(self, client, cordon_by: str, timeout: float = 600.0, grace_period: Optional[int] = None,
-                 sleep: float = 2.0, clock: Callable[[], float] = time.monotonic,
-                 pause: Callable[[float], None] = time.sleep, warn: Optional[Callable[[str], None]] = None,
-                 progress: Optional[Callable[[str], None]] = None) -> None:
+    def __init__(
+        self,
+        client,
+        cordon_by: str,
+        timeout: float = 600.0,
+        grace_period: Optional[int] = None,
+        sleep: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+        warn: Optional[Callable[[str], None]] = None,
+        progress: Optional[Callable[[str], None]] = None,
+    ) -> None:
         self.client = client
         self.cordon_by = cordon_by
         self.timeout = float(timeout)
@@ -72,8 +85,11 @@ class Drain:
         """Every pod bound to the node (all namespaces), paging with limit/continue."""
         items, token = [], None
         while True:
-            doc = self.client.request("GET", self.client.path("", "v1", "pods"), query={
-                "fieldSelector": "spec.nodeName=%s" % node_name, "limit": 500, "continue": token})
+            doc = self.client.request(
+                "GET",
+                self.client.path("", "v1", "pods"),
+                query={"fieldSelector": "spec.nodeName=%s" % node_name, "limit": 500, "continue": token},
+            )
             items.extend(doc.get("items") or [])
             token = (doc.get("metadata") or {}).get("continue")
             if not token:
@@ -86,8 +102,13 @@ class Drain:
 
     # ---- cordon -----------------------------------------------------------------------------------------
     def _patch_node(self, name: str, patch: dict) -> None:
-        self.client.request("PATCH", self.client.path("", "v1", "nodes", name=name),
-                            query={"fieldManager": FIELD_MANAGER}, body=patch, content_type=CONTENT_MERGE)
+        self.client.request(
+            "PATCH",
+            self.client.path("", "v1", "nodes", name=name),
+            query={"fieldManager": FIELD_MANAGER},
+            body=patch,
+            content_type=CONTENT_MERGE,
+        )
         self.writes += 1
 
     def cordon(self, name: str) -> Optional[str]:
@@ -117,8 +138,12 @@ class Drain:
 
         def probe():
             try:
-                self.client.request("POST", path, body=plan_eviction.eviction(pod, self.grace_period),
-                                    retry_status=EVICTION_RETRY_STATUS)
+                self.client.request(
+                    "POST",
+                    path,
+                    body=plan_eviction.eviction(pod, self.grace_period),
+                    retry_status=EVICTION_RETRY_STATUS,
+                )
             except NotFound:
                 return True, "already gone"
             except K8sError as err:
@@ -130,10 +155,11 @@ class Drain:
             return True, "evicted"
 
         if not self._waiter(deadline).until(probe):
-            raise DrainError("pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s) and "
-                             "still refused after %ds. Scale the workload or relax the budget, or raise drain_timeout, "
-                             "then run again" % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429",
-                                                 self.timeout))
+            raise DrainError(
+                "pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s) and "
+                "still refused after %ds. Scale the workload or relax the budget, or raise drain_timeout, "
+                "then run again" % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429", self.timeout)
+            )
         self.progress("evicted pod %s" % plan_eviction.pod_ref(pod))
 
     def evict(self, node_names: Sequence[str]) -> List[str]:
@@ -168,9 +194,11 @@ class Drain:
             return not pending, "%d evicted pod(s) still there" % len(pending)
 
         if not self._waiter(deadline).until(probe):
-            raise DrainError("pods evicted from %s are still there after %ds: %s. Check their finalizers and "
-                             "termination grace periods (drain_grace_period shortens it), then run again"
-                             % (", ".join(node_names), self.timeout, ", ".join(sorted(pending.values()))))
+            raise DrainError(
+                "pods evicted from %s are still there after %ds: %s. Check their finalizers and "
+                "termination grace periods (drain_grace_period shortens it), then run again"
+                % (", ".join(node_names), self.timeout, ", ".join(sorted(pending.values())))
+            )
 
     def drain(self, node_names: Sequence[str]) -> Dict[str, List[str]]:
         """Cordon the nodes, then evict their GPU pods and wait for them. The nodes stay cordoned: the caller

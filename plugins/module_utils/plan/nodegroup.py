@@ -21,7 +21,7 @@ the cluster's Magnum labels under the pool's) or, standalone, from the module's 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name

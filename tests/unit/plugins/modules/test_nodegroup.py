@@ -17,7 +17,7 @@ pytest.importorskip("openstack")
 
 from ansible.module_utils import basic  # noqa: E402
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sClient, NotFound
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound  # noqa: E402
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum as magnum_api
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection as openstack_client
 from ansible_collections.gpupool.core.plugins.modules import nodegroup, nodegroup_info  # noqa: E402
@@ -620,7 +620,8 @@ def test_a_failing_pool_does_not_hide_or_block_the_others(api):
 def test_a_cluster_wide_label_change_is_drift_not_a_failure(api):
     existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
              ng(uuid=B, name="gpu-b", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}))
-    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b"), labels={"kube_tag": "v1.30", "nvidia_gpu_enabled": True}))
+    labels = {"kube_tag": "v1.30", "nvidia_gpu_enabled": True}
+    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b"), labels=labels))
     assert "failed" not in result and result["changed"] is False, result
     for name in ("gpu-a", "gpu-b"):
         assert result["pools"][name]["label_drift"] == {"kube_tag": {"nodegroup": "v1.29", "inventory": "v1.30"}}

@@ -11,6 +11,7 @@ It models what a drain meets in a real kube-apiserver, nothing else:
 It does not import the code under test: the error classes the client raises are handed in (`error(status, msg)`).
 Integration tests run the same code against a real kube-apiserver.
 """
+
 from __future__ import annotations
 
 import copy
@@ -55,8 +56,11 @@ class KubeApiSimulator:
         assert (group, version, plural) == ("", "v1", "nodes"), "the simulator lists nodes only"
         self.requests.append(("GET", "/api/v1/nodes", {"labelSelector": label_selector}))
         wanted = dict(part.split("=", 1) for part in (label_selector or "").split(",") if part)
-        return [copy.deepcopy(n) for _name, n in sorted(self.nodes.items())
-                if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+        return [
+            copy.deepcopy(n)
+            for _name, n in sorted(self.nodes.items())
+            if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
+        ]
 
     def request(self, method, path, query=None, body=None, content_type=None, retry_status=None):
         self.requests.append((method, path, body))
@@ -70,10 +74,19 @@ class KubeApiSimulator:
             return copy.deepcopy(node)
         if parts == ["api", "v1", "pods"] and method == "GET":
             node_name = query["fieldSelector"].split("=", 1)[1]
-            return {"items": [copy.deepcopy(p) for _key, p in sorted(self.pods.items())
-                              if p["spec"].get("nodeName") == node_name], "metadata": {}}
-        if (len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods"
-                and parts[6] == "eviction" and method == "POST"):
+            return {
+                "items": [
+                    copy.deepcopy(p) for _key, p in sorted(self.pods.items()) if p["spec"].get("nodeName") == node_name
+                ],
+                "metadata": {},
+            }
+        if (
+            len(parts) == 7
+            and parts[:3] == ["api", "v1", "namespaces"]
+            and parts[4] == "pods"
+            and parts[6] == "eviction"
+            and method == "POST"
+        ):
             key = (parts[3], parts[5])
             if key not in self.pods:
                 raise self.error(404, 'pods "%s" not found' % parts[5])

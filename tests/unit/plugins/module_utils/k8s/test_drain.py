@@ -1,4 +1,5 @@
 """The one drain (k8s/drain.py) against the Kubernetes API simulator, with a virtual clock."""
+
 from __future__ import annotations
 
 import pytest
@@ -55,26 +56,35 @@ def drain(api, clock, **kw):
 
 
 def test_drain_cordons_marks_and_evicts_only_gpu_pods(clock):
-    api = KubeApiSimulator(error, nodes=[node("n0"), node("n1")],
-                           pods=[pod("train", "n0"), pod("web", "n0", gpu=False), pod("dcgm", "n0", daemonset=True),
-                                 pod("other", "n1")])
+    api = KubeApiSimulator(
+        error,
+        nodes=[node("n0"), node("n1")],
+        pods=[pod("train", "n0"), pod("web", "n0", gpu=False), pod("dcgm", "n0", daemonset=True), pod("other", "n1")],
+    )
     d = drain(api, clock)
     done = d.drain(["n0"])
     assert done == {"cordoned": ["n0"], "evicted": ["ml/train"]}
     assert api.nodes["n0"]["spec"]["unschedulable"] is True
     assert api.nodes["n0"]["metadata"]["annotations"][CORDON_ANNOTATION] == "nodegroup"
     assert sorted(k[1] for k in api.pods) == ["dcgm", "other", "web"]
-    assert d.warnings == ["node n0: pod ml/dcgm uses GPUs but is not evicted: DaemonSet pod (the MIG manager pauses "
-                          "GPU operands itself)"]
+    assert d.warnings == [
+        "node n0: pod ml/dcgm uses GPUs but is not evicted: DaemonSet pod (the MIG manager pauses GPU operands itself)"
+    ]
     eviction = [body for method, path, body in api.requests if path.endswith("/eviction")]
-    assert eviction == [{"apiVersion": "policy/v1", "kind": "Eviction",
-                         "metadata": {"name": "train", "namespace": "ml"},
-                         "deleteOptions": {"preconditions": {"uid": "uid-train"}}}]
+    assert eviction == [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": "train", "namespace": "ml"},
+            "deleteOptions": {"preconditions": {"uid": "uid-train"}},
+        }
+    ]
 
 
 def test_cordon_leaves_someone_elses_cordon_alone_and_recognises_its_own(clock):
-    api = KubeApiSimulator(error, nodes=[node("mine", True, "nodegroup"), node("theirs", True),
-                                         node("mig", True, "mig-layout")])
+    api = KubeApiSimulator(
+        error, nodes=[node("mine", True, "nodegroup"), node("theirs", True), node("mig", True, "mig-layout")]
+    )
     d = drain(api, clock)
     assert [d.cordon(n) for n in ("mine", "theirs", "mig", "gone")] == ["ours", None, None, None]
     assert api.writes() == []
@@ -103,8 +113,11 @@ def test_a_budget_that_keeps_refusing_fails_at_the_deadline_naming_the_pod(clock
     api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0")])
     api.budget_refusals[("ml", "train")] = 1000
     d = drain(api, clock, timeout=10, sleep=2.0)
-    with pytest.raises(DrainError, match=r"pod ml/train cannot be evicted: its PodDisruptionBudget allows no "
-                                         r"disruption now \(Cannot evict pod .*\) and still refused after 10s"):
+    with pytest.raises(
+        DrainError,
+        match=r"pod ml/train cannot be evicted: its PodDisruptionBudget allows no "
+        r"disruption now \(Cannot evict pod .*\) and still refused after 10s",
+    ):
         d.evict(["n0"])
     assert 10.0 <= clock.now <= 10.2
     assert ("ml", "train") in api.pods
