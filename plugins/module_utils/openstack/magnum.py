@@ -301,8 +301,14 @@ class MagnumClient(object):
     def waiter(self, timeout):
         """The one Waiter (plan/waiting.py): polls from poll_initial, growing by half up to poll_max.
         Clock and sleep are looked up at each call, so tests can replace them."""
+        def clock():
+            return _clock()
+
+        def pause(seconds):
+            _sleep(seconds)
+
         return Waiter(timeout, sleep=self.poll_initial, backoff=1.5, max_sleep=max(self.poll_initial, self.poll_max),
-                      clock=lambda: _clock(), pause=lambda seconds: _sleep(seconds))
+                      clock=clock, pause=pause)
 
     def wait(self, cluster_id, ident, expect, timeout, what, initial_status=None):
         """Poll until ``expect`` (see plan/nodegroup.evaluate_wait) holds. Returns the nodegroup (None when

@@ -401,12 +401,12 @@ def _immutable_problems(desired, observed):
 
 def drift_note(where, drift):
     """The warning for cluster-wide labels an existing nodegroup has with another value."""
+    labels = ", ".join("%s=%r (inventory: %r)" % (k, d["nodegroup"], d["inventory"]) for k, d in sorted(drift.items()))
     return ("%s keeps the Magnum label(s) it was created with: %s. gpupool_cluster.magnum.labels now says otherwise; "
             "Magnum cannot change the labels of an existing nodegroup, so only nodegroups created from now on get "
             "the new value. To move this one, create a replacement nodegroup (another nodegroup.name), move the "
             "workloads and set state: absent on the old pool - or keep the old value in the pool's nodegroup.labels "
-            "to silence this." % (where, ", ".join("%s=%r (inventory: %r)" % (k, d["nodegroup"], d["inventory"])
-                                                  for k, d in sorted(drift.items()))))
+            "to silence this." % (where, labels))
 
 
 def _plan_update(desired, observed, before, version, where):
