@@ -117,7 +117,8 @@ def test_playbook_check_mode_with_diff_writes_nothing(tmp_path, magnum):
     assert results[0]["actions"][0]["action"] == "create"
     assert results[1]["actions"][0]["request"]["node_count"] == 5
     assert "--- before: nodegroup 'default-worker' of cluster 'k8s'" in stdout
-    assert '-    "node_count": 2,' in stdout and '+    "node_count": 5,' in stdout
+    # ansible.cfg: callback_result_format = yaml, so the diff is of YAML documents
+    assert "\n-    node_count: 2\n+    node_count: 5\n" in stdout
     assert magnum_writes(magnum) == []
 
 
