@@ -205,8 +205,8 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpupool.core.plugins.module_utils import nvml_facts
-from ansible_collections.gpupool.core.plugins.module_utils.mig_apply_plan import catalog_model_for, effective_model
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_apply import catalog_model_for, effective_model
 
 
 def read(module):

@@ -199,11 +199,11 @@ mig_parted_config:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpupool.core.plugins.module_utils import nvml_facts, nvml_mig
-from ansible_collections.gpupool.core.plugins.module_utils.mig_apply_plan import (
-    InfeasibleLayout, catalog_model_for, current_layout, effective_model, layout_summary, plan_gpu, translate_layout,
-)
-from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import mig_apply as nvml_mig
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_apply import catalog_model_for, current_layout, effective_model, layout_summary, plan_gpu, translate_layout
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
 
 
 def _layout(module, value, where):

@@ -130,15 +130,15 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
-        ApplyError, ModuleRunner, Result, module_argument_spec, owned_label_keys,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import K8sError
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        NODE, POOL_LABEL, assign_nodes, desired_node_labels, desired_node_taints, node_labels_of, node_matcher,
-        node_ready, select_pools,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyError, Result
+    from ansible_collections.gpupool.core.plugins.module_utils.module import ModuleRunner, module_argument_spec
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
+    from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, desired_node_labels, desired_node_taints, node_labels_of, node_matcher, node_ready
+    from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()

@@ -295,11 +295,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpupool.core.plugins.module_utils.openstack_client import connect, openstack_argument_spec
-from ansible_collections.gpupool.core.plugins.module_utils.magnum_api import (
-    MagnumClient, MagnumError, OperationFailed, WaitTimeout)
-from ansible_collections.gpupool.core.plugins.module_utils.nodegroup_plan import (
-    IN_PROGRESS_STATES, PlanError, desired_state, format_version, plan_drain, plan_nodegroup, pod_uses_gpu)
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.connection import connect, openstack_argument_spec
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient, MagnumError, OperationFailed, WaitTimeout
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import pod_uses_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import IN_PROGRESS_STATES, desired_state, format_version, plan_drain, plan_nodegroup
 
 NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
 
@@ -452,7 +452,7 @@ class NodegroupRunner(object):
             if observed and observed.get("status") in IN_PROGRESS_STATES and p["wait"] and not self.module.check_mode:
                 observed = client.wait_settled(cid, observed["uuid"], p["timeout"], what)
             plan = plan_nodegroup(desired, observed, cluster, version, p["state"])
-        except PlanError as exc:
+        except Problems as exc:
             return self.fail(str(exc))
         except MagnumError as exc:
             return self.fail(str(exc), error=exc.to_dict())
@@ -468,7 +468,7 @@ class NodegroupRunner(object):
             try:
                 drainer = self.drainer_factory(p["drain"], client.log)
                 drain_plan = plan_drain(drainer.nodes(p["name"]), shrink.shrink_by, what)
-            except (PlanError, MagnumError) as exc:
+            except (Problems, MagnumError) as exc:
                 return self.fail(str(exc))
             except Exception as exc:  # kubernetes client errors
                 return self.fail("Cannot read the nodes of %s from Kubernetes (kubeconfig %s): %s"
@@ -488,7 +488,7 @@ class NodegroupRunner(object):
             if plan.wait_gone and p["wait"]:
                 client.wait(cid, observed["uuid"], {"gone": True}, p["timeout"], "delete of %s" % what,
                             initial_status=observed.get("status"))
-        except (PlanError, MagnumError) as exc:
+        except (Problems, MagnumError) as exc:
             extra = {}
             if isinstance(exc, MagnumError):
                 extra["error"] = exc.to_dict()

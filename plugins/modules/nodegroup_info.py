@@ -105,9 +105,9 @@ microversion:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpupool.core.plugins.module_utils.openstack_client import connect, openstack_argument_spec
-from ansible_collections.gpupool.core.plugins.module_utils.magnum_api import MagnumClient, MagnumError
-from ansible_collections.gpupool.core.plugins.module_utils.nodegroup_plan import format_version
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.connection import connect, openstack_argument_spec
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient, MagnumError
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import format_version
 
 
 def run(module, client):

@@ -208,13 +208,13 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner, module_argument_spec
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import K8sError
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        NODE, RESOURCE_VERSIONS, BuildError, Kind, select_pools,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_report import build_report, summary
+    from ansible_collections.gpupool.core.plugins.module_utils.module import ModuleRunner, module_argument_spec
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+    from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Kind, NODE, RESOURCE_VERSIONS
+    from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import build_report, summary
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()
@@ -239,7 +239,7 @@ def main():
     cluster = runner.load_cluster()
     try:
         scope = select_pools(cluster, p["pools"])
-    except BuildError as exc:
+    except Problems as exc:
         module.fail_json(msg=exc.render(), changed=False)
     engine = runner.connect()
     try:

@@ -172,13 +172,11 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
-        ModuleRunner, PruneScope, module_argument_spec,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        RESOURCE_CLAIM_TEMPLATE, cluster_resource_claim_templates,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
+    from ansible_collections.gpupool.core.plugins.module_utils.module import ModuleRunner, module_argument_spec
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import cluster_resource_claim_templates
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
+    from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()

@@ -117,9 +117,10 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import (
-        PYDANTIC_IMPORT_ERROR, InventoryError, load_cluster)
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_summary import normalized_result
+    from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+    from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
+    from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()
@@ -138,7 +139,7 @@ def main():
         module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
     try:
         cluster = load_cluster(module.params["cluster"], root=module.params["var_name"])
-    except InventoryError as exc:
+    except Problems as exc:
         module.fail_json(msg=exc.render(), problems=[{"path": p, "message": m} for p, m in exc.problems])
     module.exit_json(changed=False, **normalized_result(cluster))
 
