@@ -14,7 +14,7 @@ export GPUPOOL_CACHE ?= $(HOME)/.cache/gpupool
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PYTEST_ARGS ?=
 
-.PHONY: bench help venv collection binaries fakenvml test unit integration sanity units lint demo sandbox-up sandbox-down clean docs
+.PHONY: bench help venv collection binaries fakenvml test unit integration sanity units lint molecule demo sandbox-up sandbox-down clean docs
 
 help:
 	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
@@ -48,13 +48,18 @@ integration: venv collection binaries fakenvml
 
 test: venv collection binaries fakenvml
 	$(VENV)/bin/python -m pytest tests $(PYTEST_ARGS)
-	$(MAKE) -s sanity units lint
+	$(MAKE) -s sanity units lint molecule
 
 sanity units: venv
 	$(VENV)/bin/python tools/run_ansible_test.py $@
 
 lint: venv collection
-	$(VENV)/bin/ansible-lint --offline -q roles playbooks
+	$(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule
+
+# Both molecule scenarios (extensions/molecule) on one sandbox: default (converge, idempotence, verify) and
+# pool-change (an inventory edit, converged and verified). Delegated driver: no container engine needed.
+molecule: venv collection binaries
+	cd $(CURDIR) && $(VENV)/bin/molecule test --all
 
 # The main job: sandbox GPU cloud up, validate + converge the example pools twice
 # (the second run must change nothing), show the pool report, sandbox down.
