@@ -89,7 +89,8 @@ def test_a_run_without_clusters_fails(tmp_path, playbook):
     empty.write_text("all: {}\n")
     res = run_playbook(playbook, str(empty), tmp_path)
     assert res.rc != 0
-    assert "No host of the group gpupool_clusters is in this run (inventory: %s; limit: none)" % empty in res.stdout
+    assert ("No host of the group gpupool_clusters is in this run (inventory: %s; limit: none; gpupool_limit: none)"
+            % empty) in res.stdout
 
 
 def test_a_run_limited_to_hosts_that_are_not_clusters_fails(tmp_path):
@@ -107,3 +108,50 @@ def test_a_run_limited_to_hosts_that_are_not_clusters_fails(tmp_path):
     res = run_playbook(VALIDATE, str(inventory), tmp_path)
     assert res.rc == 0, res.stdout[-3000:]
     assert "4 pool(s) valid: gpu-t4, gpu-a100-mig, gpu-h100, gpu-gb200" in res.stdout
+
+
+# ---- run_changes.yml: one run's change to one pool (the AWX survey variables) --------------------------------
+CHANGE_PLAY = """
+- name: This run's change
+  ansible.builtin.import_playbook: %s/playbooks/run_changes.yml
+- name: What the converge play would get
+  hosts: "gpupool_clusters:&{{ gpupool_limit | default('all', true) }}"
+  gather_facts: false
+  tasks:
+    - name: Validate the changed cluster as site.yml does first
+      gpupool.core.validate:
+        cluster: "{{ gpupool_cluster }}"
+      register: validated
+    - name: Show the changed pools
+      ansible.builtin.debug:
+        msg: >-
+          COUNTS {{ validated.cluster.pools | map(attribute='name')
+                    | zip(validated.cluster.pools | map(attribute='nodegroup.node_count')) | map('join', '=') | join(' ') }}
+          LAYOUT {{ (validated.cluster.pools | selectattr('name', 'eq', 'gpu-a100-mig') | first).mig.layout
+                    | dict2items | map(attribute='key') | join(',') }}
+""" % ROOT
+
+
+def test_a_survey_changes_one_pool_for_the_run(tmp_path):
+    res = run_playbook(CHANGE_PLAY, EXAMPLE, tmp_path, args=[
+        "-e", "gpupool_limit=cern-gpu", "-e", "gpupool_pools=gpu-a100-mig", "-e", "gpupool_node_count=2",
+        "-e", json.dumps({"gpupool_mig_layout": '{"1g.5gb": 7}'})])  # a survey's textarea answer is text
+    assert res.rc == 0, res.stdout[-3000:]
+    # Only gpu-a100-mig changed (its inventory says 1 node and 3g.20gb + 2 x 2g.10gb); the others keep theirs.
+    assert "COUNTS gpu-t4=2 gpu-a100-mig=2 gpu-h100=1 gpu-gb200=2" in res.stdout, res.stdout[-2000:]
+    assert "LAYOUT 1g.5gb\"" in res.stdout
+
+
+def test_a_survey_change_the_model_refuses_fails_with_its_path(tmp_path):
+    res = run_playbook(CHANGE_PLAY, EXAMPLE, tmp_path, args=["-e", "gpupool_pools=gpu-t4", "-e",
+                                                             "gpupool_node_count=9"])
+    assert res.rc != 0
+    assert "gpupool_cluster.pools[0].nodegroup" in res.stdout and "max_node_count 4" in res.stdout, res.stdout[-3000:]
+
+
+def test_a_survey_change_needs_exactly_one_pool(tmp_path):
+    res = run_playbook(CHANGE_PLAY, EXAMPLE, tmp_path, args=["-e", "gpupool_pools=gpu-t4,gpu-h100", "-e",
+                                                             "gpupool_node_count=3"])
+    assert res.rc != 0
+    assert "change one pool: set gpupool_pools to one of gpu-t4, gpu-a100-mig, gpu-h100, gpu-gb200 (got gpu-t4, " \
+           "gpu-h100)" in res.stdout
