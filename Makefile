@@ -54,7 +54,7 @@ sanity units: venv
 	$(VENV)/bin/python tools/run_ansible_test.py $@
 
 lint: venv collection
-	$(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule
+	$(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule awx
 
 # Both molecule scenarios (extensions/molecule) on one sandbox: default (converge, idempotence, verify) and
 # pool-change (an inventory edit, converged and verified). Delegated driver: no container engine needed.
