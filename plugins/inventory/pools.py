@@ -154,7 +154,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 clusters.append((load_cluster(raw, root=where), raw))
             except Problems as exc:
                 raise AnsibleParserError("%s: %s" % (path, exc.render()))
-        names = [cluster.name for cluster, _ in clusters]
+        names = [cluster.name for cluster, unused_raw in clusters]
         twice = sorted(set(n for n in names if names.count(n) > 1))
         if twice:
             raise AnsibleParserError("%s: cluster(s) %s are declared more than once; each cluster is one host"
@@ -166,11 +166,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             self._add_cluster(cluster, raw)
             for host in self._discover(cluster):
                 if host["name"] in node_owner or host["name"] in names:
+                    taken = ("a node of %s" % node_owner[host["name"]] if host["name"] in node_owner
+                             else "the cluster host %s" % host["name"])
                     raise AnsibleParserError(
-                        "%s: host %s is a node of both %s and %s; Ansible host names must be unique, so list these "
-                        "clusters in separate inventory files" % (path, host["name"], node_owner.get(host["name"],
-                                                                                                   host["name"]),
-                                                                  cluster.name))
+                        "%s: host name %s is taken twice (a node of %s, and %s); Ansible host names must be unique, "
+                        "so list these clusters in separate inventory files" % (path, host["name"], cluster.name, taken))
                 node_owner[host["name"]] = cluster.name
                 self._add_node(host)
 

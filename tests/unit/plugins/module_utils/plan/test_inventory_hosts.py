@@ -62,12 +62,14 @@ def test_nodes_go_to_the_pool_the_modules_would_assign_them_to(cluster):
 
 def test_a_node_without_internal_ip_has_no_ansible_host(cluster):
     bare = {"metadata": {"name": "t4-0", "labels": {NG: "gpu-t4"}}, "status": {}}
-    (host,), _ = ih.hosts_from_nodes(cluster, [bare])
+    (host,), warnings = ih.hosts_from_nodes(cluster, [bare])
+    assert warnings == []
     assert "ansible_host" not in host["vars"] and host["vars"]["gpupool_node_ready"] is False
 
 
 def test_name_pattern_adds_nodes_by_name(cluster):
-    hosts, _ = ih.hosts_from_nodes(cluster, [node("c1-gpu-t4-3", {})], name_pattern="-{nodegroup}-\\d+$")
+    hosts, warnings = ih.hosts_from_nodes(cluster, [node("c1-gpu-t4-3", {})], name_pattern="-{nodegroup}-\\d+$")
+    assert warnings == []
     assert [(h["name"], h["vars"]["gpupool_pool"]) for h in hosts] == [("c1-gpu-t4-3", "gpu-t4")]
 
 
