@@ -196,41 +196,31 @@ diff:
 """
 
 import time
-import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted as mig_mig_parted
-    from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
-    from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
-    from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
-    from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
-    from ansible_collections.gpupool.core.plugins.module_utils.module import ModuleRunner, module_argument_spec
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
-    from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
-    from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
-    from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
-    from ansible_collections.gpupool.core.plugins.module_utils.model.names import MANAGED_BY
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted as mig_mig_parted
+from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
+from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import MANAGED_BY
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
+from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
 
 
-class Stop(Exception):
+class Stop(GpupoolError):
     """The rollout stops: message for the person, already recorded in the waves."""
 
 
-class Rollout(object):
-    def __init__(self, module, runner, cluster, scope):
+class Rollout:
+    def __init__(self, module, cluster, scope):
         self.module = module
         self.p = module.params
-        self.runner = runner
-        self.engine = runner.engine
-        self.client = runner.engine.client
+        self.engine = module.engine
+        self.client = module.engine.client
         self.cluster = cluster
         self.mm = cluster.mig_manager
         self.scope = scope
@@ -298,7 +288,7 @@ class Rollout(object):
             name = pool.mig_config_name
             cfg = self.configs[name]
             plan = plan_mig_rollout.plan_pool(pool.name, name, cfg["digest"], assigned[pool.name], self.mm.max_unavailable,
-                                 config_changed=name in changed_configs, retry_failed=self.p["retry_failed"])
+                                              config_changed=name in changed_configs, retry_failed=self.p["retry_failed"])
             plan["selector"] = node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
             self.plans.append(plan)
             self.pools[pool.name] = {"config_name": name, "digest": cfg["digest"], "selector": plan["selector"],
@@ -393,7 +383,7 @@ class Rollout(object):
             header = "Node %s (pool %s)" % (row["name"], plan["pool"])
             self.diff.append({"before": plan_mig_rollout.node_diff_view(b["config"], b["state"], b["digest"]),
                               "after": plan_mig_rollout.node_diff_view(plan["config_name"], states.get(row["name"], "success"),
-                                                          plan["digest"]),
+                                                                       plan["digest"]),
                               "before_header": header, "after_header": header})
 
     def uncordon_leftovers(self, plan):
@@ -577,15 +567,14 @@ class Rollout(object):
         out = dict(changed=self.changed, config_map=self.cm_result, pools=self.pools, waves=self.waves,
                    failed_nodes=self.failed_nodes,
                    skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]))
-        if self.module._diff:
+        if self.module.diff_mode:
             out["diff"] = self.diff
         return out
 
 
-def main():
-    spec = dict(
-        nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
-        name_pattern=dict(type="str"),
+class MigLayoutModule(KubernetesModule):
+    shared = (NODES,)
+    argument_spec = dict(
         cordon=dict(type="bool", default=True),
         drain=dict(type="bool", default=False),
         drain_timeout=dict(type="int", default=600),
@@ -596,48 +585,37 @@ def main():
         retry_failed=dict(type="bool", default=False),
         prune=dict(type="bool", default=True),
     )
-    module = AnsibleModule(argument_spec=module_argument_spec(apply=False, **spec), supports_check_mode=True)
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    if mig_mig_parted.YAML_IMPORT_ERROR is not None:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=str(mig_mig_parted.YAML_IMPORT_ERROR))
-    p = module.params
-    for key, low in (("drain_timeout", 1), ("wait_timeout", 1), ("drain_grace_period", 0)):
-        if p[key] is not None and p[key] < low:
-            module.fail_json(msg="%s must be at least %d, got %d" % (key, low, p[key]))
-    if p["wait_sleep"] <= 0 or p["relabel_delay"] < 0:
-        module.fail_json(msg="wait_sleep must be greater than 0 and relabel_delay at least 0")
+    required_libraries = ("pydantic", "yaml")
+    job = None
 
-    runner = ModuleRunner(module)
-    cluster = runner.load_cluster()  # invalid inventory or infeasible layout: fails here, nothing read or written
-    scope = runner.run(lambda: select_pools(cluster, p["pools"]))
-    static = [pl for pl in scope if pl.state == "present" and pl.mig.mode == "static"]
-    try:
+    def prepare(self):
+        super().prepare()
+        p = self.params
+        for key, low in (("drain_timeout", 1), ("wait_timeout", 1), ("drain_grace_period", 0)):
+            if p[key] is not None and p[key] < low:
+                raise model_errors.Problems([(key, "must be at least %d, got %d" % (low, p[key]))],
+                                            subject="in the module options")
+        if p["wait_sleep"] <= 0 or p["relabel_delay"] < 0:
+            raise model_errors.Problems("wait_sleep must be greater than 0 and relabel_delay at least 0")
+        static = [pl for pl in self.selected if pl.state == "present" and pl.mig.mode == "static"]
         plan_mig_rollout.desired_configs(static)  # plans every layout before any request
         for pl in static:
             node_matcher(pl, p["nodegroup_label"], p["name_pattern"])
-    except model_errors.Problems as exc:
-        module.fail_json(msg=exc.render(), problems=[{"path": a, "message": b} for a, b in exc.problems], changed=False)
-    except Problems as exc:
-        module.fail_json(msg=exc.render(), changed=False)
-    runner.connect()
-    job = Rollout(module, runner, cluster, scope)
-    try:
-        job.plan()
-    except model_errors.Problems as exc:
-        module.fail_json(msg=exc.render(), problems=[{"path": a, "message": b} for a, b in exc.problems],
-                         changed=False, pools=job.pools, config_map=job.cm_result)
-    except Problems as exc:
-        module.fail_json(msg=exc.render(), changed=False)
-    except K8sError as exc:
-        module.fail_json(msg=exc.describe(), status=exc.status, changed=False)
-    try:
-        job.run()
-    except Stop as exc:
-        module.fail_json(msg=str(exc), **job.result())
-    except K8sError as exc:
-        module.fail_json(msg=exc.describe(), status=exc.status, **job.result())
-    module.exit_json(**job.result())
+
+    def run(self):
+        self.job = Rollout(self, self.cluster, self.selected)
+        self.job.plan()
+        self.job.run()
+        return self.job.result()
+
+    def partial_result(self):
+        if self.job is None:
+            return {"changed": False}
+        return self.job.result()
+
+
+def main():
+    MigLayoutModule()()
 
 
 if __name__ == "__main__":

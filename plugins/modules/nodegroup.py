@@ -293,9 +293,9 @@ status_reason:
 
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpupool.core.plugins.module_utils.openstack.connection import connect, openstack_argument_spec
+from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumModule
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient, MagnumError, OperationFailed, WaitTimeout
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import pod_uses_gpu
@@ -305,7 +305,7 @@ NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
 
 
 def argument_spec():
-    return openstack_argument_spec(
+    return dict(
         cluster=dict(type="str", required=True),
         name=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -536,14 +536,17 @@ class NodegroupRunner(object):
         return client.wait(cid, ident, action.expect, p["timeout"], action.summary, initial_status=initial)
 
 
+class NodegroupModule(MagnumModule):
+    argument_spec = argument_spec()
+    module_kwargs = dict(required_by={"drain": "node_count"})
+
+    def run(self):
+        client = MagnumClient(self.connect(), log=self.ansible.log)
+        NodegroupRunner(self.ansible, client).run()
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(),
-        supports_check_mode=True,
-        required_by={"drain": "node_count"},
-    )
-    client = MagnumClient(connect(module), log=module.log)
-    NodegroupRunner(module, client).run()
+    NodegroupModule()()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The server-side-apply engine (k8s_apply.py) against the real kube-apiserver: writes counted in the audit log.
+"""The server-side-apply engine (k8s/apply_engine.py) against the real kube-apiserver: writes counted in the audit log.
 
 Each test uses its own pool names and object names and cleans up, so the session's control plane can be
 shared with the other integration tests.
@@ -18,7 +18,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan import device_cl
 from ansible_collections.gpupool.core.plugins.module_utils.plan import kinds as plan_kinds
 from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
 from ansible_collections.gpupool.core.plugins.module_utils.plan import ownership as plan_ownership
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ApplyError, PruneScope
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError, PruneScope
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, connect
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
@@ -168,7 +168,7 @@ def test_a_device_class_we_do_not_own_is_never_modified(control_plane, cleanup):
                 "device_classes": {"extra": [{"name": "apply-own-big", "min_memory": "10Gi"}]}}
         before = h.kubectl_json(control_plane, "get", "deviceclass", "apply-own-big")
         mark = control_plane.audit.mark()
-        with pytest.raises(ApplyError) as err:
+        with pytest.raises(ConvergeError) as err:
             engine(control_plane).converge(plan_kinds.DEVICE_CLASS, plan_device_classes.cluster_device_classes(cluster(pool)),
                                            prune=PruneScope())
         window = control_plane.audit.since(mark)
@@ -194,7 +194,7 @@ def test_field_manager_conflict_names_the_other_manager_and_force_takes_over(con
     control_plane.kubectl("apply", "--server-side", "--field-manager=other-tool", "--force-conflicts", "-f", "-",
                           input=other)
     mark = control_plane.audit.mark()
-    with pytest.raises(ApplyError) as err:
+    with pytest.raises(ConvergeError) as err:
         engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want)
     msg = err.value.message
     assert msg.startswith("DeviceClass apply-conflict (pool apply-conflict): server-side apply conflict: "
@@ -217,7 +217,7 @@ def test_invalid_cel_comes_back_with_class_pool_and_inventory_key(control_plane,
     want = plan_device_classes.cluster_device_classes(cluster(pool))
     for check in (True, False):
         mark = control_plane.audit.mark()
-        with pytest.raises(ApplyError) as err:
+        with pytest.raises(ConvergeError) as err:
             engine(control_plane, check_mode=check).converge(plan_kinds.DEVICE_CLASS, want)
         msg = err.value.message
         assert msg.startswith("DeviceClass apply-cel-bad (pool apply-cel) was rejected by the API server: "

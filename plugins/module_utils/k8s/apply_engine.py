@@ -10,6 +10,7 @@ import json
 import re
 import time
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONTENT_APPLY
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONTENT_MERGE
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict
@@ -30,7 +31,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare impo
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
 
 
-class ApplyError(Exception):
+class ConvergeError(GpupoolError):
     """One or more objects could not be converged."""
 
     def __init__(self, message, results=None):
@@ -247,7 +248,7 @@ class ApplyEngine(object):
 
         prune: PruneScope or None. immutable: top-level keys the server forbids changing (e.g. "spec"
         for ComputeDomains): a change there fails with a clear message unless `recreate`, which deletes
-        the object and applies it again. Raises ApplyError (with the results so far) when any object failed.
+        the object and applies it again. Raises ConvergeError (with the results so far) when any object failed.
         """
         api_version = self.api_version(kind)
         namespaces = [d.obj["metadata"].get("namespace") if kind.namespaced else None for d in desired]
@@ -276,7 +277,7 @@ class ApplyEngine(object):
                 res.error = self.explain(kind, res, err, d)
                 errors.append(res.error)
         if errors:  # never prune while the desired state could not be applied
-            raise ApplyError("\n".join(errors), results)
+            raise ConvergeError("\n".join(errors), results)
         if prune is not None:
             if kind.namespaced and prune.namespaces is None:
                 candidates = self.list(kind, None, owned_selector(prune.pools))
@@ -298,7 +299,7 @@ class ApplyEngine(object):
                     res.error = self.explain(kind, res, err, None)
                     errors.append(res.error)
         if errors:
-            raise ApplyError("\n".join(errors), results)
+            raise ConvergeError("\n".join(errors), results)
         return results
 
     def _converge_one(self, kind, obj, live, res, d, immutable, recreate, delete_timeout):

@@ -24,6 +24,8 @@ modules turn that into ansible's missing_required_lib message.
 """
 from __future__ import annotations
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
+
 import json
 import os
 import random
@@ -52,19 +54,18 @@ CONTENT_MERGE = "application/merge-patch+json"
 CONTENT_JSON_PATCH = "application/json-patch+json"
 
 
-class MissingDependency(ImportError):
+class MissingDependency(MissingLibrary):
+    """The kubernetes Python client is not installed where the module runs."""
+
     def __init__(self, name, tb):
-        super().__init__("the Python package %r is required on the host that runs the module" % name)
-        self.name = name
-        self.traceback = tb
+        super().__init__("%s>=31.0.0" % name, traceback=tb)
 
 
-class K8sError(Exception):
+class K8sError(GpupoolError):
     """An API request that failed (after retries), with what a person needs to fix it."""
 
     def __init__(self, message, status=0, reason="", method="", path="", body=None, hint=""):
-        super().__init__(message)
-        self.message = message
+        super().__init__(message, **({"status": status} if status else {}))
         self.status = status
         self.reason = reason
         self.method = method

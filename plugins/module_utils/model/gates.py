@@ -9,8 +9,6 @@ The driver's gates are cluster-wide, so these checks span pools; rules from Vali
 from __future__ import annotations
 
 
-
-
 # Rules of the DRA driver's ValidateFeatureGates() (nvidia-dra-mig-imex.md §1.8).
 GATE_CONFLICTS = [
     ("DynamicMIG", "MPSSupport"), ("DynamicMIG", "PassthroughSupport"),

@@ -10,6 +10,8 @@ call, the NVML constant name and NVML's own text; a host without NVML gives
 """
 from __future__ import annotations
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+
 import ctypes
 import sys
 import traceback
@@ -40,17 +42,17 @@ CI_PROFILE_COUNT = 9    # NVML_COMPUTE_INSTANCE_PROFILE_COUNT
 NOT_AVAILABLE = 0xFFFFFFFF
 
 
-class NvmlUnavailable(Exception):
+class NvmlUnavailable(GpupoolError):
     """NVML cannot be used on this host; str() says why and what to do."""
 
 
-class NvmlError(Exception):
+class NvmlError(GpupoolError):
     """An NVML call failed: call name, NVML code, constant name and NVML's text."""
 
     def __init__(self, call, code, text, detail=""):
-        self.call, self.code, self.text, self.detail = call, code, text, detail
         name = error_name(code)
         super().__init__("%s%s failed: %s (%s)" % (call, " " + detail if detail else "", text, name))
+        self.call, self.code, self.text, self.detail = call, code, text, detail
 
     @property
     def name(self):

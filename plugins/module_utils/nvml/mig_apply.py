@@ -13,19 +13,21 @@ busy) execution stops there and the result says reset_required.
 """
 from __future__ import annotations
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+
 import ctypes
 
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
 from ansible_collections.gpupool.core.plugins.module_utils.nvml.facts import NvmlError, call
 
-__all__ = ["ApplyError", "execute"]
+__all__ = ["MigApplyError", "execute"]
 
 
-class ApplyError(Exception):
+class MigApplyError(GpupoolError):
     """An NVML call failed part-way; `done` lists the actions already performed."""
 
     def __init__(self, message, done, error):
-        super().__init__(message)
+        super().__init__(message, done=done)
         self.done = done
         self.error = error
 
@@ -49,7 +51,7 @@ def execute(handle, index, gpu_plan, profiles):
 
     profiles: the GPU's reported GPU-instance profiles (nvml_facts.read_profiles),
     used for compute-slice counts. Returns {"done": [...], "reset_required": bool,
-    "activation_status": name or None}. Raises ApplyError.
+    "activation_status": name or None}. Raises MigApplyError.
     """
     pynvml = nvml_facts.pynvml
     slices = {p["name"]: p["compute_slices"] for p in profiles}
@@ -94,7 +96,7 @@ def execute(handle, index, gpu_plan, profiles):
                 raise ValueError("unknown action %r" % kind)
             done.append(dict(action))
         except NvmlError as exc:
-            raise ApplyError(_explain(index, action, exc), done, exc)
+            raise MigApplyError(_explain(index, action, exc), done, exc)
     return result
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import traceback
 
-from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
 
 try:
     import openstack
@@ -32,26 +32,7 @@ CONNECTION_OPTIONS = ("auth", "auth_type", "region_name", "validate_certs", "ca_
                       "api_timeout", "interface")
 
 
-def openstack_argument_spec(**extra):
-    """The shared connection options (doc fragment gpupool.core.openstack) plus ``extra``."""
-    spec = dict(
-        cloud=dict(type="raw"),
-        auth_type=dict(type="str"),
-        auth=dict(type="dict", no_log=True),
-        region_name=dict(type="str"),
-        validate_certs=dict(type="bool", aliases=["verify"]),
-        ca_cert=dict(type="str", aliases=["cacert"]),
-        client_cert=dict(type="str", aliases=["cert"]),
-        client_key=dict(type="str", no_log=True, aliases=["key"]),
-        api_timeout=dict(type="int"),
-        interface=dict(type="str", default="public", choices=["admin", "internal", "public"],
-                       aliases=["endpoint_type"]),
-    )
-    spec.update(extra)
-    return spec
-
-
-class ConnectionConfigError(Exception):
+class ConnectionConfigError(GpupoolError):
     """The connection cannot be configured; the message says what to fix."""
 
 
@@ -66,7 +47,7 @@ def _version_tuple(text):
 def connect_from_params(params):
     """openstack.connection.Connection from module parameters; raises ConnectionConfigError."""
     if not HAS_OPENSTACKSDK:
-        raise ConnectionConfigError(missing_required_lib("openstacksdk >= %s" % MINIMUM_SDK_VERSION))
+        raise MissingLibrary("openstacksdk>=%s" % MINIMUM_SDK_VERSION, traceback=OPENSTACKSDK_IMPORT_ERROR or "")
     version = getattr(openstack, "version", None)
     sdk_version = getattr(version, "__version__", None) if version else None
     if sdk_version and _version_tuple(sdk_version) < _version_tuple(MINIMUM_SDK_VERSION):
@@ -127,18 +108,3 @@ def secrets_in(value):
         for item in value:
             found.extend(secrets_in(item))
     return found
-
-
-def connect(module):
-    """Connection for an AnsibleModule built with openstack_argument_spec(); fails the module
-    with an actionable message when that is impossible. Secrets inside a ``cloud`` dict are
-    added to the module's no_log values (``cloud`` itself stays visible, like openstack.cloud)."""
-    for secret in secrets_in(module.params.get("cloud")):
-        module.no_log_values.add(secret)
-    if not HAS_OPENSTACKSDK:
-        module.fail_json(msg=missing_required_lib("openstacksdk >= %s" % MINIMUM_SDK_VERSION),
-                         exception=OPENSTACKSDK_IMPORT_ERROR)
-    try:
-        return connect_from_params(module.params)
-    except ConnectionConfigError as exc:
-        module.fail_json(msg=str(exc))

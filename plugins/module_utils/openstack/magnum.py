@@ -17,11 +17,15 @@ TLS) as plain REST. Three things the SDK does not do for us:
 """
 from __future__ import annotations
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+
 import json
 import time
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import CLIENT_MAX_VERSION, IN_PROGRESS_STATES, choose_microversion, evaluate_wait, format_version, parse_version
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
+    CLIENT_MAX_VERSION, IN_PROGRESS_STATES, choose_microversion, evaluate_wait, format_version, parse_version,
+)
 
 try:
     from keystoneauth1 import exceptions as ks_exc
@@ -50,22 +54,23 @@ def _clock():
     return time.monotonic()
 
 
-class MagnumError(Exception):
+class MagnumError(GpupoolError):
     """A Magnum call failed; str() is a sentence for a person."""
 
     def __init__(self, message, status=None, detail=None, method=None, url=None, body=None):
-        super(MagnumError, self).__init__(message)
+        super().__init__(message)
         self.status, self.detail, self.method, self.url, self.body = status, detail, method, url, body
+        self.details = {"magnum": self.to_dict()} if status is not None else {}
 
     def to_dict(self):
         return {"status": self.status, "detail": self.detail, "method": self.method, "url": self.url}
 
 
-class NotFound(MagnumError):
+class MagnumNotFound(MagnumError):
     pass
 
 
-class Conflict(MagnumError):
+class MagnumConflict(MagnumError):
     pass
 
 
@@ -207,7 +212,7 @@ class MagnumClient(object):
     def _http_error(self, method, path, resp, attempt):
         detail = error_detail(resp)
         status = resp.status_code
-        cls = {404: NotFound, 409: Conflict}.get(status, MagnumError)
+        cls = {404: MagnumNotFound, 409: MagnumConflict}.get(status, MagnumError)
         text = "Magnum answered %s %s with HTTP %d: %s" % (method, path, status, detail)
         if status == 406:
             text += (" (microversion %s was sent; the server supports %s to %s)"
@@ -241,9 +246,9 @@ class MagnumClient(object):
     def get_cluster(self, ident):
         try:
             return self.request("GET", "/clusters/%s" % ident).json()
-        except NotFound as exc:
-            raise NotFound("Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
-                           "`openstack coe cluster list`." % (ident, exc.detail), status=404, detail=exc.detail)
+        except MagnumNotFound as exc:
+            raise MagnumNotFound("Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
+                                 "`openstack coe cluster list`." % (ident, exc.detail), status=404, detail=exc.detail)
 
     def list_nodegroups(self, cluster_id, role=None):
         """Every nodegroup of a cluster (abbreviated list view), following the ``next`` links."""
@@ -261,14 +266,14 @@ class MagnumClient(object):
         """Full nodegroup view, or None on 404."""
         try:
             return self.request("GET", "/clusters/%s/nodegroups/%s" % (cluster_id, ident)).json()
-        except NotFound:
+        except MagnumNotFound:
             return None
 
     def create_nodegroup(self, cluster_id, body):
         before = self.retried
         try:
             return self.request("POST", "/clusters/%s/nodegroups" % cluster_id, body, ok=(200, 201, 202)).json()
-        except Conflict:
+        except MagnumConflict:
             if self.retried > before:
                 # An earlier attempt reached the server after all: the nodegroup is ours.
                 found = self.get_nodegroup(cluster_id, body["name"])
@@ -283,7 +288,7 @@ class MagnumClient(object):
     def delete_nodegroup(self, cluster_id, ident):
         try:
             self.request("DELETE", "/clusters/%s/nodegroups/%s" % (cluster_id, ident), ok=(202, 204))
-        except NotFound:
+        except MagnumNotFound:
             pass  # gone already
 
     def resize(self, cluster_id, nodegroup, node_count, nodes_to_remove=None):

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import namedtuple
 
 
-
 class Kind(namedtuple("Kind", "kind group plural namespaced versions")):
     """A resource kind: API group, plural, scope and its versions, most preferred first."""
     __slots__ = ()
@@ -45,3 +44,5 @@ NAMESPACE = Kind("Namespace", "", "namespaces", False, ("v1",))
 # obj: the object to apply; pool: owning pool name; origin: inventory/option path for messages;
 # info: builder facts (role, profile, selector origins) the modules report.
 Desired = namedtuple("Desired", "obj pool origin info")
+RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io", "resourceslices", False, RESOURCE_VERSIONS)
+RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, RESOURCE_VERSIONS)
