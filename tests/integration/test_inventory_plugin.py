@@ -162,7 +162,9 @@ def test_an_invalid_cluster_fails_the_inventory_with_the_path(tmp_path, bed):
                           text=True, timeout=120, env=dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="1",
                                                            ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
     assert proc.returncode != 0
-    assert "clusters[0].pools[0].nodegroup.node_cout" in proc.stderr and "node_count" in proc.stderr, proc.stderr
+    # The model's path: the plugin's place of the cluster, then the key (the pool's name after its index).
+    assert "clusters[0].pools[0] (%s).nodegroup.node_cout" % bed["pool"] in proc.stderr, proc.stderr
+    assert "node_count" in proc.stderr
 
 
 def test_cluster_files_of_a_static_inventory_work_and_playbooks_target_pools(tmp_path, bed):

@@ -13,9 +13,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL, nodegroup_name
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher, node_ready
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_ready
 
 CLUSTERS_GROUP = "gpupool_clusters"
 NODES_GROUP = "gpupool_nodes"
@@ -49,23 +48,17 @@ def node_host(cluster, pool, name: str, address: Optional[str], source: str, rea
 
 def hosts_from_nodes(cluster, nodes: List[dict], nodegroup_label: str = NODEGROUP_LABEL,
                      name_pattern: Optional[str] = None) -> Tuple[List[dict], List[str]]:
-    """(hosts, warnings) from the cluster's Kubernetes Nodes. A pool whose nodes cannot be found (no
-    node_selector, no nodegroup, no name_pattern) is a warning, not a failure: its group stays empty."""
-    warnings, findable = [], []
-    for pool in cluster.present_pools:
-        try:
-            node_matcher(pool, nodegroup_label, name_pattern)
-        except Problems as exc:
-            warnings.append("%s: %s" % (cluster.name, exc.problems[0][1]))
-            continue
-        findable.append(pool)
-    assigned = assign_nodes(findable, nodes, nodegroup_label, name_pattern)
+    """(hosts, warnings) from the cluster's Kubernetes Nodes. Every present pool of a validated cluster can find
+    its nodes (the model refuses a pool with neither nodegroup nor node_selector); a node two pools claim is
+    Problems, as in the modules."""
+    pools = cluster.present_pools
+    assigned = assign_nodes(pools, nodes, nodegroup_label, name_pattern)
     hosts = []
-    for pool in findable:
+    for pool in pools:
         for node in assigned[pool.name]:
             name = node["metadata"]["name"]
             hosts.append(node_host(cluster, pool, name, internal_address(node), "kubernetes", node_ready(node)))
-    return hosts, warnings
+    return hosts, []
 
 
 def hosts_from_nodegroups(cluster, nodegroups: Dict[str, Optional[dict]]) -> Tuple[List[dict], List[str]]:

@@ -73,15 +73,6 @@ def test_name_pattern_adds_nodes_by_name(cluster):
     assert [(h["name"], h["vars"]["gpupool_pool"]) for h in hosts] == [("c1-gpu-t4-3", "gpu-t4")]
 
 
-def test_a_pool_without_a_way_to_find_nodes_is_a_warning_not_a_failure():
-    # Without Magnum the model lets a pool leave out both (the modules then need a name_pattern).
-    data = {"name": "c2", "pools": [{"name": "p", "gpu": {"model": "T4"}},
-                                    {"name": "q", "node_selector": {"q": "yes"}, "gpu": {"model": "T4"}}]}
-    hosts, warnings = ih.hosts_from_nodes(load_cluster(data), [node("q-0", {"q": "yes"})])
-    assert [h["name"] for h in hosts] == ["q-0"]
-    assert len(warnings) == 1 and warnings[0].startswith("c2: pool p has no node_selector and no nodegroup")
-
-
 def test_a_node_matched_by_two_pools_is_refused():
     data = {"name": "c3", "pools": [{"name": "a", "node_selector": {"x": "1"}, "gpu": {"model": "T4"}},
                                     {"name": "b", "node_selector": {"x": "1"}, "gpu": {"model": "T4"}}]}
