@@ -11,9 +11,10 @@ import typing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpupool.core.plugins.module_utils import mig_catalog as cat  # noqa: E402
-from ansible_collections.gpupool.core.plugins.module_utils import mig_planner as mp  # noqa: E402
-from ansible_collections.gpupool.core.plugins.module_utils import pool_model as pm  # noqa: E402
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
+from ansible_collections.gpupool.core.plugins.module_utils.model import gates as model_gates
+from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from pydantic import BaseModel  # noqa: E402
 from pydantic_core import PydanticUndefined  # noqa: E402
 
@@ -78,7 +79,7 @@ def inventory_md():
              "Each cluster is an inventory host (`ansible_connection: local`) with a `gpupool_cluster` variable. "
              "`gpupool.core.validate` checks it and reports every problem with the path of the bad key "
              "before anything is touched. See `inventories/example/` for a complete example.", ""]
-    for model in _models(pm.Cluster):
+    for model in _models(model_inventory.Cluster):
         lines += ["## %s" % model.__name__, ""]
         if model.__doc__ and model.__doc__.strip() and not model.__doc__.startswith("!!!"):
             lines += [model.__doc__.strip().splitlines()[0], ""]
@@ -93,7 +94,7 @@ def inventory_md():
               "- MIG only on GPUs with MIG, profiles of that GPU, layouts that the placement planner can place;",
               "- `time_slicing` and `mps` are exclusive; MPS or passthrough cannot meet dynamic MIG;",
               "- DRA feature gates derived from all pools must not conflict (%s);"
-              % ", ".join("%s/%s" % c for c in pm.GATE_CONFLICTS),
+              % ", ".join("%s/%s" % c for c in model_gates.GATE_CONFLICTS),
               "- NVLink ComputeDomains / host IMEX only on GPUs with multi-node NVLink.", ""]
     return "\n".join(lines)
 
@@ -132,7 +133,7 @@ def catalog_md():
             lines.append("| %s | %d | %d | %d | %d | %s |" % (p.name, p.profile_id, p.compute_slices,
                                                               p.memory_slices, p.max_instances,
                                                               ", ".join(map(str, p.starts))))
-        layouts = mp.maximal_layouts(g)
+        layouts = mig_placement.maximal_layouts(g)
         lines += ["", "<details><summary>%d maximal layouts</summary>" % len(layouts), ""]
         for lay in layouts:
             lines.append("- " + " + ".join("%s×%d" % (n, c) for n, c in sorted(lay.items())))
