@@ -146,9 +146,9 @@ fabric:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpupool.core.plugins.module_utils import nvml_facts
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
+from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlModule
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
 from ansible_collections.gpupool.core.plugins.module_utils.plan import imex as plan
 
 
@@ -158,135 +158,148 @@ def host_path(root, path):
 
 
 class Systemd(object):
-    """systemctl through the module's run_command (no subprocess of our own)."""
+    """systemctl through Ansible's run_command (no subprocess of our own)."""
 
-    def __init__(self, module):
-        self.module = module
-        self.binary = module.get_bin_path("systemctl", required=True)
+    def __init__(self, ansible):
+        self.ansible = ansible
+        self.binary = ansible.get_bin_path("systemctl", required=True)
 
     def state(self, unit):
-        rc, out, err = self.module.run_command([self.binary, "show", unit, "-p",
-                                                "LoadState,ActiveState,UnitFileState"])
+        rc, out, err = self.ansible.run_command([self.binary, "show", unit, "-p", "LoadState,ActiveState,UnitFileState"])
         if rc != 0:
-            self.module.fail_json(msg="systemctl show %s failed (exit %d): %s" % (unit, rc, (err or out).strip()))
+            raise GpupoolError("systemctl show %s failed (exit %d): %s" % (unit, rc, (err or out).strip()))
         props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
         return plan.unit_state(props)
 
     def run(self, verb, unit):
-        rc, out, err = self.module.run_command([self.binary, verb, unit])
+        rc, out, err = self.ansible.run_command([self.binary, verb, unit])
         if rc != 0:
-            self.module.fail_json(msg="systemctl %s %s failed (exit %d): %s" % (verb, unit, rc, (err or out).strip()),
-                                  action=verb)
+            raise GpupoolError("systemctl %s %s failed (exit %d): %s" % (verb, unit, rc, (err or out).strip()),
+                               action=verb)
 
 
 def read_fabric():
     with nvml_facts.Session() as session:
-        gpus = []
-        for index in range(session.count()):
-            fabric = nvml_facts.read_fabric(session.handle(index))
-            gpus.append(dict(fabric, index=index))
-    return gpus
+        return [dict(nvml_facts.read_fabric(session.handle(index)), index=index) for index in range(session.count())]
 
 
-def write_file(module, path, content):
-    """Write `content` if it differs; returns (changed, before)."""
-    before = None
-    if os.path.exists(path):
-        with open(path) as fh:
-            before = fh.read()
-    if before == content:
-        return False, before
-    if not module.check_mode:
-        directory = os.path.dirname(path)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        tmp = path + ".gpupool-tmp"
-        with open(tmp, "w") as fh:
-            fh.write(content)
-        os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, path)
-    return True, before
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            mode=dict(type="str", required=True, choices=[plan.DRIVER_MANAGED, plan.HOST_MANAGED]),
-            members=dict(type="list", elements="str", default=[]),
-            address=dict(type="str"),
-            socket_path=dict(type="path", default="/etc/nvidia-imex/imex_ctrl.sock"),
-            settings=dict(type="dict", default={}),
-            config_dir=dict(type="path", default=plan.CONFIG_DIR),
-            root=dict(type="path", default="/"),
-            unit=dict(type="str", default=plan.UNIT),
-            check_fabric=dict(type="bool", default=True),
-            require_healthy_fabric=dict(type="bool", default=True),
-        ),
-        supports_check_mode=True,
+class ImexModule(NvmlModule):
+    argument_spec = dict(
+        mode=dict(type="str", required=True, choices=[plan.DRIVER_MANAGED, plan.HOST_MANAGED]),
+        members=dict(type="list", elements="str", default=[]),
+        address=dict(type="str"),
+        socket_path=dict(type="path", default="/etc/nvidia-imex/imex_ctrl.sock"),
+        settings=dict(type="dict", default={}),
+        config_dir=dict(type="path", default=plan.CONFIG_DIR),
+        root=dict(type="path", default="/"),
+        unit=dict(type="str", default=plan.UNIT),
+        check_fabric=dict(type="bool", default=True),
+        require_healthy_fabric=dict(type="bool", default=True),
     )
-    p = module.params
-    mode = p["mode"]
-    if mode == plan.HOST_MANAGED:
-        problems = plan.member_problems(p["members"], p["address"]) + plan.settings_problems(p["settings"])
-        if problems:
-            module.fail_json(msg="host-managed IMEX cannot be set up: " + "; ".join(problems), problems=problems)
-    elif p["members"]:
-        module.warn("members are ignored with mode=driver_managed: the DRA driver finds the domain's nodes itself")
 
-    result = {"changed": False, "mode": mode, "files": {}, "actions": []}
-    systemd = Systemd(module)
-    before = systemd.state(p["unit"])
-    if mode == plan.HOST_MANAGED and not before["installed"]:
-        module.fail_json(msg="%s is not installed on this node: host-managed IMEX needs the nvidia-imex package of "
-                             "the NVIDIA driver (it provides the unit, nvidia-imex and nvidia-imex-ctl)" % p["unit"],
-                         **result)
-    diff = {"before": {}, "after": {}}
-    files_changed = False
-    if mode == plan.HOST_MANAGED:
-        nodes_file = "%s/%s" % (p["config_dir"].rstrip("/"), plan.NODES_FILE)
-        config_file = "%s/%s" % (p["config_dir"].rstrip("/"), plan.CONFIG_FILE)
-        settings = plan.required_settings(p["config_dir"], p["socket_path"], p["settings"])
-        config_path = host_path(p["root"], config_file)
+    def __init__(self):
+        super().__init__()
+        self.result = {"changed": False, "mode": self.params["mode"], "files": {}, "actions": []}
+
+    def partial_result(self):
+        return dict(self.result)
+
+    def prepare(self):
+        super().prepare()
+        p = self.params
+        if p["mode"] == plan.HOST_MANAGED:
+            problems = plan.member_problems(p["members"], p["address"]) + plan.settings_problems(p["settings"])
+            if problems:
+                raise Problems([("members" if "setting" not in m else "settings", m) for m in problems],
+                               subject="in the host-managed IMEX settings")
+        elif p["members"]:
+            self.warn("members are ignored with mode=driver_managed: the DRA driver finds the domain's nodes itself")
+
+    def write_file(self, path, content):
+        """Write `content` if it differs (not in check mode); returns (changed, old content)."""
+        old = None
+        if os.path.exists(path):
+            with open(path) as fh:
+                old = fh.read()
+        if old == content:
+            return False, old
+        if not self.check_mode:
+            directory = os.path.dirname(path)
+            if not os.path.isdir(directory):
+                os.makedirs(directory, 0o755)
+            tmp = path + ".gpupool-tmp"
+            with open(tmp, "w") as fh:
+                fh.write(content)
+            os.chmod(tmp, 0o644)
+            self.ansible.atomic_move(tmp, path)
+        return True, old
+
+    def host_files(self):
+        """nodes_config.cfg and config.cfg (host_managed); returns (changed, diff before, diff after)."""
+        p = self.params
+        config_dir = p["config_dir"].rstrip("/")
+        nodes_file, config_file = "%s/%s" % (config_dir, plan.NODES_FILE), "%s/%s" % (config_dir, plan.CONFIG_FILE)
         existing = None
-        if os.path.exists(config_path):
-            with open(config_path) as fh:
+        if os.path.exists(host_path(p["root"], config_file)):
+            with open(host_path(p["root"], config_file)) as fh:
                 existing = fh.read()
+        settings = plan.required_settings(p["config_dir"], p["socket_path"], p["settings"])
+        changed, before, after = False, {}, {}
         for path, content in ((nodes_file, plan.nodes_config(p["members"])),
                               (config_file, plan.edit_config(existing, settings))):
-            changed, old_content = write_file(module, host_path(p["root"], path), content)
-            result["files"][path] = changed
-            files_changed = files_changed or changed
-            if changed:
-                diff["before"][path] = old_content or ""
-                diff["after"][path] = content
+            file_changed, old = self.write_file(host_path(p["root"], path), content)
+            self.result["files"][path] = file_changed
+            if file_changed:
+                changed = True
+                before[path], after[path] = old or "", content
+        return changed, before, after
 
-    actions = plan.service_actions(mode, before, files_changed)
-    if not module.check_mode:
-        for verb in actions:
-            systemd.run(verb, p["unit"])
-    after = systemd.state(p["unit"]) if actions and not module.check_mode else before
-    result["actions"] = actions
-    result["unit"] = {"before": before, "after": after}
-    result["changed"] = files_changed or bool(actions)
-    if actions:
-        diff["before"]["unit"] = before
-        diff["after"]["unit"] = after if not module.check_mode else dict(before, planned=actions)
-    if module._diff and result["changed"]:
-        result["diff"] = diff
+    def run(self):
+        p = self.params
+        systemd = Systemd(self.ansible)
+        unit_before = systemd.state(p["unit"])
+        if p["mode"] == plan.HOST_MANAGED and not unit_before["installed"]:
+            raise GpupoolError("%s is not installed on this node: host-managed IMEX needs the nvidia-imex package of "
+                               "the NVIDIA driver (it provides the unit, nvidia-imex and nvidia-imex-ctl)" % p["unit"])
+        files_changed, diff_before, diff_after = False, {}, {}
+        if p["mode"] == plan.HOST_MANAGED:
+            files_changed, diff_before, diff_after = self.host_files()
+            self.result["changed"] = files_changed
+        actions = plan.service_actions(p["mode"], unit_before, files_changed)
+        self.result["actions"] = actions
+        self.result["unit"] = {"before": unit_before, "after": unit_before}
+        if not self.check_mode:
+            for verb in actions:
+                systemd.run(verb, p["unit"])
+                self.result["changed"] = True
+            if actions:
+                self.result["unit"]["after"] = systemd.state(p["unit"])
+        self.result["changed"] = files_changed or bool(actions)
+        if actions:
+            diff_before["unit"] = unit_before
+            diff_after["unit"] = self.result["unit"]["after"] if not self.check_mode else dict(unit_before,
+                                                                                               planned=actions)
+        if self.diff_mode and self.result["changed"]:
+            self.result["diff"] = {"before": diff_before, "after": diff_after}
+        if p["check_fabric"]:
+            self.check_fabric()
+        return self.result
 
-    if p["check_fabric"]:
+    def check_fabric(self):
         try:
             gpus = read_fabric()
         except nvml_facts.NvmlUnavailable as exc:
-            module.fail_json(msg="cannot read the NVLink fabric state: %s" % exc, **result)
+            raise GpupoolError("cannot read the NVLink fabric state: %s" % exc)
         except nvml_facts.NvmlError as exc:
-            module.fail_json(msg="reading the NVLink fabric state through NVML failed: %s" % exc, **result)
+            raise GpupoolError("reading the NVLink fabric state through NVML failed: %s" % exc)
         health = plan.fabric_health(gpus)
-        result["fabric"] = dict(health, gpus=gpus)
-        if p["require_healthy_fabric"] and not health["healthy"]:
-            module.fail_json(msg="this node is not a healthy IMEX member yet: %s" % "; ".join(health["problems"]),
-                             **result)
-    module.exit_json(**result)
+        self.result["fabric"] = dict(health, gpus=gpus)
+        if self.params["require_healthy_fabric"] and not health["healthy"]:
+            raise GpupoolError("this node is not a healthy IMEX member yet: %s" % "; ".join(health["problems"]))
+
+
+def main():
+    ImexModule()()
 
 
 if __name__ == "__main__":

@@ -171,7 +171,7 @@ def test_dynamic_mig_wipes_static_layouts_and_publishes_every_placement(sandbox,
 
 def test_dynamic_mig_layout_rules():
     """Hopper turns MIG off at the plugin's start-up; a GPU without MIG publishes nothing."""
-    from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import get_gpu
+    from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import get_gpu
     assert dra_dynamic_mig.wiped_layouts(get_gpu("H100-80GB"), {0: {"7g.80gb": 1}, 1: None}) == {0: None, 1: None}
     assert dra_dynamic_mig.node_slices("n", get_gpu("T4"), 1, {}) == []
     h100 = dra_dynamic_mig.gpu_devices("n", get_gpu("H100-80GB"), 0, mig_on=False)

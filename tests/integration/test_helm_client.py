@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils import k8s_client
+from ansible_collections.gpupool.core.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import ChartRef, Helm, HelmError, apply_crds
 from testbed.controlplane import ADMIN_USER
 

@@ -38,10 +38,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_vers
     LEGACY_NAME,
     DriverLine,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.pool_model import (
-    POOL_LABEL,
-    effective_gates,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
 
 CHART_GPU_TOLERATION = {
     "key": "nvidia.com/gpu",

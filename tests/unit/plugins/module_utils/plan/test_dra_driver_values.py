@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils import pool_model as pm
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import (
     LINES,
 )
@@ -34,7 +34,7 @@ def cluster(*pools, **dra):
     data = {"name": "c", "pools": [copy.deepcopy(p) for p in pools]}
     if dra:
         data["dra_driver"] = dra
-    return pm.load_cluster(data)
+    return load_cluster(data)
 
 
 def with_(pool, **changes):
