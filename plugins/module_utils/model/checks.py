@@ -11,6 +11,7 @@ from __future__ import annotations
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
+from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_checks import dra_driver_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import _gate_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL
 
@@ -29,6 +30,7 @@ def semantic_problems(cluster, root="gpupool_cluster"):
         seen.setdefault(pool.name, i)
         problems += _nodegroup_problems(cluster, pool, at)
         problems += _gpu_problems(pool, at)
+    problems += dra_driver_problems(cluster, root)
     problems += _gate_problems(cluster, root)
     return problems
 
