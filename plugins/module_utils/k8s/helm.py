@@ -31,26 +31,28 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import yaml
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+
 FIELD_MANAGER = "gpupool"
 REDACTED = "********"
 DEFAULT_TIMEOUT = 600.0  # seconds a helm command may run on top of its own --timeout
 
 
-class HelmError(Exception):
+class HelmError(GpupoolError):
     """A helm command that failed, with a readable message (credentials removed)."""
 
     def __init__(self, action: str, message: str, returncode: Optional[int] = None, output: str = "",
                  hint: str = ""):
         self.action = action
-        self.message = message
         self.returncode = returncode
         self.output = output
         self.hint = hint
-        super().__init__(self.describe())
+        text = "helm %s failed: %s" % (action, message) + ("; " + hint if hint else "")
+        super().__init__(text, helm_output=output[-4000:] if output else "")
+        self.message = message  # the sentence alone; describe() gives the whole text
 
     def describe(self) -> str:
-        text = "helm %s failed: %s" % (self.action, self.message)
-        return text + ("; " + self.hint if self.hint else "")
+        return str(self)
 
 
 class HelmNotFound(HelmError):
@@ -143,6 +145,35 @@ class Helm:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
         return text
+
+    def write_kubeconfig(self, server: str, token: Optional[str] = None, ca_file: Optional[str] = None,
+                         client_cert: Optional[str] = None, client_key: Optional[str] = None,
+                         insecure: bool = False) -> str:
+        """A private kubeconfig (mode 0600, removed by close()) for a connection given as host/api_key:
+        helm then reads the token from a file, never from its command line."""
+        self.add_secret(token)
+        user: Dict[str, Any] = {}
+        if token:
+            user["token"] = token
+        if client_cert:
+            user["client-certificate"] = client_cert
+        if client_key:
+            user["client-key"] = client_key
+        cluster: Dict[str, Any] = {"server": server}
+        if ca_file:
+            cluster["certificate-authority"] = ca_file
+        if insecure:
+            cluster["insecure-skip-tls-verify"] = True
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "gpupool",
+                  "clusters": [{"name": "gpupool", "cluster": cluster}],
+                  "users": [{"name": "gpupool", "user": user}],
+                  "contexts": [{"name": "gpupool", "context": {"cluster": "gpupool", "user": "gpupool"}}]}
+        path = os.path.join(self._tmp, "kubeconfig")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(config, fh)
+        self.kubeconfig, self.context = path, None
+        return path
 
     def _cluster_args(self) -> List[str]:
         out = []
