@@ -15,23 +15,30 @@ GATE_CONFLICTS = list(versions.MUTUALLY_EXCLUSIVE)
 GATE_REQUIRES = list(versions.REQUIRES)
 
 
+def pool_gates(pool):
+    """{gate: the pool's key that needs it} for one pool (present or not)."""
+    need = {}
+    if pool.sharing.time_slicing:
+        need["TimeSlicingSettings"] = "sharing.time_slicing"
+    if pool.sharing.mps:
+        need["MPSSupport"] = "sharing.mps"
+    if pool.mig.mode == "dynamic":
+        need["DynamicMIG"] = "mig.mode"
+    if pool.passthrough:
+        need["PassthroughSupport"] = "passthrough"
+    if pool.nvlink.mode == "host_imex":
+        need["HostManagedIMEXDaemon"] = "nvlink.mode"
+    return need
+
+
 def derived_gates(cluster):
     """DRA driver feature gates that follow from the pools, each with the pool paths that need it."""
     need = {}
     for i, pool in enumerate(cluster.pools):
         if pool.state != "present":
             continue
-        where = "pools[%d] (%s)" % (i, pool.name)
-        if pool.sharing.time_slicing:
-            need.setdefault("TimeSlicingSettings", []).append(where + ".sharing.time_slicing")
-        if pool.sharing.mps:
-            need.setdefault("MPSSupport", []).append(where + ".sharing.mps")
-        if pool.mig.mode == "dynamic":
-            need.setdefault("DynamicMIG", []).append(where + ".mig.mode")
-        if pool.passthrough:
-            need.setdefault("PassthroughSupport", []).append(where + ".passthrough")
-        if pool.nvlink.mode == "host_imex":
-            need.setdefault("HostManagedIMEXDaemon", []).append(where + ".nvlink.mode")
+        for gate, key in pool_gates(pool).items():
+            need.setdefault(gate, []).append("pools[%d] (%s).%s" % (i, pool.name, key))
     return need
 
 

@@ -30,7 +30,9 @@ def cluster_compute_domains(cluster, pools=None, api_version="resource.nvidia.co
     scope = set(p.name for p in select_pools(cluster, pools, root))
     problems, seen, out = [], {}, []
     for i, pool in enumerate(cluster.pools):
-        if pool.state != "present" or pool.nvlink.mode != "compute_domain":
+        # host_imex pools use ComputeDomains too: the host runs IMEX, the driver still hands out the
+        # domain's channel through the ComputeDomain's ResourceClaimTemplate.
+        if pool.state != "present" or pool.nvlink.mode not in ("compute_domain", "host_imex"):
             continue
         d = compute_domain(pool, api_version, "%s.pools[%d]" % (root, i))
         key = (d.obj["metadata"]["namespace"], d.obj["metadata"]["name"])
