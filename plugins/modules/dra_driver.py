@@ -190,10 +190,9 @@ commands:
   elements: str
 """
 
-import yaml
-
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import resolve_params
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import ChartRef, Helm, HelmError, apply_crds
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import (
     CERT_MANAGER_CRDS, line_for, needs_cert_manager, parse_version,
 )
@@ -217,6 +216,7 @@ MINIMUM_HELM = (3, 13)
 
 
 class DraDriverModule(KubernetesModule):
+    required_libraries = ("pydantic", "yaml")
     argument_spec = dict(
         state=dict(type="str", default="present", choices=["present", "absent"]),
         helm_binary=dict(type="str", default="helm"),
@@ -355,8 +355,9 @@ class DraDriverModule(KubernetesModule):
                                                                                                   root))
         if reasons:
             self.values_diff_text = {
-                "before_header": "helm values of %s/%s%s" % (s.namespace, s.release_name, " (revision %s)"
-                                                            % metadata.get("revision") if metadata else " (not installed)"),
+                "before_header": "helm values of %s/%s%s" % (
+                    s.namespace, s.release_name,
+                    " (revision %s)" % metadata.get("revision") if metadata else " (not installed)"),
                 "after_header": "desired values (%s %s)" % (chart_name, s.version),
                 "before": yaml.safe_dump(current or {}, sort_keys=True, default_flow_style=False),
                 "after": yaml.safe_dump(desired, sort_keys=True, default_flow_style=False)}

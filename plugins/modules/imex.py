@@ -22,7 +22,7 @@ description:
     C(nvidia-imex-ctl -q)) and C(IMEX_NODE_CONFIG_FILE); other lines of C(config.cfg) are kept. The unit is
     unmasked, enabled and started, and restarted only when one of the two files changed (IMEX reads its
     configuration only when it starts).
-  - In both modes the GPUs' NVLink fabric registration is read through NVML (C(nvmlDeviceGetGpuFabricInfoV)):
+  - In both modes the GPUs' NVLink fabric registration is read through NVML (C(nvmlDeviceGetGpuFabricInfoV));
     every GPU must report state C(completed) and one clique (C(<clusterUuid>.<cliqueId>)) before the node counts
     as a healthy IMEX member. With O(require_healthy_fabric=true) an unhealthy fabric fails the task, with the
     reason per GPU.

@@ -29,9 +29,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-import yaml
-
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
 
 FIELD_MANAGER = "gpupool"
 REDACTED = "********"
@@ -192,7 +191,7 @@ class Helm:
         self.commands.append([self.redact(a) for a in argv])
         try:
             proc = self._run_process(argv, input=stdin, capture_output=True, text=True, env=self.env,
-                                     timeout=timeout or self.command_timeout)
+                                     timeout=timeout or self.command_timeout, check=False)
         except FileNotFoundError:
             raise HelmNotFound(action, "the helm binary %r was not found" % self.binary,
                                hint="install helm 3.13 or later on the host that runs the module, or set "
@@ -239,16 +238,22 @@ class Helm:
         proc = self.run("get values", ["get", "values", release, "--namespace", namespace, "--output", "json"])
         return json.loads(proc.stdout or "null") or {}
 
+    @staticmethod
+    def _yaml():
+        if yaml is None:  # PyYAML comes with ansible-core; say so plainly if it is missing
+            raise MissingLibrary("PyYAML", reason="to read helm's YAML output")
+        return yaml
+
     def show_chart(self, chart: ChartRef) -> Dict[str, Any]:
         """The chart's Chart.yaml (resolves the reference: proves it exists in that version)."""
         proc = self.run("show chart", ["show", "chart"] + chart.args(), cluster=False)
-        return yaml.safe_load(proc.stdout) or {}
+        return self._yaml().safe_load(proc.stdout) or {}
 
     def show_crds(self, chart: ChartRef) -> List[Dict[str, Any]]:
         """The chart's crds/ files. helm prints them back to back: each file must start its own YAML
         document with `---` (controller-gen's files do); one that does not merges with the previous."""
         proc = self.run("show crds", ["show", "crds"] + chart.args(), cluster=False)
-        return [doc for doc in yaml.safe_load_all(proc.stdout) if isinstance(doc, dict) and doc.get("kind")]
+        return [doc for doc in self._yaml().safe_load_all(proc.stdout) if isinstance(doc, dict) and doc.get("kind")]
 
     # ---- writes --------------------------------------------------------------------------------------
     def registry_login(self, host: str, username: str, password: str, insecure: bool = False) -> None:

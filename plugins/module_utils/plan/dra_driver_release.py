@@ -37,8 +37,8 @@ def upgrade_reasons(metadata: Optional[Mapping[str, Any]], current_values: Optio
         reasons.append("version %s -> %s" % (metadata.get("version"), version))
     diff = values_diff(current_values or {}, desired_values)
     if diff:
-        reasons.append("%d value(s) differ: %s" % (len(diff), ", ".join(d["path"] for d in diff[:8])
-                                                    + (" ..." if len(diff) > 8 else "")))
+        paths = ", ".join(d["path"] for d in diff[:8]) + (" ..." if len(diff) > 8 else "")
+        reasons.append("%d value(s) differ: %s" % (len(diff), paths))
     return reasons
 
 
@@ -91,8 +91,10 @@ def rollout_status(daemonsets: Sequence[Mapping[str, Any]], deployments: Sequenc
         waiting.append("%d pool node(s) without the plugin's ResourceSlices: %s"
                        % (len(missing), ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else "")))
     done = not waiting
-    message = ("kubelet plugin ready on %d node(s), %d pool node(s) publishing" % (plugin["ready"],
-                                                                                 len(ready_nodes) - len(missing))
-               if done else "; ".join(waiting))
+    if done:
+        message = "kubelet plugin ready on %d node(s), %d pool node(s) publishing" % (
+            plugin["ready"], len(ready_nodes) - len(missing))
+    else:
+        message = "; ".join(waiting)
     return {"done": done, "message": message, "plugin": plugin, "nodes_without_plugin": missing,
             "nodes_not_ready": not_ready, "deployments_not_ready": not_ready_deps}
