@@ -15,9 +15,10 @@ and main; nvidia-dra-mig-imex.md §1.6, §1.8, §1.11 point 5):
 - on Kubernetes >= 1.35: G+1 slices per node - one with only the shared counters, one per GPU;
 - a GPU without MIG publishes nothing (issue #1092: DynamicMIG on an L4 publishes no slice).
 
-Approximations: engine counts as the static builder's (testbed/dra_resourceslices.py); counter
-totals are the largest any one profile can use at its maximum count. `gpu` is the node's catalog
-entry as the node simulator holds it (an object with .mig.profiles, .mig.memory_slices, ...).
+Engine counts, memory and SMs come from the test bed's own MIG tables (testbed/mig_tables), as for the
+static builder: the counter set holds the whole GPU's engines (mig.engines), its memory, and as
+multiprocessors the most any profile can use at its maximum count. `gpu` is the node's table entry
+as the node simulator holds it.
 """
 from __future__ import annotations
 
@@ -39,18 +40,18 @@ def wiped_layouts(gpu, layouts: dict) -> dict:
     return out
 
 
+def _counts(multiprocessors, engines) -> dict:
+    return {"multiprocessors": multiprocessors, "copy-engines": engines.copy, "decoders": engines.decoders,
+            "encoders": engines.encoders, "jpeg-engines": engines.jpeg, "ofa-engines": engines.ofa}
+
+
 def _engines(profile) -> dict:
-    media = "+me" in profile.name
-    return {"multiprocessors": profile.multiprocessors, "copy-engines": profile.compute_slices,
-            "decoders": 1 if media else profile.compute_slices // 2, "encoders": 0,
-            "jpeg-engines": 1 if media else 0, "ofa-engines": 1 if media else 0}
+    return _counts(profile.multiprocessors, profile.engines)
 
 
 def counter_totals(gpu) -> dict:
-    totals = {name: 0 for name in COUNTERS}
-    for prof in gpu.mig.profiles:
-        for name, value in _engines(prof).items():
-            totals[name] = max(totals[name], value * prof.max_instances)
+    sms = max([p.multiprocessors * p.max_instances for p in gpu.mig.profiles] + [gpu.sm_count or 0])
+    totals = _counts(sms, gpu.mig.engines)
     totals["memory"] = gpu.memory_mib
     return totals
 

@@ -1,35 +1,39 @@
 """ResourceSlices as the NVIDIA DRA driver's kubelet plugin publishes them (SIMULATOR builders).
 
-Models the v0.4/v0.5 driver (reference nvidia-dra-mig-imex.md §1.5-1.6, §1.9):
+Models the v0.4/v0.5 driver (reference nvidia-dra-mig-imex.md §1.5-1.6, §1.9 and
+nvidia-dra-driver-published.md):
 
 - driver ``gpu.nvidia.com``, one pool per node named after the node, ``spec.nodeName`` set;
-- a GPU with MIG off is one device ``gpu-<minor>`` with the unqualified attributes ``type`` (gpu),
-  ``uuid``, ``productName``, ``brand``, ``architecture``, the versions ``cudaComputeCapability``,
+- a GPU with MIG off is one device ``gpu-<minor>`` - the /dev/nvidiaN minor number, which need not be
+  the NVML index (driver issue #563) - with the unqualified attributes ``type`` (gpu), ``uuid``,
+  ``productName``, ``brand``, ``architecture``, the versions ``cudaComputeCapability``,
   ``driverVersion``, ``cudaDriverVersion``, the standard ``resource.kubernetes.io/pciBusID`` and
-  ``resource.kubernetes.io/pcieRoot``, and the capacity ``memory``;
+  ``resource.kubernetes.io/pcieRoot``, and the capacity ``memory``; no ``index`` attribute (gone
+  since v25.8.0);
 - a GPU in MIG mode publishes its MIG devices instead (none when MIG is on without instances),
-  named ``gpu-<minor>-mig-<profile without dots, lowercased>-<GI profile id>-<placement start>``
-  (e.g. ``gpu-0-mig-3g20gb-9-4``) with ``type`` mig, ``parentUUID``, ``profile`` and the capacities
-  ``multiprocessors``, ``copyEngines``, ``decoders``, ``encoders``, ``jpegEngines``, ``ofaEngines``,
-  ``memory`` and ``memorySlice<N>`` = 1 per memory slice the placement covers;
-- on multi-node NVLink GPUs (GB200) driver ``compute-domain.nvidia.com`` publishes ``channel-<id>``
-  and ``daemon-<id>`` devices (attributes ``type`` and ``id``).
+  named ``gpu-<minor>-mig-<rfc1123(profile without dots)>-<GI profile id>-<placement start>``
+  (``gpu-0-mig-3g20gb-9-4``; ``1g.10gb+me`` becomes ``gpu-0-mig-1g10gb-me-20-0``) with ``type`` mig,
+  ``parentUUID``, ``profile`` and the capacities ``multiprocessors``, ``copyEngines``, ``decoders``,
+  ``encoders``, ``jpegEngines``, ``ofaEngines``, ``memory`` and ``memorySlice<N>`` = 1 per placement
+  unit the instance covers;
+- driver ``compute-domain.nvidia.com`` publishes ``channel-0`` and ``daemon-0`` (attributes ``type``
+  and ``id``) on every node where its plugin runs, NVLink fabric or not.
 
-Simplifications (say so wherever it matters): one channel (id 0) and one daemon device instead of
-the real 2048 channels; MIG engine counts and MIG memory are the catalog's approximations; UUIDs
-and PCI addresses are deterministic fakes; the slice name is ``<node>-<driver>`` where the real
-plugin uses generateName ``<node>-<driver>-``; DynamicMIG (partitionable devices with shared
-counters) and PassthroughSupport (vfio devices) are not built. Pure functions: the DRA driver
-simulator writes the result.
+MIG geometry, memory, SMs and engine counts come from the test bed's own tables (testbed/mig_tables,
+NVIDIA's published -lgip data or marked estimates), never from the collection's catalog.
+Simplifications (say so wherever it matters): one channel (id 0) and one daemon device are what the
+real plugin publishes too (it enumerates 2048 channels internally); UUIDs and PCI addresses are
+deterministic fakes; the slice name is ``<node>-<driver>`` where the real plugin uses generateName
+``<node>-<driver>-``; DynamicMIG (partitionable devices with shared counters) and PassthroughSupport
+(vfio devices) are not built. Pure functions: the DRA driver simulator writes the result.
 """
 from __future__ import annotations
 
+import re
 import uuid
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
-
 from testbed.gpu_flavors import CUDA_DRIVER_VERSION, DRIVER_VERSION, gpus_of
+from testbed.mig_tables import placed
 
 GPU_DRIVER = "gpu.nvidia.com"
 CD_DRIVER = "compute-domain.nvidia.com"
@@ -54,9 +58,12 @@ def pci_bus_id(index):
     return "0000:%02x:00.0" % (0x41 + index * 0x10)
 
 
-def mig_device_name(index, profile, profile_id, start):
-    """The driver's name of a static MIG device: gpu-<minor>-mig-<profile sans dots>-<GI id>-<start>."""
-    return "gpu-%d-mig-%s-%d-%d" % (index, profile.replace(".", "").replace("+", "").lower(), profile_id, start)
+def mig_device_name(minor, profile, profile_id, start):
+    """The driver's name of a static MIG device: gpu-<minor>-mig-<rfc1123(profile sans dots)>-<GI id>-<start>.
+
+    rfc1123 lowercases and turns every character outside [a-z0-9-.] into '-' (mig.go ToCanonicalName)."""
+    return "gpu-%d-mig-%s-%d-%d" % (minor, re.sub(r"[^a-z0-9.-]", "-", profile.replace(".", "").lower()),
+                                    profile_id, start)
 
 
 def _common(gpu, index):
@@ -72,38 +79,37 @@ def _common(gpu, index):
     }
 
 
-def devices(node, gpu, count, layouts=None):
-    """Devices of one node with `count` GPUs of catalog model `gpu`.
+def devices(node, gpu, count, layouts=None, minors=None):
+    """Devices of one node with `count` GPUs of table model `gpu` (testbed.mig_tables).
 
     layouts: {gpu index: None (MIG off) or {profile: count} (MIG on, possibly no instances)};
-    a missing index means MIG off. Raises mig_planner.InfeasibleLayout for a layout that does not fit.
+    a missing index means MIG off. minors: the /dev/nvidiaN minor of each GPU index (default: the
+    index). Raises mig_tables.LayoutRefused for a layout the GPU refuses.
     """
     out = []
     for index in range(count):
+        minor = minors[index] if minors else index
         layout = (layouts or {}).get(index)
         attrs = _common(gpu, index)
         if layout is None:
             attrs.update({"type": {"string": "gpu"}, "uuid": {"string": gpu_uuid(node, index)}})
-            out.append({"name": "gpu-%d" % index, "attributes": attrs,
+            out.append({"name": "gpu-%d" % minor, "attributes": attrs,
                         "capacity": {"memory": {"value": "%dMi" % gpu.memory_mib}}})
             continue
-        for inst in plan(gpu, layout) if layout else []:
-            prof = profile_by_name(gpu, inst.profile)
-            media = "+me" in prof.name
+        for prof, start in sorted(placed(gpu, layout) if layout else [], key=lambda item: item[1]):
             mattrs = dict(attrs)
             mattrs.update({"type": {"string": "mig"},
-                           "uuid": {"string": mig_uuid(node, index, inst.profile, inst.start)},
-                           "parentUUID": {"string": gpu_uuid(node, index)}, "profile": {"string": inst.profile}})
+                           "uuid": {"string": mig_uuid(node, index, prof.name, start)},
+                           "parentUUID": {"string": gpu_uuid(node, index)}, "profile": {"string": prof.name}})
+            eng = prof.engines
             capacity = {"memory": {"value": "%dMi" % prof.memory_mib},
                         "multiprocessors": {"value": str(prof.multiprocessors)},
-                        "copyEngines": {"value": str(prof.compute_slices)},
-                        "decoders": {"value": "1" if media else str(prof.compute_slices // 2)},
-                        "encoders": {"value": "0"},
-                        "jpegEngines": {"value": "1" if media else "0"},
-                        "ofaEngines": {"value": "1" if media else "0"}}
-            for sl in range(inst.start, inst.start + inst.size):
+                        "copyEngines": {"value": str(eng.copy)}, "decoders": {"value": str(eng.decoders)},
+                        "encoders": {"value": str(eng.encoders)}, "jpegEngines": {"value": str(eng.jpeg)},
+                        "ofaEngines": {"value": str(eng.ofa)}}
+            for sl in range(start, start + prof.memory_slices):
                 capacity["memorySlice%d" % sl] = {"value": "1"}
-            out.append({"name": mig_device_name(index, inst.profile, inst.profile_id, inst.start),
+            out.append({"name": mig_device_name(minor, prof.name, prof.profile_id, start),
                         "attributes": mattrs, "capacity": capacity})
     return out
 
@@ -115,14 +121,15 @@ def gpu_devices(node, flavor, layouts=None):
 
 
 def compute_domain_devices():
-    """The compute-domain driver's devices on an NVLink node (simplified: one channel, one daemon)."""
+    """The compute-domain driver's devices: channel-0 and daemon-0, what the real plugin publishes."""
     return [
         {"name": "channel-0", "attributes": {"type": {"string": "channel"}, "id": {"int": 0}}},
         {"name": "daemon-0", "attributes": {"type": {"string": "daemon"}, "id": {"int": 0}}},
     ]
 
 
-def node_slices(node, gpu, count, layouts=None, generation=1, owner=None, drivers=(GPU_DRIVER, CD_DRIVER)):
+def node_slices(node, gpu, count, layouts=None, generation=1, owner=None, drivers=(GPU_DRIVER, CD_DRIVER),
+                minors=None):
     """ResourceSlice objects (resource.k8s.io/v1) the driver publishes for `node`.
 
     owner: the Node's {"name", "uid"} for the ownerReference the kubelet plugin sets (the Node owns
@@ -132,8 +139,8 @@ def node_slices(node, gpu, count, layouts=None, generation=1, owner=None, driver
         return []
     slices = []
     if GPU_DRIVER in drivers:
-        slices.append(_slice(node, GPU_DRIVER, devices(node, gpu, count, layouts), generation, owner))
-    if CD_DRIVER in drivers and gpu.multinode_nvlink:
+        slices.append(_slice(node, GPU_DRIVER, devices(node, gpu, count, layouts, minors), generation, owner))
+    if CD_DRIVER in drivers:  # on every GPU node: the plugin does not fail without an NVLink fabric
         slices.append(_slice(node, CD_DRIVER, compute_domain_devices(), generation, owner))
     return slices
 

@@ -18,7 +18,7 @@ or a name ending in ``-kubelet-plugin``), this simulator plays, on every poll:
 - **the kubelet plugin**: ``resource.k8s.io/v1`` ResourceSlices per ready node, exactly as the
   driver publishes them (testbed/dra_resourceslices.py: driver ``gpu.nvidia.com``, pool = node
   name, ``gpu-<minor>`` or the node's current MIG devices; ``compute-domain.nvidia.com`` channel
-  and daemon devices on NVLink nodes), only for the drivers whose container is in the pod template
+  and daemon devices on every GPU node), only for the drivers whose container is in the pod template
   (``gpus``, ``compute-domains``). The pool generation is bumped whenever a node's devices change
   (e.g. after the MIG manager simulator applied a new layout). The slices are written to the real
   apiserver, so its validation applies.

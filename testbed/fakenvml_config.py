@@ -2,24 +2,25 @@
 
 The C library (testbed/fakenvml/fakenvml.c) reads a line-oriented `key=value`
 node description and a state file. This module writes both from a short node
-description, taking every GPU's identity and MIG profile table from the
-collection's catalog (mig_catalog.fake_nvml_profiles): the fake and the planner
-share one source of truth for MIG geometry.
+description, taking every GPU's identity and MIG profile table from the test
+bed's own tables (testbed/mig_tables: NVIDIA's published -lgip/-lgipp data,
+each row citing its source), never from the collection's catalog: the fake is
+an independent witness that a wrong catalog entry cannot fool.
 
     node = {"gpus": [{"model": "A100-40GB"}, {"model": "A100-40GB", "mig": True}]}
     paths = write(node, "/tmp/fake")         # config, state, log
     env = environment(paths)                 # LD_LIBRARY_PATH + FAKE_NVML_*
     reset(paths.state, 0)                    # "GPU reset": apply the pending MIG mode
 
-GPU keys: model (catalog key or product name, required), name (NVML product
-name, default the catalog's first), uuid, pci_bus_id, memory_mib, minor_number,
+GPU keys: model (table key or product name, required), name (NVML product
+name, default the table's first), uuid, pci_bus_id, memory_mib, minor_number,
 mig (current mode, bool), mig_pending (default = mig), instances ([{profile,
 start}] created with a full-size compute instance), processes ([{pid,
 used_mib, gpu_instance_id, compute_instance_id}]), fabric ({cluster_uuid,
 clique_id, state, status, health_summary}; default: GPUs with multi-node
-NVLink in the catalog get a completed registration, others NOT_SUPPORTED),
-profile_names ({catalog name: reported name}, to simulate a driver that names
-profiles differently), drop_profiles ([catalog names the driver does not
+NVLink get a completed registration, others NOT_SUPPORTED),
+profile_names ({table name: reported name}, to simulate a driver that names
+profiles differently), drop_profiles ([table names the driver does not
 offer]). Node keys: gpus, name, driver_version, cuda_driver_version,
 nvml_version, init_return (an NVML error code nvmlInit returns).
 
@@ -37,7 +38,7 @@ import sys
 import uuid as _uuid
 from collections import namedtuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import fake_nvml_profiles, get_gpu
+from testbed import mig_tables
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC_DIR = os.path.join(ROOT, "testbed", "fakenvml")
@@ -67,15 +68,9 @@ def build(quiet=True):
     return LIB_DIR
 
 
-def _engines(prof, full):
-    """Engine counts: not in the catalog; a plausible shape only (copy engines per slice, media on +me/full)."""
-    media = 1 if ("+me" in prof["name"] or full) else 0
-    return prof["slices"], media, 0, media, media
-
-
 def gpu_lines(index, spec, node_name="fake-node"):
     spec = dict(spec)
-    model = get_gpu(spec.pop("model"))
+    model = mig_tables.get(spec.pop("model"))
     name = spec.pop("name", model.product_names[0])
     uuid = spec.pop("uuid", "GPU-%s" % _uuid.uuid5(_uuid.NAMESPACE_DNS, "%s.gpu%d" % (node_name, index)))
     bus = PCI_BUSES[index] if index < len(PCI_BUSES) else 0x10 + index
@@ -105,16 +100,16 @@ def gpu_lines(index, spec, node_name="fake-node"):
         p + "mig_mode=%d" % (mig and bool(model.mig)), p + "mig_pending=%d" % (pending and bool(model.mig)),
     ]
     if model.mig:
-        lines += [p + "memory_slices=%d" % model.mig.memory_slices, p + "compute_slices=%d" % model.mig.compute_slices]
-        for prof in fake_nvml_profiles(model):
-            if prof["name"] in dropped:
+        lines += [p + "memory_slices=%d" % model.mig.memory_slices, p + "compute_slices=%d" % model.mig.compute_slices,
+                  # What the whole GPU has: instances together never get more (two +me on A30 fail).
+                  p + "engines_total=%d %d %d %d %d" % tuple(model.mig.engines)]
+        for prof in model.mig.profiles:
+            if prof.name in dropped:
                 continue
-            full = prof["slices"] == model.mig.compute_slices
-            ce, dec, enc, jpeg, ofa = _engines(prof, full)
             lines.append(p + "gi_profile=%d %d %d %d %d %d %d %d %d %d %d %d %s %s" % (
-                prof["index"], prof["id"], prof["slices"], prof["memory_slices"], prof["instances"],
-                prof["memory_mib"], prof["sm"], ce, dec, enc, jpeg, ofa,
-                ",".join(str(s) for s in prof["starts"]), renames.get(prof["name"], prof["name"])))
+                (prof.nvml_index, prof.profile_id, prof.compute_slices, prof.memory_slices, prof.max_instances,
+                 prof.memory_mib, prof.multiprocessors) + tuple(prof.engines) +
+                (",".join(str(s) for s in prof.starts), renames.get(prof.name, prof.name))))
     if fabric == "default":
         fabric = {} if model.multinode_nvlink else None
     if fabric is not None:
@@ -190,7 +185,7 @@ def initial_state(node):
     """State text for the node's initial MIG mode, instances and processes."""
     st = State(len(node["gpus"]))
     for d, spec in enumerate(node["gpus"]):
-        model = get_gpu(spec["model"])
+        model = mig_tables.get(spec["model"])
         mig = bool(spec.get("mig", False)) and bool(model.mig)
         st.gpus[d]["mig"] = [int(mig), int(bool(spec.get("mig_pending", mig)) and bool(model.mig))]
         renames = spec.get("profile_names", {})
@@ -295,7 +290,7 @@ def remove_processes(state_path, index):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Write a fake libnvidia-ml node (simulator) and print its environment.")
-    ap.add_argument("--model", default="A100-40GB", help="catalog GPU model (default A100-40GB)")
+    ap.add_argument("--model", default="A100-40GB", help="GPU model of testbed/mig_tables (default A100-40GB)")
     ap.add_argument("--count", type=int, default=1, help="number of GPUs")
     ap.add_argument("--mig", action="store_true", help="start with MIG mode enabled")
     ap.add_argument("--dir", required=True, help="directory for config.txt, state.txt and calls.log")

@@ -5,7 +5,8 @@ CERN's documented GPU flavors (webinar "Adding and managing GPUs on Kubernetes",
 pools (H100, H200, GB200: not CERN's, sizes illustrative) and plain CPU flavors. The node simulator
 reads it to size each Node (capacity) and to give it the labels GPU Feature Discovery (GFD) and
 Node Feature Discovery (NFD) would set; the DRA driver simulator reads it to publish one device per
-GPU. GPU facts (product names, memory, MIG geometry) come from the MIG catalog, never from here.
+GPU. GPU facts (product names, memory, MIG geometry) come from the test bed's own MIG tables
+(testbed/mig_tables), never from the collection's catalog.
 
 Pure data and pure functions: no I/O.
 """
@@ -13,10 +14,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu, get_gpu
+from testbed import mig_tables
 
 Flavor = namedtuple("Flavor", "name gpu gpus vcpus ram_mib arch source")
-Flavor.__doc__ = """A Nova flavor: catalog GPU key (or None), GPUs per server, vCPUs, RAM, CPU architecture."""
+Flavor.__doc__ = """A Nova flavor: GPU key of testbed/mig_tables (or None), GPUs per server, vCPUs, RAM, CPU architecture."""
 
 _GB = 1024
 
@@ -47,7 +48,7 @@ FLAVOR_TABLE = {f.name: f for f in (
     _f("m1.medium", None, 0, 2, 4, source="sandbox"),
 )}
 
-# flavor: (catalog GPU key, GPUs per node) - the short view most callers want.
+# flavor: (GPU key, GPUs per node) - the short view most callers want.
 FLAVORS = {name: (f.gpu, f.gpus) for name, f in FLAVOR_TABLE.items()}
 
 # What the simulated nodes run (the DRA driver needs >= 570.158.01 for ComputeDomains, ref §1.2).
@@ -68,9 +69,9 @@ def flavor(name):
 
 
 def gpus_of(flavor_name):
-    """(GpuModel or None, count) of a flavor; unknown flavors have no GPU."""
+    """(GPU table or None, count) of a flavor; unknown flavors have no GPU."""
     key, count = FLAVORS.get(flavor_name, (None, 0))
-    return (get_gpu(key) if key else None), count
+    return (mig_tables.get(key) if key else None), count
 
 
 def gpu_label_value(gpu):
@@ -110,7 +111,7 @@ def gfd_labels(flavor_name, clique=None):
 
 
 def gpus_from_labels(labels):
-    """(GpuModel, count, flavor name or None) for a Node's labels, or (None, 0, None).
+    """(GPU table, count, flavor name or None) for a Node's labels, or (None, 0, None).
 
     The flavor comes from node.kubernetes.io/instance-type (set by the OpenStack cloud provider);
     without a known flavor, GFD's nvidia.com/gpu.product and gpu.count labels are used."""
@@ -120,7 +121,7 @@ def gpus_from_labels(labels):
     if gpu:
         return gpu, count, name
     product = labels.get("nvidia.com/gpu.product", "")
-    gpu = find_gpu(product) if product else None  # find_gpu ignores punctuation
+    gpu = mig_tables.find(product) if product else None  # GFD's value: the product name, spaces as dashes
     try:
         count = int(labels.get("nvidia.com/gpu.count", "0"))
     except ValueError:

@@ -7,7 +7,7 @@ nvidia-dra-mig-imex.md §2.1, §2.2) on the simulated GPUs of each node (GpuInve
    the value changes (or when it first sees a node with the label);
 2. the config is read from the mig-parted ``version: v1`` file in a ConfigMap (default
    ``gpupool-mig-parted-config`` in ``gpu-operator``, key ``config.yaml``: what the collection
-   writes, pool_model.MigManager) and validated like mig-parted does (``version: v1`` only,
+   writes, model.inventory.MigManager) and validated like mig-parted does (``version: v1`` only,
    ``mig-configs`` non-empty, entries with ``devices`` (``all`` or indices) and ``mig-enabled``,
    ``mig-devices`` required when enabled and empty when disabled, optional ``device-filter``,
    unknown fields refused). ``all-disabled`` is always known. An unknown name or an invalid file
@@ -15,8 +15,8 @@ nvidia-dra-mig-imex.md §2.1, §2.2) on the simulated GPUs of each node (GpuInve
 3. if the node already has that layout ("mig-parted assert" passes) the state becomes ``success``
    at once; otherwise ``pending``, and after a configurable delay the layout is applied: each
    entry applies to the GPUs it selects (later entries win, indices the node lacks are ignored),
-   every MIG layout must fit the GPU (the MIG planner decides: an infeasible layout, or MIG on a
-   GPU without MIG, is ``failed``); on success the node's MIG devices change, the DRA driver
+   every MIG layout must fit the GPU (the test bed's own MIG tables decide, testbed/mig_tables, as
+   NVML would: an infeasible layout, or MIG on a GPU without MIG, is ``failed``); on success the node's MIG devices change, the DRA driver
    simulator republishes the node's ResourceSlices (new pool generation), then the state becomes
    ``success``;
 4. fault injection: ``inject_fault(node=..., count=...)`` makes the next apply(s) end ``failed``.
@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 
 import yaml
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, plan
 
+from testbed.mig_tables import LayoutRefused, placed
 from testbed.simulator_client import Kube, KubeError, node_path
 
 IDENTITY = "testbed:mig-manager-simulator"
@@ -118,6 +118,7 @@ def select(configs: dict, name: str) -> list:
 
 
 def _filter_matches(flt, gpu) -> bool:
+    """mig-parted's device-filter against the simulated GPU's PCI device ID (the table's first ID)."""
     if flt is None:
         return True
     wanted = {f.lower() for f in ([flt] if isinstance(flt, str) else flt)}
@@ -126,7 +127,7 @@ def _filter_matches(flt, gpu) -> bool:
 
 def resolve(entries: list, gpu, count: int, current: dict) -> dict:
     """New {GPU index: None | {profile: count}} after applying the entries; GPUs no entry selects
-    keep their layout. Pure: raises InfeasibleLayout when a layout cannot be applied."""
+    keep their layout. Pure: raises LayoutRefused when a layout cannot be applied."""
     layouts = {i: copy.deepcopy(current.get(i)) for i in range(count)}
     for entry in entries:
         if not _filter_matches(entry.get("device-filter"), gpu):
@@ -138,9 +139,9 @@ def resolve(entries: list, gpu, count: int, current: dict) -> dict:
                 continue
             layout = {p: c for p, c in (entry.get("mig-devices") or {}).items() if c}
             if not gpu.mig:
-                raise InfeasibleLayout("GPU %d (%s) does not support MIG" % (i, gpu.key))
+                raise LayoutRefused("GPU %d (%s) does not support MIG" % (i, gpu.key))
             if layout:
-                plan(gpu, layout)  # raises InfeasibleLayout with the planner's explanation
+                placed(gpu, layout)  # raises LayoutRefused with the reason NVML would give
             layouts[i] = layout
     return layouts
 
@@ -245,7 +246,7 @@ class MigManagerSimulator:
             return self._set_state(name, st, "failed", str(exc))
         try:
             wanted = resolve(entries, machine.gpu, machine.count, self.inventory.layouts(name))
-        except InfeasibleLayout:
+        except LayoutRefused:
             wanted = None  # found out while applying: pending, then failed (as NVML would refuse it)
         if wanted is not None and wanted == self.inventory.layouts(name) and not self._has_fault(name):
             return self._set_state(name, st, "success", "already applied (mig-parted assert passed)")
@@ -273,7 +274,7 @@ class MigManagerSimulator:
             return self._set_state(name, st, "failed", fault)
         try:
             layouts = resolve(st.target, machine.gpu, machine.count, self.inventory.layouts(name))
-        except InfeasibleLayout as exc:
+        except LayoutRefused as exc:
             return self._set_state(name, st, "failed", str(exc))
         self.inventory.set_layouts(name, layouts)
         if self.republish is not None:

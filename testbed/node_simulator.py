@@ -59,7 +59,7 @@ class Machine:
     """The simulated hardware of one node: its GPUs and their current MIG layout."""
 
     name: str
-    gpu: object  # mig_catalog.GpuModel
+    gpu: object  # testbed.mig_tables Gpu record
     count: int
     flavor: str | None = None
     clique: str | None = None

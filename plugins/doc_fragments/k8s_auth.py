@@ -78,7 +78,8 @@ options:
       - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
       - Validated with the collection's pool model before anything is read or written; an invalid inventory fails
         with every problem and its path (see M(gpupool.core.validate)).
-    type: dict
+      - A value that is not a mapping is refused by the model with the expected shape.
+    type: raw
     required: true
   pools:
     description:
@@ -113,4 +114,22 @@ options:
       - Python regular expression; nodes whose name matches it also belong to the pool.
       - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names, for example V(-{nodegroup}-\\d+$).
     type: str
+"""
+
+    # Waiting for the result (node_pool, compute_domain). Skipped in check mode.
+    WAIT = r"""
+options:
+  wait:
+    description:
+      - Wait for the result to be ready (what "ready" means is in the module's description). Skipped in check mode.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait at most.
+    type: int
+    default: 600
+  wait_sleep:
+    description: Seconds between two checks while waiting.
+    type: float
+    default: 5.0
 """

@@ -29,7 +29,8 @@ AUTH = dict(
 # The validated inventory and the pools to work on (fragment k8s_auth.pools).
 # `pools` is a list; Ansible also turns a comma-separated string or a single name into one.
 POOLS = dict(
-    cluster=dict(type="dict", required=True),
+    # raw, not dict: the model answers a cluster that is not a mapping with its own message and example
+    cluster=dict(type="raw", required=True),
     pools=dict(type="list", elements="str"),
 )
 

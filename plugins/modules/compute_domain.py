@@ -47,8 +47,8 @@ options:
     default: 300
   wait_sleep:
     description: Seconds between two checks while waiting.
-    type: int
-    default: 5
+    type: float
+    default: 5.0
   prune:
     description:
       - Delete gpupool's ComputeDomains of the pools in scope that are no longer wanted, in any namespace.
@@ -57,6 +57,7 @@ options:
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.wait
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
 attributes:

@@ -288,7 +288,7 @@ class Rollout:
             name = pool.mig_config_name
             cfg = self.configs[name]
             plan = plan_mig_rollout.plan_pool(pool.name, name, cfg["digest"], assigned[pool.name], self.mm.max_unavailable,
-                                 config_changed=name in changed_configs, retry_failed=self.p["retry_failed"])
+                                              config_changed=name in changed_configs, retry_failed=self.p["retry_failed"])
             plan["selector"] = node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
             self.plans.append(plan)
             self.pools[pool.name] = {"config_name": name, "digest": cfg["digest"], "selector": plan["selector"],
@@ -383,7 +383,7 @@ class Rollout:
             header = "Node %s (pool %s)" % (row["name"], plan["pool"])
             self.diff.append({"before": plan_mig_rollout.node_diff_view(b["config"], b["state"], b["digest"]),
                               "after": plan_mig_rollout.node_diff_view(plan["config_name"], states.get(row["name"], "success"),
-                                                          plan["digest"]),
+                                                                       plan["digest"]),
                               "before_header": header, "after_header": header})
 
     def uncordon_leftovers(self, plan):

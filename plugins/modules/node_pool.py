@@ -52,11 +52,12 @@ options:
     default: 600
   wait_sleep:
     description: Seconds between two checks while waiting.
-    type: int
-    default: 10
+    type: float
+    default: 10.0
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.wait
   - gpupool.core.k8s_auth.nodes
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes

@@ -17,6 +17,8 @@ description:
     MIG on GPUs without MIG, time-slicing together with MPS, DRA feature-gate conflicts across pools and
     NVLink/ComputeDomains on GPUs without multi-node NVLink.
   - Every problem is reported with the path of the bad key and a sentence saying how to fix it.
+  - Warns (without failing) about inventory that is valid but matches nothing, such as an extra DeviceClass whose
+    C(min_memory) is above the memory every GPU of its pool publishes.
   - On success returns the pools with defaults filled in, the DRA driver feature gates that follow from them and
     the mig-parted configuration of the static MIG pools.
   - Changes nothing, on any host.
@@ -27,7 +29,8 @@ options:
     description:
       - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
       - See the collection's C(docs/inventory.md) for every key.
-    type: dict
+      - A value that is not a mapping is refused by the model with the expected shape.
+    type: raw
     required: true
   var_name:
     description:
@@ -112,6 +115,7 @@ problems:
       message: "unknown key 'node_cout'; did you mean 'node_count'?"
 """
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.advisories import semantic_warnings
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
 from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
@@ -119,13 +123,15 @@ from ansible_collections.gpupool.core.plugins.module_utils.module import Gpupool
 
 class ValidateModule(GpupoolModule):
     argument_spec = dict(
-        cluster=dict(type="dict", required=True),
+        cluster=dict(type="raw", required=True),
         var_name=dict(type="str", default="gpupool_cluster"),
     )
     required_libraries = ("pydantic",)
 
     def run(self):
         cluster = load_cluster(self.params["cluster"], root=self.params["var_name"])
+        for path, message in semantic_warnings(cluster, root=self.params["var_name"]):
+            self.warn("%s: %s" % (path, message))
         return normalized_result(cluster)
 
 

@@ -6,9 +6,9 @@
  * answers from a text description of one node's GPUs:
  *
  *   FAKE_NVML_CONFIG  node description (key=value lines), written by
- *                     testbed/fakenvml_config.py from the MIG catalog
- *                     (plugins/module_utils/mig_catalog.py: fake_nvml_profiles),
- *                     so the placement geometry has one source of truth.
+ *                     testbed/fakenvml_config.py from the test bed's own MIG
+ *                     tables (testbed/mig_tables: NVIDIA's published -lgip and
+ *                     -lgipp data), never from the collection's catalog.
  *   FAKE_NVML_STATE   optional; MIG mode, GPU/compute instances and processes.
  *                     Every call re-reads it under flock(FAKE_NVML_STATE.lock)
  *                     and every write rewrites it atomically (tmp + rename), so
@@ -37,6 +37,11 @@
  *    the given placement), list, get by id, info, destroy. Overlap, count and
  *    compute-slice limits return NVML_ERROR_INSUFFICIENT_RESOURCES; a
  *    placement that is not an allowed start returns NVML_ERROR_INVALID_ARGUMENT.
+ *    With engines_total configured, the copy engines, decoders, encoders,
+ *    JPEG and OFA units of all GPU instances together never exceed the GPU's
+ *    (NVML_ERROR_INSUFFICIENT_RESOURCES): e.g. the one JPEG/OFA unit of an
+ *    A30 goes to one +me instance, and a +me.all instance leaves the others
+ *    only -me profiles (nvml.h on NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME).
  *  - compute instances: profiles (1..N compute slices of the GPU instance),
  *    create, list, get by id, info, destroy; a GPU instance with compute
  *    instances or processes cannot be destroyed (NVML_ERROR_IN_USE).
@@ -48,7 +53,7 @@
  *    configured GPU has no multi-node NVLink.
  * What it does not model: clocks, power, ECC, NVLink links, events, vGPU,
  * accounting, GPU-instance ids and default placements chosen exactly as the
- * real driver does, engine counts beyond what the catalog gives. Every other
+ * real driver does. Every other
  * function pynvml looks up is exported as a weak stub (generated from
  * nvml_symbols.txt) that returns NVML_ERROR_NOT_SUPPORTED.
  */
@@ -164,6 +169,8 @@ struct devcfg {
     int arch, brand, cc_major, cc_minor, minor;
     int mig_capable, mig_needs_reset, mig_mode, mig_pending;
     unsigned mem_slices, compute_slices, sm;
+    int has_engines;            /* engines_total given: enforce the GPU's engine budget */
+    unsigned eng_total[5];      /* copy engines, decoders, encoders, JPEG, OFA */
     int fabric;                 /* 1: multi-node NVLink fabric info supported */
     unsigned char cluster_uuid[16];
     unsigned clique_id, fabric_state, fabric_health_summary;
@@ -316,6 +323,11 @@ static int set_dev_key(struct devcfg *dc, const char *k, const char *v) {
     else if (!strcmp(k, "fabric_status")) dc->fabric_status = atoi(v);
     else if (!strcmp(k, "fabric_health_summary")) dc->fabric_health_summary = (unsigned)atoi(v);
     else if (!strcmp(k, "gi_profile")) return parse_profile(dc, v);
+    else if (!strcmp(k, "engines_total")) {
+        if (sscanf(v, "%u %u %u %u %u", &dc->eng_total[0], &dc->eng_total[1], &dc->eng_total[2], &dc->eng_total[3],
+                   &dc->eng_total[4]) != 5) return -1;
+        dc->has_engines = 1;
+    }
     else return -1;
     return 0;
 }
@@ -958,17 +970,29 @@ static unsigned occupied_mask(int d) {
     return m;
 }
 
+static void engines_of(const struct profile *p, unsigned out[5]) {
+    out[0] = p->ce; out[1] = p->dec; out[2] = p->enc; out[3] = p->jpeg; out[4] = p->ofa;
+}
+
 static nvmlReturn_t can_create(int d, struct profile *p, int start) {
     int same = 0;
-    unsigned compute = 0;
+    unsigned compute = 0, used[5] = {0, 0, 0, 0, 0}, mine[5];
     for (int g = 0; g < MAXGI; g++) {
         if (!st[d].gi[g].used) continue;
         struct profile *q = prof_by_id(d, st[d].gi[g].profile_id);
         if (st[d].gi[g].profile_id == p->id) same++;
         compute += q ? q->slices : 0;
+        if (q) {
+            unsigned e[5];
+            engines_of(q, e);
+            for (int i = 0; i < 5; i++) used[i] += e[i];
+        }
     }
     if ((unsigned)same >= p->instances || compute + p->slices > cfg.dev[d].compute_slices)
         return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    engines_of(p, mine);
+    for (int i = 0; cfg.dev[d].has_engines && i < 5; i++)
+        if (used[i] + mine[i] > cfg.dev[d].eng_total[i]) return NVML_ERROR_INSUFFICIENT_RESOURCES;
     if (start < 0) return NVML_SUCCESS;
     unsigned mask = ((1u << p->mem_slices) - 1) << start;
     if (start + p->mem_slices > cfg.dev[d].mem_slices || (occupied_mask(d) & mask))

@@ -7,18 +7,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import get_gpu
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, maximal_layouts
 from testbed import dra_resourceslices as rs
-from testbed import gpu_flavors
+from testbed import gpu_flavors, mig_tables
+from testbed.mig_tables import LayoutRefused
 from testbed.dra_simulator import feature_gates, schedules_on
 from testbed.mig_manager_simulator import ConfigError, parse_config, resolve, select
 from testbed.node_simulator import clique_id, node_object, node_status
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
-A100 = get_gpu("A100-40GB")
+A100 = mig_tables.get("A100-40GB")
 CERN = {"3g.20gb": 1, "2g.10gb": 2}
 GPU_FLAVORS = sorted(f for f, (gpu, n) in gpu_flavors.FLAVORS.items() if gpu)
 
@@ -47,7 +46,7 @@ def test_gfd_labels():
 
 def test_gpus_from_labels():
     assert gpu_flavors.gpus_from_labels({"node.kubernetes.io/instance-type": "g5.h200x8"})[:2] == \
-        (get_gpu("H200-141GB"), 8)
+        (mig_tables.get("H200-141GB"), 8)
     # no known flavor: GFD's product and count
     gpu, count, flavor = gpu_flavors.gpus_from_labels({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
                                                        "nvidia.com/gpu.count": "2"})
@@ -64,7 +63,7 @@ def test_clique_ids_group_18_nodes_per_nvlink_domain():
 
 # ---- ResourceSlice builders ------------------------------------------------------------------------------
 def test_full_gpus():
-    (sl,) = rs.resource_slices("n1", "g4.p2.40g", owner={"name": "n1", "uid": "u-1"})
+    sl, _compute_domains = rs.resource_slices("n1", "g4.p2.40g", owner={"name": "n1", "uid": "u-1"})
     assert sl["spec"]["driver"] == "gpu.nvidia.com" and sl["spec"]["nodeName"] == "n1"
     assert sl["spec"]["pool"] == {"name": "n1", "generation": 1, "resourceSliceCount": 1}
     assert [d["name"] for d in sl["spec"]["devices"]] == ["gpu-0", "gpu-1"]
@@ -85,7 +84,32 @@ def test_mig_devices_are_named_like_the_driver_names_them():
     assert big["attributes"]["profile"] == {"string": "3g.20gb"} and big["attributes"]["type"] == {"string": "mig"}
     slices = sorted(k for k in big["capacity"] if k.startswith("memorySlice"))
     assert slices == ["memorySlice%d" % i for i in range(4, 8)]
-    assert rs.mig_device_name(0, "1g.5gb+me", 20, 6) == "gpu-0-mig-1g5gbme-20-6"
+    # rfc1123 as the driver does it: '+' and every other character outside [a-z0-9-.] become '-'
+    assert rs.mig_device_name(0, "1g.10gb+me", 20, 0) == "gpu-0-mig-1g10gb-me-20-0"
+    assert rs.mig_device_name(3, "1g.24gb+me.all", 65, 9) == "gpu-3-mig-1g24gb-meall-65-9"
+    assert rs.mig_device_name(1, "2g.48gb-me", 66, 6) == "gpu-1-mig-2g48gb-me-66-6"
+
+
+def test_device_names_use_the_minor_not_the_index():
+    """gpu-<N> is /dev/nvidiaN's minor (driver issue #563); attributes still belong to the NVML index."""
+    a100 = mig_tables.get("A100-40GB")
+    devs = rs.devices("n1", a100, 2, {0: None, 1: {"7g.40gb": 1}}, minors=[3, 1])
+    assert [d["name"] for d in devs] == ["gpu-3", "gpu-1-mig-7g40gb-0-0"]
+    assert devs[0]["attributes"]["resource.kubernetes.io/pciBusID"] == {"string": rs.pci_bus_id(0)}
+    assert devs[1]["attributes"]["parentUUID"] == {"string": rs.gpu_uuid("n1", 1)}
+
+
+def test_mig_capacities_are_the_tables_lgip_numbers():
+    (dev,) = rs.devices("n1", mig_tables.get("H200-141GB"), 1, {0: {"1g.18gb+me": 1}})
+    cap = {k: v["value"] for k, v in dev["capacity"].items()}
+    assert dev["name"] == "gpu-0-mig-1g18gb-me-20-0"
+    assert (cap["memory"], cap["multiprocessors"]) == ("16384Mi", "16")  # 16.00 GiB, 16 SMs (mig-parted #120)
+    assert [cap[k] for k in ("copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines")] == \
+        ["1", "1", "0", "1", "1"]
+    rtx = rs.devices("n1", mig_tables.get("RTX-PRO-6000"), 1, {0: {"2g.48gb": 1, "1g.24gb": 2}})
+    assert [d["name"] for d in rtx] == ["gpu-0-mig-2g48gb-5-0", "gpu-0-mig-1g24gb-14-6", "gpu-0-mig-1g24gb-14-9"]
+    assert sorted(k for k in rtx[0]["capacity"] if k.startswith("memorySlice")) == \
+        sorted("memorySlice%d" % i for i in range(6))
 
 
 def test_mig_on_without_instances_publishes_nothing_for_that_gpu():
@@ -93,28 +117,40 @@ def test_mig_on_without_instances_publishes_nothing_for_that_gpu():
 
 
 def test_infeasible_layout_raises():
-    with pytest.raises(InfeasibleLayout):
+    with pytest.raises(LayoutRefused):
         rs.gpu_devices("n1", "g4.p1.40g", {0: {"7g.40gb": 1, "1g.5gb": 1}})
-    with pytest.raises(InfeasibleLayout):
+    with pytest.raises(LayoutRefused):
         rs.gpu_devices("n1", "g2.5xlarge", {0: {"1g.5gb": 1}})
+    with pytest.raises(LayoutRefused, match="jpeg"):  # A30: one JPEG/OFA unit for both +me instances
+        rs.devices("n1", mig_tables.get("A30"), 1, {0: {"1g.6gb+me": 1, "2g.12gb+me": 1}})
 
 
-def test_nvlink_nodes_get_a_compute_domain_slice():
-    gpu_slice, cd = rs.resource_slices("gb", "g6.gb200x4")
-    assert [d["name"] for d in gpu_slice["spec"]["devices"]] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+@pytest.mark.parametrize("flavor", ["g6.gb200x4", "g4.p2.40g"])
+def test_every_gpu_node_gets_a_compute_domain_slice(flavor):
+    """The CD plugin publishes channel-0 and daemon-0 wherever it runs, NVLink fabric or not."""
+    gpu_slice, cd = rs.resource_slices("n", flavor)
+    assert gpu_slice["spec"]["driver"] == "gpu.nvidia.com"
     assert cd["spec"]["driver"] == "compute-domain.nvidia.com"
     assert [(d["name"], d["attributes"]["type"]["string"]) for d in cd["spec"]["devices"]] == [
         ("channel-0", "channel"), ("daemon-0", "daemon")]
     # only the containers that run publish: a chart with computeDomains disabled has no CD slice
-    (only,) = rs.node_slices("gb", get_gpu("GB200"), 4, drivers=(rs.GPU_DRIVER,))
+    (only,) = rs.node_slices("gb", mig_tables.get("GB200"), 4, drivers=(rs.GPU_DRIVER,))
     assert only["spec"]["driver"] == "gpu.nvidia.com"
 
 
 def _max_layouts(flavor):
+    """The largest layouts the test bed's tables accept (each profile at its max, greedily)."""
     gpu, count = gpu_flavors.gpus_of(flavor)
     if not gpu.mig:
         return None
-    options = maximal_layouts(gpu)
+    options = []
+    for first in gpu.mig.profiles:
+        layout = {first.name: first.max_instances}
+        for prof in gpu.mig.profiles:
+            while mig_tables.feasible(gpu, dict(layout, **{prof.name: layout.get(prof.name, 0) + 1})):
+                layout[prof.name] = layout.get(prof.name, 0) + 1
+        if mig_tables.feasible(gpu, layout):
+            options.append(layout)
     return {i: options[i % len(options)] for i in range(count)}
 
 
@@ -165,8 +201,8 @@ def test_invalid_mig_parted_files(text, message):
 
 
 def test_mig_on_a_gpu_without_mig_is_infeasible():
-    with pytest.raises(InfeasibleLayout, match="does not support MIG"):
-        resolve([{"devices": "all", "mig-enabled": True, "mig-devices": {}}], get_gpu("T4"), 1, {})
+    with pytest.raises(LayoutRefused, match="does not support MIG"):
+        resolve([{"devices": "all", "mig-enabled": True, "mig-devices": {}}], mig_tables.get("T4"), 1, {})
 
 
 # ---- DaemonSet scheduling -------------------------------------------------------------------------------

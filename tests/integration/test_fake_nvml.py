@@ -12,8 +12,9 @@ import sys
 import pynvml
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
+from testbed import mig_tables
 from testbed.fakenvml import gen_symbols
 from testbed.fakenvml_config import LIB
 
@@ -154,8 +155,10 @@ emit(res)
     assert out == [[0, [1, 1]], [pynvml.NVML_ERROR_IN_USE, [0, 1]]]
 
 
-def test_placements_come_from_the_catalog(fake_nvml):
-    keys = cat.mig_capable_keys()
+def test_profiles_and_placements_are_the_test_beds_tables(fake_nvml):
+    """What pynvml reads back is the test bed's own table (testbed/mig_tables), row for row: ids, kinds,
+    counts, placements, -lgip memory and SMs, engines - not the collection's catalog."""
+    keys = sorted(k for k, g in mig_tables.GPUS.items() if g.mig)
     fake_nvml.configure([{"model": k} for k in keys])
     (out,) = fake_nvml.python(HELPERS + """
 pynvml.nvmlInit()
@@ -172,16 +175,44 @@ for i in range(pynvml.nvmlDeviceGetCount()):
         pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(h, info.id, None, ctypes.byref(c))
         arr = (pynvml.c_nvmlGpuInstancePlacement_t * c.value)()
         pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(h, info.id, arr, ctypes.byref(c))
-        profs[info.name.decode() if isinstance(info.name, bytes) else info.name] = [
-            idx, info.id, info.sliceCount, info.instanceCount, [[p.start, p.size] for p in arr]]
+        v2 = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(h, idx, 2)
+        name = v2.name.decode() if isinstance(v2.name, bytes) else v2.name
+        profs[name] = [idx, info.id, info.sliceCount, info.instanceCount, [[p.start, p.size] for p in arr],
+                       info.memorySizeMB, info.multiprocessorCount,
+                       [info.copyEngineCount, info.decoderCount, info.encoderCount, info.jpegCount, info.ofaCount]]
     res.append(profs)
 emit(res)
 """)
+    assert len(out) == len(keys) == 13
     for key, profs in zip(keys, out):
-        model = cat.get_gpu(key)
+        table = mig_tables.get(key)
         expected = {"MIG " + p.name: [p.nvml_index, p.profile_id, p.compute_slices, p.max_instances,
-                                      [[s, p.memory_slices] for s in p.starts]] for p in model.mig.profiles}
+                                      [[s, p.memory_slices] for s in p.starts], p.memory_mib, p.multiprocessors,
+                                      list(p.engines)] for p in table.mig.profiles}
         assert profs == expected, key
+    # Published -lgip numbers, not proportional estimates (H200 1g.18gb: 16.00 GiB, 16 SMs; 7g: 132 SMs).
+    h200 = out[keys.index("H200-141GB")]
+    assert h200["MIG 1g.18gb"][5:7] == [16384, 16] and h200["MIG 7g.141gb"][5:7] == [143104, 132]
+    assert out[keys.index("RTX-PRO-6000")]["MIG 1g.24gb+me.all"][7] == [1, 4, 4, 4, 1]
+
+
+def test_media_engines_are_handed_out_once(fake_nvml):
+    """A30: the one JPEG/OFA unit goes to one +me instance; RTX PRO 6000: +me.all leaves only -me profiles."""
+    fake_nvml.configure([{"model": "A30", "mig": True}, {"model": "RTX-PRO-6000", "mig": True}])
+    (out,) = fake_nvml.python(HELPERS + """
+pynvml.nvmlInit()
+a30, rtx = pynvml.nvmlDeviceGetHandleByIndex(0), pynvml.nvmlDeviceGetHandleByIndex(1)
+res = [err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, a30, 21, place(0, 1)),   # 1g.6gb+me
+       err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, a30, 6, place(2, 2)),    # 2g.12gb+me: no JPEG left
+       err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, a30, 5, place(2, 2)),    # 2g.12gb: fine
+       err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, rtx, 65, place(0, 3)),   # 1g.24gb+me.all
+       err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, rtx, 14, place(3, 3)),   # 1g.24gb: no decoder left
+       err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, rtx, 67, place(3, 3)),   # 1g.24gb-me: fine
+       err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, rtx, 66, place(6, 6))]   # 2g.48gb-me: fine
+emit(res)
+""")
+    refused = pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES
+    assert out == [0, refused, 0, 0, refused, 0, 0]
 
 
 def test_create_3g_at_start_4_refuse_overlap_and_second_process_sees_it(fake_nvml):
@@ -209,7 +240,7 @@ emit(dict(gi=[info.id, info.profileId, info.placement.start, info.placement.size
     assert out["overlap_3g"] == out["overlap_2g"] == out["full_gpu"] == pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES
     assert out["bad_start"] == out["bad_size"] == pynvml.NVML_ERROR_INVALID_ARGUMENT
     assert out["mig_uuid"].startswith("MIG-") and out["mig_name"] == A100_NAME + " MIG 3g.20gb"
-    assert out["mig_mem"] == 20480 << 20 and out["is_mig"] == 1
+    assert out["mig_mem"] == 20096 << 20 and out["is_mig"] == 1  # 19.62 GiB in the MIG guide's -lgip
     # A second process sees the first one's instances and MIG device.
     (seen,) = fake_nvml.python(HELPERS + """
 pynvml.nvmlInit()
@@ -340,16 +371,17 @@ def test_state_is_shared_and_locked_across_concurrent_processes(fake_nvml):
     assert sorted(g["start"] for g in gis.values()) == list(range(7))
 
 
-@pytest.mark.parametrize("key", ["A30", "H200-141GB", "GB200"])
+@pytest.mark.parametrize("key", ["A30", "H200-141GB", "GB200", "RTX-PRO-6000", "GB300"])
 def test_planner_layouts_create_on_other_gpus(fake_nvml, key):
-    """Every instance the planner places for a maximal layout is accepted by the fake at that placement."""
+    """Every instance the collection's planner places for each maximal layout is accepted by the fake
+    (built from the test bed's own tables) at that placement: two independent witnesses agree."""
     model = cat.get_gpu(key)
-    layout = mig_placement.maximal_layouts(model)[0]
-    placed = [[i.profile_id, i.start, i.size] for i in mig_placement.plan(model, layout)]
-    fake_nvml.configure([{"model": key, "mig": True}])
+    layouts = mig_placement.maximal_layouts(model)[:8]
+    placed = [[[i.profile_id, i.start, i.size] for i in mig_placement.plan(model, layout)] for layout in layouts]
+    fake_nvml.configure([{"model": key, "mig": True} for _ in layouts])
     (out,) = fake_nvml.python(HELPERS + """
 pynvml.nvmlInit()
-h = pynvml.nvmlDeviceGetHandleByIndex(0)
-emit([err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, h, pid, place(s, z)) for pid, s, z in %r])
+emit([[err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, pynvml.nvmlDeviceGetHandleByIndex(gpu), pid,
+           place(s, z)) for pid, s, z in instances] for gpu, instances in enumerate(%r)])
 """ % (placed,))
-    assert out == [0] * len(placed)
+    assert out == [[0] * len(p) for p in placed]

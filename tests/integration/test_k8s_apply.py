@@ -1,4 +1,4 @@
-"""The server-side-apply engine (k8s_apply.py) against the real kube-apiserver: writes counted in the audit log.
+"""The server-side-apply engine (k8s/apply_engine.py) against the real kube-apiserver: writes counted in the audit log.
 
 Each test uses its own pool names and object names and cleans up, so the session's control plane can be
 shared with the other integration tests.

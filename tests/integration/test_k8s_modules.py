@@ -265,7 +265,7 @@ def test_failures_are_clear_and_write_nothing_they_should_not(control_plane, tmp
         ("gpupool.core.node_pool", {"cluster": cluster(pool("mod-conf")), "pools": ["nope"]}),
         ("gpupool.core.resource_claim_template", {"cluster": cluster(pool("mod-conf")), "pools": ["mod-conf"],
                                                   "namespaces": ["mod-missing"]}),
-        ("gpupool.core.compute_domain", {"cluster": cluster(), "host": closed, "api_key": "secret-token",
+        ("gpupool.core.compute_domain", {"cluster": dict(cluster(), allow_empty=True), "host": closed, "api_key": "secret-token",
                                          "request_retries": 0, "request_timeout": 2}),
     ])
     cel, foreign, conflict, forced, inventory, unknown, missing_ns, unreachable = results
@@ -281,7 +281,7 @@ def test_failures_are_clear_and_write_nothing_they_should_not(control_plane, tmp
         "DeviceClass mod-conf (pool mod-conf): server-side apply conflict: .spec.selectors owned by field manager "
         "'other-tool', not by 'gpupool'.")
     assert not forced.get("failed") and h.actions(forced) == {"mod-conf": "updated"}
-    assert inventory["failed"] and "gpupool_cluster.pools[0].gpu_taints: unknown key 'gpu_taints'; did you mean " \
+    assert inventory["failed"] and "gpupool_cluster.pools[0] (mod-x).gpu_taints: unknown key 'gpu_taints'; did you mean " \
                                    "'gpu_taint'?" in inventory["msg"]
     assert unknown["failed"] and "pool(s) 'nope' not in gpupool_cluster.pools" in unknown["msg"]
     assert missing_ns["failed"] and ("namespace mod-missing does not exist; create it first") in missing_ns["msg"]

@@ -7,6 +7,9 @@
 GPU instance, or raises `InfeasibleLayout` with a sentence a person can act on.
 It searches (backtracking over allowed starts), because greedy first-fit is
 wrong: on A100-40GB `3g.20gb + 2 x 2g.10gb` fits only with the 3g at start 4.
+Besides slices it enforces the GPU's engines: instances never get more media
+engines than the GPU has (A30: one JPEG/OFA unit, so one +me instance; RTX PRO
+6000: +me.all takes every decoder, so only -me profiles fit beside it).
 """
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ import difflib
 import itertools
 from collections import namedtuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu, gpu_keys, profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import (
+    UnknownGpu, engine_shortfall, find_gpu, gpu_keys, profile_by_name, resolve_gpu,
+)
 
 Instance = namedtuple("Instance", "profile start size profile_id compute_slices")
 
@@ -35,10 +40,12 @@ class InfeasibleLayout(ValueError):
 
 
 def _resolve(gpu):
-    model = find_gpu(gpu) if isinstance(gpu, str) else gpu
-    if model is None:
-        raise InfeasibleLayout(
-            "GPU model %r is not in the MIG catalog (known: %s)" % (gpu, ", ".join(gpu_keys())))
+    try:
+        model = resolve_gpu(gpu) if isinstance(gpu, str) else gpu
+    except UnknownGpu as exc:
+        raise InfeasibleLayout("GPU model %r is not in the MIG catalog (%s)" % (
+            gpu, ("did you mean %s?" % " or ".join(exc.candidates)) if exc.candidates
+            else "known: %s" % ", ".join(gpu_keys())))
     if not model.mig:
         raise InfeasibleLayout(
             "%s does not support MIG; MIG-capable GPUs: %s"
@@ -71,6 +78,21 @@ def _check_counts(model, layout):
             "%s needs %d memory slices but %s has %d (%s)"
             % (_fmt(layout), memory, model.key, geo.memory_slices, _cost(model, layout, "memory_slices")),
             model, layout)
+    short = engine_shortfall(model, layout)
+    if short:
+        raise InfeasibleLayout(_engine_reason(model, layout, *short), model, layout)
+
+
+_ENGINE_WORDS = {"copy": "copy engines", "decoders": "video decoders (NVDEC)", "encoders": "video encoders (NVENC)",
+                 "jpeg": "JPEG decoders (NVJPG)", "ofa": "optical-flow accelerators (OFA)"}
+
+
+def _engine_reason(model, layout, field, need, have):
+    users = ", ".join("%s takes %d" % (n, getattr(profile_by_name(model, n).engines, field))
+                      for n, c in sorted(layout.items()) if c and getattr(profile_by_name(model, n).engines, field))
+    return ("%s needs %d %s but %s has %d (%s); media engines are not shared between instances, so choose at "
+            "most one profile that claims them (e.g. one +me, or +me.all with only -me profiles)"
+            % (_fmt(layout), need, _ENGINE_WORDS[field], model.key, have, users))
 
 
 def _hint(model, name):
@@ -197,6 +219,8 @@ def _feasible_quick(model, layout):
         return False
     if sum(profile_by_name(model, n).memory_slices * c for n, c in layout.items()) > geo.memory_slices:
         return False
+    if engine_shortfall(model, layout):
+        return False
     return _search(_expand(model, {n: c for n, c in layout.items() if c}), geo.memory_slices)[0] is not None
 
 
@@ -228,11 +252,8 @@ def maximal_layouts(gpu):
     """Every maximal feasible layout: adding any further instance breaks it."""
     model = _resolve(gpu)
     profs = model.mig.profiles
-    feasible = []
-    for counts in itertools.product(*(range(p.max_instances + 1) for p in profs)):
-        layout = {p.name: c for p, c in zip(profs, counts) if c}
-        if layout and _feasible_quick(model, layout):
-            feasible.append(layout)
+    feasible = [layout for layout in _within_compute(profs, model.mig.compute_slices)
+                if layout and _feasible_quick(model, layout)]
     result = []
     for layout in feasible:
         grown = False
@@ -248,3 +269,15 @@ def maximal_layouts(gpu):
     return result
 
 
+def _within_compute(profs, compute_slices):
+    """Every layout (counts up to each max) whose compute slices fit: a layout over the compute budget never
+    fits, so those are not even built (RTX PRO 6000's 11 profiles would make 108,000 otherwise)."""
+    def walk(i, left):
+        if i == len(profs):
+            yield {}
+            return
+        prof = profs[i]
+        for count in range(min(prof.max_instances, left // prof.compute_slices) + 1):
+            for rest in walk(i + 1, left - count * prof.compute_slices):
+                yield dict(rest, **{prof.name: count}) if count else rest
+    return walk(0, compute_slices)

@@ -12,14 +12,20 @@ from typing import Dict, List, Literal, Optional, Union
 import re
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_TAINT
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_KEY
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_KEY_RULE
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE_RULE
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import QUANTITY
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_key
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_value
 
 
 try:
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+    # ValidationError is re-exported for model/load.py, so the one import guard stays here.
+    from pydantic import (  # pylint: disable=unused-import
+        BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator)
     PYDANTIC_IMPORT_ERROR = None
 except ImportError as _exc:  # modules report it with missing_required_lib()
     PYDANTIC_IMPORT_ERROR = _exc
@@ -31,8 +37,18 @@ except ImportError as _exc:  # modules report it with missing_required_lib()
     def Field(default=None, **kwargs):  # noqa: N802
         return default
 
+    def PrivateAttr(default=None):  # noqa: N802
+        return default
+
     def field_validator(*args, **kwargs):
         return lambda func: func
+
+    def model_validator(*args, **kwargs):
+        return lambda func: func
+
+
+# Magnum stores node counts and volume sizes in Integer (int32) columns: a larger number fails in the database.
+INT32_MAX = 2147483647
 
 
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
@@ -44,12 +60,17 @@ class Strict(BaseModel):
 
 def _labels(value):
     for key, val in (value or {}).items():
-        if not LABEL_KEY.match(str(key)):
-            raise ValueError("%r is not a valid Kubernetes label key" % key)
-        if not LABEL_VALUE.match(str(val)):
-            raise ValueError("label %s=%r: values are at most 63 characters of [A-Za-z0-9-_.], "
-                             "starting and ending alphanumeric" % (key, val))
+        if not is_label_key(str(key)):
+            raise ValueError("%s is not a valid Kubernetes label key: use %s" % (cut(key), LABEL_KEY_RULE))
+        if not is_label_value(str(val)):
+            raise ValueError("label %s=%s: values are %s" % (key, cut(val), LABEL_VALUE_RULE))
     return {str(k): str(v) for k, v in (value or {}).items()}
+
+
+def _int32(value):
+    if value is not None and value > INT32_MAX:
+        raise ValueError("%d is more than Magnum can store: at most %d (a 32-bit integer)" % (value, INT32_MAX))
+    return value
 
 
 class Taint(Strict):
@@ -57,11 +78,19 @@ class Taint(Strict):
     value: str = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
+    # The API server checks a taint key as a qualified name and its value as a label value (validateTaints).
     @field_validator("key")
     @classmethod
     def _key(cls, v):
-        if not LABEL_KEY.match(v):
-            raise ValueError("%r is not a valid taint key" % v)
+        if not is_label_key(v):
+            raise ValueError("%s is not a valid taint key: use %s" % (cut(v), LABEL_KEY_RULE))
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v):
+        if not is_label_value(v):
+            raise ValueError("%s is not a valid taint value: use %s" % (cut(v), LABEL_VALUE_RULE))
         return v
 
 
@@ -79,11 +108,28 @@ class Nodegroup(Strict):
         default_factory=dict, description="Magnum labels, merged over the cluster's labels.")
     merge_labels: bool = Field(True, description="Without it Magnum drops every cluster label.")
 
+    _v_int32 = field_validator("node_count", "min_node_count", "max_node_count", "docker_volume_size")(
+        classmethod(lambda cls, v: _int32(v)))
+
 
 class Gpu(Strict):
     """The pool's GPU."""
-    model: str = Field(..., description="Catalog key (A100-40GB, H100-80GB, T4...) or a product name.")
+    model: str = Field(..., description="Catalog key (A100-40GB, H100-80GB, T4...), a MIG user guide designation "
+                       "(A100-SXM4-40GB) or what nvidia-smi prints (NVIDIA H100 80GB HBM3); see docs/mig-catalog.md.")
     per_node: int = Field(1, ge=1, le=16, description="GPUs in each node.")
+    not_in_catalog: bool = Field(False, description="The GPU is not in the catalog: `model` is then the exact "
+                                                    "product name the DRA driver publishes (no MIG, no NVLink).")
+    product_names: Optional[List[str]] = Field(
+        None, min_length=1, description="The productName values the DRA driver publishes for these GPUs (what "
+        "nvidia-smi -L prints); replaces the catalog's list in DeviceClass selectors, for boards whose name the "
+        "catalog does not know.")
+
+    @field_validator("product_names")
+    @classmethod
+    def _names(cls, v):
+        if v is not None and any(not isinstance(n, str) or not n.strip() for n in v):
+            raise ValueError("product names must be non-empty strings such as 'NVIDIA H100 80GB HBM3'")
+        return v
 
 
 class Mig(Strict):
@@ -92,6 +138,16 @@ class Mig(Strict):
     layout: Optional[Dict[str, int]] = Field(None, description="Same layout on every GPU: {profile: count}.")
     layouts: Optional[Dict[int, Dict[str, int]]] = Field(None, description="Per GPU index: {index: {profile: count}}.")
     config_name: Optional[str] = Field(None, description="mig-parted config name; default gpupool-<pool>.")
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, v):
+        # YAML 1.1 reads an unquoted off/no/false as the boolean false: `mig: {mode: off}` means off.
+        if v is False:
+            return "off"
+        if v is True:
+            raise ValueError("true is not a MIG mode (YAML reads an unquoted on/yes as true): use static or dynamic")
+        return v
 
 
 class TimeSlicing(Strict):
@@ -181,6 +237,9 @@ class Pool(Strict):
     device_classes: DeviceClasses = Field(default_factory=DeviceClasses)
     nvlink: NvLink = Field(default_factory=NvLink)
 
+    # Where the pool is in gpupool_cluster.pools, for messages; set when the cluster is validated.
+    _index: Optional[int] = PrivateAttr(None)
+
     _v_labels = field_validator("node_labels", "node_selector")(classmethod(lambda cls, v: _labels(v)))
 
     @property
@@ -193,8 +252,16 @@ class Pool(Strict):
         return find_gpu(self.gpu.model)
 
     @property
+    def product_names(self):
+        """productName values the pool's devices publish: the inventory's override, else the catalog's."""
+        if self.gpu.product_names:
+            return list(self.gpu.product_names)
+        gpu = self.catalog_gpu
+        return list(gpu.product_names) if gpu else [self.gpu.model]
+
+    @property
     def mig_config_name(self):
-        return self.mig.config_name or "gpupool-%s" % self.name
+        return mig_config_name(self)
 
     def layout_for(self, index):
         """MIG layout of GPU `index`, or None when MIG is not statically set there."""
@@ -243,6 +310,15 @@ class Cluster(Strict):
     dra_driver: DraDriver = Field(default_factory=DraDriver, description="NVIDIA DRA driver Helm release.")
     mig_manager: MigManager = Field(default_factory=MigManager, description="Where static MIG configs go.")
     pools: List[Pool] = Field(default_factory=list, description="The GPU pools.")
+    allow_empty: bool = Field(False, description="Accept a cluster without any present pool. Without it, `pools: []` "
+                                                 "(or every pool absent) is refused: the modules would prune every "
+                                                 "gpupool object of the cluster.")
+
+    @model_validator(mode="after")
+    def _number_pools(self):
+        for index, pool in enumerate(self.pools):
+            pool._index = index
+        return self
 
     def pool(self, name):
         for p in self.pools:

@@ -5,29 +5,80 @@
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Dict, List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.checks import empty_cluster_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.checks import semantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.describe import got
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, ValidationError
-from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import _pydantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, Pool, ValidationError
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import scan
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
+from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import EXAMPLES
+from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import pydantic_problems
 
 
-def load_cluster(data, root="gpupool_cluster"):
-    """Validate inventory data; return the normalized Cluster or raise Problems."""
-    if not isinstance(data, dict):
-        raise Problems([(root, "must be a mapping with name and pools, got %s" % type(data).__name__)])
+def load_cluster(data, root: str = "gpupool_cluster") -> Cluster:
+    """Validate inventory data; return the normalized Cluster or raise Problems (every problem found)."""
+    if not isinstance(data, Mapping):
+        raise Problems([(root, "must be a mapping with name and pools, e.g. `%s`; %s"
+                         % (EXAMPLES["gpupool_cluster"], got(data)))])
+    data = dict(data)
+    notes = scan(data, root, lambda at, loc: inventory_path(at, loc, data))
     try:
         cluster = Cluster.model_validate(data)
     except ValidationError as err:
-        raise Problems(_pydantic_problems(err, root))
+        problems = pydantic_problems(err, root, data) + _problems_of_valid_pools(data, root)
+        raise Problems(_with_notes(problems, notes))
     problems = semantic_problems(cluster, root)
     if problems:
-        raise Problems(problems)
+        raise Problems(_with_notes(problems, notes))
     return cluster
 
 
-def dump_cluster(cluster):
+def _problems_of_valid_pools(data: dict, root: str) -> List[Tuple[str, str]]:
+    """Semantic problems of the pools that are shape-valid, when only some pools are not.
+
+    One pool's typo must not hide what is wrong with the others (a clash between two valid pools, a layout
+    that does not fit): each pool is validated on its own, at its own index. When a setting outside the pools
+    is broken, the cross-pool checks have nothing sound to stand on and are left for the next run."""
+    pools = data.get("pools")
+    if not isinstance(pools, list):
+        return []
+    try:
+        base = Cluster.model_validate(dict(data, pools=[]))
+    except ValidationError:
+        return []
+    valid = []
+    for index, raw in enumerate(pools):
+        try:
+            pool = Pool.model_validate(raw)
+        except ValidationError:
+            continue
+        pool._index = index
+        valid.append(pool)
+    return semantic_problems(base.model_copy(update={"pools": valid}), root, skip=(empty_cluster_problems,))
+
+
+def _with_notes(problems: List[Tuple[str, str]], notes: Dict[str, str]) -> List[Tuple[str, str]]:
+    """Problems with the look-alike character notes of their path (or of a key below it) appended."""
+    out = [[path, message] for path, message in problems]
+    for note_path, note in notes.items():
+        best = None
+        for entry in out:
+            path = entry[0]
+            if note_path == path or note_path.startswith(path + ".") or note_path.startswith(path + "["):
+                if best is None or len(path) > len(best[0]):
+                    best = entry
+        if best is not None and note not in best[1]:
+            best[1] += (" " if best[1].endswith(".") else ". ") + note
+    return [(entry[0], entry[1]) for entry in out]
+
+
+def dump_cluster(cluster: Cluster) -> dict:
     """Normalized plain data (defaults filled in) for playbooks."""
     data = cluster.model_dump(mode="json")
     for pool, raw in zip(cluster.pools, data["pools"]):
@@ -36,7 +87,7 @@ def dump_cluster(cluster):
         raw["sharing"]["strategy"] = pool.sharing.strategy
         gpu = pool.catalog_gpu
         raw["gpu"]["catalog_key"] = gpu.key if gpu else None
-        raw["nodegroup_name"] = (pool.nodegroup.name or pool.name) if pool.nodegroup else None
+        raw["nodegroup_name"] = nodegroup_name(pool)
     data["dra_driver"]["feature_gates_effective"] = effective_gates(cluster)
     return data
 
@@ -49,7 +100,7 @@ def select_pools(cluster, names=None, root="gpupool_cluster"):
     unknown = [n for n in names if n not in known]
     if unknown:
         raise Problems([("pools", "pool(s) %s not in %s.pools; known pools: %s"
-                           % (", ".join(repr(n) for n in unknown), root, ", ".join(known) or "none"))])
+                         % (", ".join(repr(n) for n in unknown), root, ", ".join(known) or "none"))])
     return [p for p in cluster.pools if p.name in names]
 
 

@@ -8,8 +8,9 @@ One place, so a module that writes a label and the report that reads it can neve
 from __future__ import annotations
 
 import re
+from typing import List, NamedTuple, Optional
 
-
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu
 
 GPU_TAINT = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}
 
@@ -84,6 +85,67 @@ def channel_template_name(pool):
 
 def nodegroup_name(pool):
     return (pool.nodegroup.name or pool.name) if pool.nodegroup else None
+
+
+def mig_config_name(pool) -> str:
+    """The mig-parted config a static-MIG pool's nodes are labelled with (nvidia.com/mig.config)."""
+    return pool.mig.config_name or "gpupool-%s" % pool.name
+
+
+def pool_mig_profiles(pool) -> List[str]:
+    """MIG profiles that get a DeviceClass: static: those the layout(s) ask for, dynamic: all of the GPU's."""
+    gpu = find_gpu(pool.gpu.model)
+    if pool.mig.mode == "dynamic" and gpu is not None and gpu.mig:
+        return [p.name for p in gpu.mig.profiles]
+    if pool.mig.mode != "static":
+        return []
+    seen: List[str] = []
+    layouts = [pool.mig.layout] if pool.mig.layout is not None else list((pool.mig.layouts or {}).values())
+    for layout in layouts:
+        for name, count in (layout or {}).items():
+            if count and name not in seen:
+                seen.append(name)
+    return seen
+
+
+def pool_has_full_gpus(pool) -> bool:
+    """Whether some GPU of the pool is left whole (no static MIG layout on it)."""
+    if pool.mig.mode != "static":
+        return True
+    if pool.mig.layout is not None:
+        return not any(pool.mig.layout.values())
+    return any(not pool.layout_for(i) for i in range(pool.gpu.per_node))
+
+
+class ClassName(NamedTuple):
+    """One DeviceClass a pool publishes: its name, what it offers and where in the pool it comes from."""
+    name: str
+    role: str  # gpu | mig | vfio | extra
+    profile: Optional[str]
+    where: str  # key path below the pool, e.g. ".mig" or ".device_classes.extra[0]"
+    extended_resource_name: Optional[str]
+
+
+def device_class_names(pool) -> List[ClassName]:
+    """Every DeviceClass a present pool publishes, generated ones first, then its extra classes."""
+    if pool.state != "present":
+        return []
+    ext = pool.device_classes.extended_resource_names
+    out = []
+    if pool.device_classes.defaults:
+        if pool_has_full_gpus(pool):
+            name = full_gpu_class_name(pool)
+            out.append(ClassName(name, "gpu", None, "", extended_resource_name(name) if ext else None))
+        for profile in pool_mig_profiles(pool):
+            name = mig_class_name(pool, profile)
+            out.append(ClassName(name, "mig", profile, ".mig", extended_resource_name(name) if ext else None))
+        if pool.passthrough:
+            name = vfio_class_name(pool)
+            out.append(ClassName(name, "vfio", None, ".passthrough", extended_resource_name(name) if ext else None))
+    for index, extra in enumerate(pool.device_classes.extra):
+        out.append(ClassName(extra.name, "extra", extra.mig_profile, ".device_classes.extra[%d]" % index,
+                             extra.extended_resource_name))
+    return out
 
 
 FIELD_MANAGER = "gpupool"

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a validated cluster means in concrete terms: gates, MIG configs, placements.
 
-Pure functions over a validated `Cluster` (see pool_model.py).
+Pure functions over a validated `Cluster` (see model/inventory.py).
 """
 from __future__ import annotations
 
@@ -11,15 +11,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import dump_cluster
-
-
-def pool_mig_entries(pool):
-    """mig-parted entries of one static-MIG pool: [(devices, layout)]."""
-    if pool.mig.mode != "static":
-        return []
-    if pool.mig.layouts is None:
-        return [("all", pool.mig.layout)]
-    return [([idx], pool.layout_for(idx)) for idx in range(pool.gpu.per_node)]
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import pool_mig_entries
 
 
 def cluster_mig_parted_config(cluster):

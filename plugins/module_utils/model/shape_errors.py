@@ -3,26 +3,71 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """pydantic validation errors -> (path, message) pairs a person can act on.
 
-Paths are written the way the inventory is (``gpupool_cluster.pools[1].mig.layout``); unknown keys get a
-did-you-mean hint and the keys allowed at that place.
+Paths are written the way the inventory is (``gpupool_cluster.pools[1] (gpu-a100).mig.layout``). A wrong type
+says what is expected with a one-line example (``mig: {mode: static, layout: {...}}``) and shows the value
+found, cut short; unknown keys get a did-you-mean hint and the keys allowed at that place. No pydantic
+wording ("Input should be a valid dictionary or instance of Mig") reaches the user.
 """
 from __future__ import annotations
 
 import difflib
 import re
+from typing import Dict, List, Sequence, Tuple, Union
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
+from ansible_collections.gpupool.core.plugins.module_utils.model.describe import got
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import BaseModel, Cluster
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import ascii_fold
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
+
+# One line of inventory per key whose value is a structure: what the user should have written.
+EXAMPLES: Dict[str, str] = {
+    "gpupool_cluster": "gpupool_cluster: {name: cern-gpu, pools: [...]}",
+    "pools": "pools: [{name: gpu-a100, gpu: {model: A100-40GB}, nodegroup: {flavor: g4.p2.40g}}]",
+    "pools[]": "- {name: gpu-a100, gpu: {model: A100-40GB}, nodegroup: {flavor: g4.p2.40g}}",
+    "magnum": "magnum: {cloud: openstack, cluster: k8s-gpu}",
+    "cloud": "cloud: openstack",
+    "dra_driver": "dra_driver: {version: '0.5.1', nvidia_driver_root: /run/nvidia/driver}",
+    "feature_gates": "feature_gates: {TimeSlicingSettings: true}",
+    "values": "values: {kubeletPlugin: {priorityClassName: system-node-critical}}",
+    "mig_manager": "mig_manager: {config_map: gpupool-mig-parted-config, namespace: gpu-operator}",
+    "nodegroup": "nodegroup: {flavor: g4.p2.40g, node_count: 2}",
+    "gpu": "gpu: {model: A100-40GB, per_node: 2}",
+    "mig": "mig: {mode: static, layout: {3g.20gb: 1, 2g.10gb: 2}}",
+    "layout": "layout: {3g.20gb: 1, 2g.10gb: 2}",
+    "layouts": "layouts: {0: {7g.40gb: 1}, 1: {1g.5gb: 7}}",
+    "layouts[]": "layouts: {0: {7g.40gb: 1}}",
+    "sharing": "sharing: {time_slicing: {interval: Medium}}",
+    "time_slicing": "time_slicing: {interval: Medium}",
+    "mps": "mps: {active_thread_percentage: 50}",
+    "device_classes": "device_classes: {extra: [{name: a100-big, min_memory: 40Gi}]}",
+    "extra": "extra: [{name: a100-big, min_memory: 40Gi}]",
+    "extra[]": "- {name: a100-big, min_memory: 40Gi}",
+    "selectors": "selectors: [\"device.attributes['gpu.nvidia.com'].brand == 'Nvidia'\"]",
+    "nvlink": "nvlink: {mode: compute_domain, compute_domain: {name: gb200-domain, namespace: ml}}",
+    "compute_domain": "compute_domain: {name: gb200-domain, namespace: ml}",
+    "imex_nodes": "imex_nodes: [10.0.0.1, 10.0.0.2]",
+    "taints": "taints: [{key: example.com/team, value: ml, effect: NoSchedule}]",
+    "taints[]": "- {key: example.com/team, value: ml, effect: NoSchedule}",
+    "node_labels": "node_labels: {example.com/team: ml}",
+    "node_selector": "node_selector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}",
+    "labels": "labels: {nvidia_gpu_enabled: 'true'}",
+}
+
+# What each pydantic type error expects, in words.
+EXPECTED = {
+    "model_type": "a mapping", "model_attributes_type": "a mapping", "dict_type": "a mapping",
+    "list_type": "a list", "string_type": "a string", "int_type": "a whole number", "int_parsing": "a whole number",
+    "int_from_float": "a whole number", "bool_type": "true or false", "bool_parsing": "true or false",
+    "float_type": "a number", "float_parsing": "a number",
+}
+
+# Names pydantic puts into a location for the member of a union it tried (str, dict[str,any], ...).
+_UNION_MEMBER = re.compile(r"^(str|int|bool|float|none|dict\[.*\]|list\[.*\]|function-.*|literal\[.*\]|[A-Z]\w*)$")
 
 
-def _path(root, loc):
-    out = root
-    for part in loc:
-        out += "[%d]" % part if isinstance(part, int) else ("." + str(part) if re.match(r"^\w+$", str(part)) else "[%r]" % part)
-    return out
-
-
-def _model_at(loc):
-    """The pydantic model class that owns the key at `loc` (for typo hints)."""
+def _owner_at(loc: Sequence[Union[str, int]]):
+    """The pydantic model class that owns the key at `loc` (for typo hints and allowed keys)."""
     model = Cluster
     for part in loc[:-1]:
         if isinstance(part, int):
@@ -30,37 +75,142 @@ def _model_at(loc):
         field = model.model_fields.get(str(part))
         if field is None:
             return None
-        ann = field.annotation
-        for cand in (ann, *getattr(ann, "__args__", ())):
-            for sub in (cand, *getattr(cand, "__args__", ())):
-                if isinstance(sub, type) and issubclass(sub, BaseModel):
-                    model = sub
-                    break
-            else:
-                continue
-            break
-        else:
+        found = None
+        stack = [field.annotation]
+        while stack and found is None:
+            ann = stack.pop(0)
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                found = ann
+            stack.extend(getattr(ann, "__args__", ()))
+        if found is None:
             return None
+        model = found
     return model
 
 
-def _pydantic_problems(err, root):
-    problems = []
-    for e in err.errors():
-        loc = tuple(p for p in e["loc"] if p not in ("function-after[_key(), str]",))
-        if e["type"] == "extra_forbidden":
-            owner = _model_at(loc)
-            known = list(owner.model_fields) if owner else []
-            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            msg = "unknown key %r" % loc[-1]
-            msg += "; did you mean %r?" % close[0] if close else ""
-            msg += " Allowed here: %s." % ", ".join(known) if known else ""
-            problems.append((_path(root, loc), msg))
-        elif e["type"] == "missing":
-            problems.append((_path(root, loc), "required key is missing"))
-        elif e["type"] == "literal_error":
-            problems.append((_path(root, loc), "%r is not allowed: %s" % (e.get("input"), e["msg"].replace("Input should be", "use"))))
+def _clean_loc(loc, data):
+    """The location without pydantic's union-member names, walking the raw data to tell keys from them."""
+    out, node = [], data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            out.append(part)
+        elif isinstance(part, str) and _UNION_MEMBER.match(part):
+            continue
         else:
-            msg = e["msg"].replace("Value error, ", "")
-            problems.append((_path(root, loc), "%s (got %r)" % (msg, e.get("input"))))
-    return problems
+            out.append(part)
+            node = None
+    return tuple(out)
+
+
+def _example(loc) -> str:
+    """A one-line example for the key at `loc`, or '' when none is known."""
+    names = [p for p in loc if isinstance(p, str)]
+    if not names:
+        return EXAMPLES["gpupool_cluster"]
+    key = names[-1]
+    if isinstance(loc[-1], int):
+        return EXAMPLES.get(key + "[]", "")
+    if key in EXAMPLES:
+        return EXAMPLES[key]
+    owner = _owner_at(loc)
+    field = owner.model_fields.get(key) if owner else None
+    if field is not None and not field.is_required() and field.default not in (None, "") \
+            and not isinstance(field.default, bool):
+        return "%s: %s" % (key, field.default)
+    if field is not None and field.annotation is bool:
+        return "%s: true" % key
+    return ""
+
+
+def _type_message(kinds: List[str], loc, value) -> str:
+    expected = " or ".join(dict.fromkeys(kinds))
+    text = "must be %s" % expected
+    example = _example(loc)
+    if example:
+        text += ", e.g. `%s`" % example
+    text += "; %s" % got(value)
+    if kinds == ["a string"] and isinstance(value, (bool, int, float)):
+        text += "; quote it to keep it a string"
+    return text
+
+
+def _literal_message(error) -> str:
+    expected = (error.get("ctx") or {}).get("expected") or ""
+    return "%s is not allowed: use %s" % (cut(error.get("input")), expected)
+
+
+def _value_at(data, loc):
+    node = data
+    for part in loc:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _unknown_key_message(loc) -> str:
+    owner = _owner_at(loc)
+    known = list(owner.model_fields) if owner else []
+    key = str(loc[-1])
+    close = difflib.get_close_matches(ascii_fold(key), known, n=1)
+    text = "unknown key %s" % cut(key)
+    text += "; did you mean %r?" % close[0] if close else ""
+    text += " Allowed here: %s." % ", ".join(known) if known else ""
+    return text
+
+
+def _bound_message(error) -> str:
+    ctx = error.get("ctx") or {}
+    kind = error["type"]
+    if kind == "greater_than_equal":
+        return "must be %s or more; %s" % (ctx.get("ge"), got(error.get("input")))
+    if kind == "greater_than":
+        return "must be more than %s; %s" % (ctx.get("gt"), got(error.get("input")))
+    if kind == "less_than_equal":
+        return "must be at most %s; %s" % (ctx.get("le"), got(error.get("input")))
+    if kind == "less_than":
+        return "must be less than %s; %s" % (ctx.get("lt"), got(error.get("input")))
+    if kind == "string_too_short":
+        return "must not be empty"
+    return ""
+
+
+def pydantic_problems(err, root: str, data: object = None) -> List[Tuple[str, str]]:
+    """(path, message) for every error of a pydantic ValidationError raised on the raw inventory `data`."""
+    problems: List[list] = []
+    type_problem: Dict[tuple, list] = {}
+    for error in err.errors():
+        loc = _clean_loc(tuple(error["loc"]), data)
+        kind = error["type"]
+        path = inventory_path(root, loc, data)
+        if kind in EXPECTED:
+            # A union (str or mapping, ...) reports one error per member: say them in one sentence.
+            if loc not in type_problem:
+                type_problem[loc] = [path, []]
+                problems.append(type_problem[loc])
+            type_problem[loc][1].append(EXPECTED[kind])
+        elif kind == "extra_forbidden":
+            problems.append([path, _unknown_key_message(loc)])
+        elif kind == "missing":
+            example = _example(loc)
+            problems.append([path, "required key is missing" + (", e.g. `%s`" % example if example else "")])
+        elif kind == "literal_error":
+            problems.append([path, _literal_message(error)])
+        elif _bound_message(error):
+            problems.append([path, _bound_message(error)])
+        elif kind == "value_error":
+            problems.append([path, str((error.get("ctx") or {}).get("error") or error["msg"])])
+        else:
+            # A pydantic error type this table does not know yet: its wording, without pydantic's prefix.
+            text = error["msg"].replace("Input should be", "must be").replace("Value error, ", "")
+            problems.append([path, "%s; %s" % (text, got(error.get("input")))])
+    for loc, entry in type_problem.items():
+        entry[1] = _type_message(entry[1], loc, _value_at(data, loc))
+    return [(entry[0], entry[1]) for entry in problems]

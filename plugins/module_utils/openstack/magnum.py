@@ -23,7 +23,9 @@ import json
 import time
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import CLIENT_MAX_VERSION, IN_PROGRESS_STATES, choose_microversion, evaluate_wait, format_version, parse_version
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
+    CLIENT_MAX_VERSION, IN_PROGRESS_STATES, choose_microversion, evaluate_wait, format_version, parse_version,
+)
 
 try:
     from keystoneauth1 import exceptions as ks_exc
@@ -246,7 +248,7 @@ class MagnumClient(object):
             return self.request("GET", "/clusters/%s" % ident).json()
         except MagnumNotFound as exc:
             raise MagnumNotFound("Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
-                           "`openstack coe cluster list`." % (ident, exc.detail), status=404, detail=exc.detail)
+                                 "`openstack coe cluster list`." % (ident, exc.detail), status=404, detail=exc.detail)
 
     def list_nodegroups(self, cluster_id, role=None):
         """Every nodegroup of a cluster (abbreviated list view), following the ``next`` links."""

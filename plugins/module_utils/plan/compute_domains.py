@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import COMPUTE_DOMAIN_MODES
+from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import compute_domain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import channel_template_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_SUBDOMAIN
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import ownership_labels
 
@@ -27,27 +27,13 @@ def compute_domain(pool, api_version="resource.nvidia.com/v1beta1", at="gpupool_
 
 
 def cluster_compute_domains(cluster, pools=None, api_version="resource.nvidia.com/v1beta1", root="gpupool_cluster"):
+    """ComputeDomains of the pools in scope; names and clashes are the model's check (run here too, for use on its own)."""
     scope = set(p.name for p in select_pools(cluster, pools, root))
-    problems, seen, out = [], {}, []
-    for i, pool in enumerate(cluster.pools):
-        # host_imex pools use ComputeDomains too: the host runs IMEX, the driver still hands out the
-        # domain's channel through the ComputeDomain's ResourceClaimTemplate.
-        if pool.state != "present" or pool.nvlink.mode not in ("compute_domain", "host_imex"):
-            continue
-        d = compute_domain(pool, api_version, "%s.pools[%d]" % (root, i))
-        key = (d.obj["metadata"]["namespace"], d.obj["metadata"]["name"])
-        if key in seen:
-            problems.append((d.origin, "ComputeDomain %s/%s is also wanted by %s; give each pool its own "
-                             "compute_domain.name" % (key[0], key[1], seen[key])))
-            continue
-        seen[key] = d.origin
-        for what, value in (("name", key[1]), ("channel_template", channel_template_name(pool))):
-            if not DNS_SUBDOMAIN.match(value) or len(value) > 253:
-                problems.append((d.origin + "." + what, "%r is not a valid object name" % value))
-        if not DNS_LABEL.match(key[0]):
-            problems.append((d.origin + ".namespace", "%r is not a valid namespace name" % key[0]))
-        if pool.name in scope:
-            out.append(d)
+    problems = compute_domain_problems(cluster, root)
     if problems:
         raise Problems(problems)
+    out = []
+    for i, pool in enumerate(cluster.pools):
+        if pool.state == "present" and pool.nvlink.mode in COMPUTE_DOMAIN_MODES and pool.name in scope:
+            out.append(compute_domain(pool, api_version, "%s.pools[%d]" % (root, i)))
     return out

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import namedtuple
 
 
-
 class Kind(namedtuple("Kind", "kind group plural namespaced versions")):
     """A resource kind: API group, plural, scope and its versions, most preferred first."""
     __slots__ = ()

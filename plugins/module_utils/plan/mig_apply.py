@@ -7,7 +7,7 @@ Pure functions, no I/O: `plugins/module_utils/nvml_mig.py` executes the
 actions through pynvml, `gpupool.core.mig_config` shows them in check mode.
 
 Geometry comes from the collection's one source of truth, the MIG catalog and
-planner (`mig_catalog.py`, `mig_planner.py`), corrected by what the GPU itself
+planner (`mig/catalog.py`, `mig/placement.py`), corrected by what the GPU itself
 reports through NVML (`effective_model`): profile names change across drivers
 (mig-parted issue #31), so where the GPU and the catalog disagree the GPU wins
 and a warning says so.
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import itertools
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import CATALOG, GpuModel, MigGeometry, MigProfile, find_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import (
+    Engines, GpuModel, MigGeometry, MigProfile, by_pci_device_id, find_gpu,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, place_around, plan
 
 __all__ = [
@@ -35,10 +37,7 @@ def catalog_model_for(product_name, pci_device_id=None):
     """Catalog entry for an NVML product name or PCI device id (0xDDDDVVVV), else None."""
     model = find_gpu(product_name) if product_name else None
     if model is None and pci_device_id:
-        wanted = ("%#010x" % pci_device_id if isinstance(pci_device_id, int) else str(pci_device_id)).lower()
-        for gpu in CATALOG.values():
-            if wanted in (p.lower() for p in gpu.pci_device_ids):
-                return gpu
+        return by_pci_device_id(pci_device_id)
     return model
 
 
@@ -49,7 +48,7 @@ def effective_model(product_name, reported, pci_device_id=None, label=None):
     dicts with index, id, name, compute_slices, memory_slices, max_instances,
     starts, memory_mib, multiprocessors. Empty when NVML gave none.
 
-    Returns (model, aliases, warnings): model is a mig_catalog.GpuModel whose
+    Returns (model, aliases, warnings): model is a mig.catalog.GpuModel whose
     MIG geometry is the GPU's own; aliases maps catalog profile names to the
     GPU's names where they differ; warnings are sentences for the user.
     """
@@ -89,7 +88,8 @@ def effective_model(product_name, reported, pci_device_id=None, label=None):
             name=name, profile_id=rep["id"], nvml_index=rep["index"], compute_slices=rep["compute_slices"],
             memory_slices=rep["memory_slices"], max_instances=rep["max_instances"], starts=tuple(rep["starts"]),
             memory_mib=rep.get("memory_mib") or (cat.memory_mib if cat else 0),
-            multiprocessors=rep.get("multiprocessors") or (cat.multiprocessors if cat else 0)))
+            multiprocessors=rep.get("multiprocessors") or (cat.multiprocessors if cat else 0),
+            engines=_reported_engines(rep) or (cat.engines if cat else None), measured=True))
     for cat in sorted(cat_by_index.values(), key=lambda p: p.nvml_index):
         warnings.append("%s does not offer MIG profile %s (profile ID %d) that the catalog lists for %s "
                         "(older driver?)" % (label, cat.name, cat.profile_id, catalog.key))
@@ -102,8 +102,20 @@ def effective_model(product_name, reported, pci_device_id=None, label=None):
         warnings.append("%s is not in the MIG catalog; planning with the %d MIG profiles it reports"
                         % (label, len(profiles)))
         catalog = GpuModel(product_name, (product_name,), (), "unknown", "", 0, None, False, False, None, "")
-    geometry = MigGeometry(memory_slices, compute_slices, tuple(profiles), "reported by NVML")
+    # The whole GPU's engines: what its largest (full-GPU) profile gets, as NVML reports it.
+    full = max(profiles, key=lambda p: (p.compute_slices, p.memory_slices), default=None)
+    engines = full.engines if full is not None and full.engines is not None else (
+        catalog.mig.engines if catalog.mig else None)
+    geometry = MigGeometry(memory_slices, compute_slices, tuple(profiles), "reported by NVML", engines)
     return catalog._replace(mig=geometry), aliases, warnings
+
+
+def _reported_engines(rep):
+    """Engines of a profile as nvml_facts.read_profiles reports them, or None when it did not."""
+    keys = ("copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines")
+    if not all(k in rep for k in keys):
+        return None
+    return Engines(*(int(rep[k] or 0) for k in keys))
 
 
 def translate_layout(model, layout, aliases, label):
@@ -135,8 +147,8 @@ def keep_and_place(model, layout, existing):
 
     existing: list of dicts with gpu_instance_id, profile, start. Returns
     (kept, create): kept is the list of existing dicts kept, create a list of
-    mig_planner.Instance for the new ones. The layout must be feasible
-    (checked with mig_planner.plan, whose placement is used when nothing can
+    mig.placement.Instance for the new ones. The layout must be feasible
+    (checked with mig.placement.plan, whose placement is used when nothing can
     be kept). Raises InfeasibleLayout.
     """
     layout = {n: c for n, c in layout.items() if c}

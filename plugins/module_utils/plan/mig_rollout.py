@@ -20,9 +20,10 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import CO
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_VALUE
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import DIGEST_ANNOTATION
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import STATE_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import pool_mig_entries
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import mig_config_problems_of
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import pool_mig_entries
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import static_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import pool_placements
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_ready
 
 
@@ -65,31 +66,21 @@ def pool_config(pool):
     return name, doc["mig-configs"][name]
 
 
-def desired_configs(pools):
+def desired_configs(pools, root="gpupool_cluster"):
     """{config name: {"pools": [pool names], "entries": [...], "digest": str}} for the static-MIG pools.
 
-    Two pools may share a config name only with identical entries."""
-    out, problems = {}, []
-    for pool in pools:
-        if pool.state != "present" or pool.mig.mode != "static":
-            continue
+    Config names are label values and shared only with identical entries: the model's rule
+    (model/mig_configs.py), run here too so the builder is safe on its own."""
+    problems = mig_config_problems_of(pools, root)
+    if problems:
+        raise Problems(problems)
+    out = {}
+    for pool in static_pools(pools):
         name, entries = pool_config(pool)
-        if not LABEL_VALUE.match(name) or len(name) > 63:
-            problems.append(("pools[%s].mig.config_name" % pool.name,
-                             "%r cannot be a node label value (at most 63 characters of [A-Za-z0-9-_.], starting and "
-                             "ending alphanumeric); choose another config_name" % name))
-            continue
         if name in out:
-            if out[name]["entries"] != entries:
-                problems.append(("pools[%s].mig.config_name" % pool.name,
-                                 "MIG config %r is also used by pool %s with a different layout; give one of the "
-                                 "pools its own mig.config_name" % (name, ", ".join(out[name]["pools"]))))
-                continue
             out[name]["pools"].append(pool.name)
             continue
         out[name] = {"pools": [pool.name], "entries": entries, "digest": config_digest(entries)}
-    if problems:
-        raise Problems(problems)
     return out
 
 

@@ -61,11 +61,11 @@ def choose_microversion(server_max, server_min=None, client_max=CLIENT_MAX_VERSI
     chosen = min(server_max, tuple(client_max))
     if server_min is not None and chosen < parse_version(server_min):
         raise Problems("%s only accepts microversions %s to %s, this collection speaks up to %s."
-                        % (where, format_version(parse_version(server_min)), format_version(server_max),
+                       % (where, format_version(parse_version(server_min)), format_version(server_max),
                            format_version(client_max)))
     if chosen < NODEGROUP_MIN_VERSION:
         raise Problems("%s supports microversions up to %s, but nodegroups need 1.9 (Magnum Train or newer). "
-                        "Ask the cloud operators to upgrade Magnum." % (where, format_version(server_max)))
+                       "Ask the cloud operators to upgrade Magnum." % (where, format_version(server_max)))
     return chosen
 
 
@@ -118,7 +118,7 @@ def desired_state(params):
     for taint in desired["node_taints"] or []:
         if taint["effect"] not in TAINT_EFFECTS:
             raise Problems("node_taints: effect %r of taint %r must be one of %s."
-                            % (taint["effect"], taint["key"], ", ".join(TAINT_EFFECTS)))
+                           % (taint["effect"], taint["key"], ", ".join(TAINT_EFFECTS)))
     return desired
 
 
@@ -237,7 +237,7 @@ def _check_versions(desired, observed, version, where):
             "Kubernetes instead." % (where, " and ".join(needs), format_version(version), " and ".join(needs)))
     if desired.get("node_count") == 0 and version < ZERO_NODES_VERSION:
         raise Problems("%s: node_count 0 needs Magnum API microversion 1.10, the server supports %s. "
-                        "Use node_count 1 or more." % (where, format_version(version)))
+                       "Use node_count 1 or more." % (where, format_version(version)))
 
 
 def _plan_absent(observed, before, where):
@@ -245,7 +245,7 @@ def _plan_absent(observed, before, where):
         return Plan([], before, {})
     if observed.get("is_default"):
         raise Problems("%s is a default nodegroup; Magnum refuses to delete default nodegroups (400). Delete the "
-                        "whole cluster instead, or keep it." % where)
+                       "whole cluster instead, or keep it." % where)
     if observed.get("status") == "DELETE_IN_PROGRESS":
         return Plan([], before, {}, notes=["already being deleted"], wait_gone=True)
     action = Action("delete", None, {"gone": True}, "delete %s" % where)
@@ -272,7 +272,7 @@ def _plan_create(desired, cluster, version, where):
     role = desired["role"] or "worker"
     if role == "master":
         raise Problems("%s: Magnum cannot create master nodegroups (400 CreateMasterNodeGroup); use role worker "
-                        "or another custom role." % where)
+                       "or another custom role." % where)
     count = 1 if desired["node_count"] is None else desired["node_count"]
     low = 0 if desired["min_node_count"] is None else desired["min_node_count"]
     high = desired["max_node_count"]
@@ -339,10 +339,10 @@ def _plan_update(desired, observed, before, version, where):
     status = observed.get("status") or ""
     if status == "DELETE_IN_PROGRESS":
         raise Problems("%s is being deleted (DELETE_IN_PROGRESS). Run again once it is gone to create it anew."
-                        % where)
+                       % where)
     if status in ("CREATE_FAILED", "DELETE_FAILED"):
         raise Problems("%s is in %s (%s). Magnum cannot repair it: delete it with state=absent and run again."
-                        % (where, status, observed.get("status_reason") or "no reason given"))
+                       % (where, status, observed.get("status_reason") or "no reason given"))
     problems = _immutable_problems(desired, observed)
     if problems:
         raise Problems(
@@ -512,5 +512,3 @@ def plan_drain(nodes, remove_count, where="the nodegroup"):
         "evict": [{"node": n["name"], "namespace": p["namespace"], "name": p["name"]}
                   for n in victims for p in (n.get("gpu_pods") or [])],
     }
-
-

@@ -15,6 +15,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import NO
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import node_lookup_problem
 
 
 def node_labels_of(node):
@@ -39,8 +40,9 @@ def node_matcher(pool, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
     else:
         wanted = None
     if wanted is None and pattern is None:
-        raise Problems([("pools[%s]" % pool.name, "pool %s has no node_selector and no nodegroup, so its nodes cannot "
-                           "be found; add node_selector to the pool or give the module a name_pattern" % pool.name)])
+        # load_cluster refuses such a pool already; the same model rule keeps this builder safe on its own.
+        raise Problems([("pools[%s]" % pool.name, (node_lookup_problem(pool) or "pool %s is absent" % pool.name)
+                         + ", or give the module a name_pattern")])
 
     def match(node):
         labels = node_labels_of(node)

@@ -11,7 +11,11 @@ Facts used (reference nvidia-dra-mig-imex.md §1.5-1.6, §2.2):
 
 * the NVIDIA DRA driver (``gpu.nvidia.com``) publishes one pool per node, named after the node; a
   full GPU is device ``gpu-<minor>`` with attribute ``type`` = gpu, a MIG device is
-  ``gpu-<parent minor>-mig-...`` with ``type`` = mig and ``profile``;
+  ``gpu-<parent minor>-mig-...`` with ``type`` = mig and ``profile``. The number is the /dev/nvidiaN
+  *minor*, not the NVML index that mig-parted's ``devices`` and the inventory's ``mig.layouts`` use
+  (driver issue #563), so it only tells which devices share a GPU. The index is the ``index`` /
+  ``parentIndex`` attribute where the driver publishes it (v25.3.x); newer drivers do not, and then
+  the GPUs are put in NVML's enumeration order, by ``resource.kubernetes.io/pciBusID``;
 * a ResourceSlice pool may span several slices and is republished with a higher
   ``spec.pool.generation``; only the newest generation counts;
 * an allocated device is listed in a ResourceClaim's ``status.allocation.devices.results`` by
@@ -34,8 +38,10 @@ GPU_DRIVER = "gpu.nvidia.com"
 CONFIG_LABEL = "nvidia.com/mig.config"
 STATE_LABEL = "nvidia.com/mig.config.state"
 NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
+# The parent's minor in a device name: which devices belong to one GPU (not its index).
 _FULL = re.compile(r"^gpu-(\d+)$")
 _MIG = re.compile(r"^gpu-(\d+)-mig-")
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 
 # Mismatch kinds, in the order they are reported.
 KINDS = ("no_node_selector", "node_in_two_pools", "missing_nodes", "extra_nodes", "gate_missing",
@@ -105,24 +111,47 @@ def allocated_devices(claims):
     return out
 
 
-def published_layout(devices):
-    """{GPU index: None (full GPU) or {profile: count}} from a node's gpu.nvidia.com devices."""
-    out = {}
+def published_gpus(devices):
+    """The node's GPUs as published: [{"minor", "index" (or None), "order", "layout"}] where layout is None
+    for a full GPU or {profile: count} of its MIG devices; "order" sorts like NVML enumerates (PCI bus ID,
+    else the minor)."""
+    gpus = {}
     for _pool, dev in devices:
         name = dev.get("name") or ""
         dtype = _attr(dev, "type")
-        m = _FULL.match(name)
-        if dtype == "gpu" and m:
-            out[int(m.group(1))] = None
+        full, mig = _FULL.match(name), _MIG.match(name)
+        if not ((dtype == "gpu" and full) or (dtype == "mig" and mig)):
             continue
-        m = _MIG.match(name)
-        if dtype == "mig" and m:
-            idx = int(m.group(1))
-            layout = out.get(idx) or {}
+        minor = int((full or mig).group(1))
+        gpu = gpus.setdefault(minor, {"minor": minor, "index": None, "order": None, "layout": None})
+        index = _attr(dev, "index" if dtype == "gpu" else "parentIndex")
+        if index is not None:
+            gpu["index"] = int(index)
+        bus = _attr(dev, PCI_BUS_ID) or _attr(dev, "pcieBusID")
+        if bus:
+            gpu["order"] = str(bus).lower()
+        if dtype == "mig":
+            layout = gpu["layout"] or {}
             profile = _attr(dev, "profile") or "unknown"
             layout[profile] = layout.get(profile, 0) + 1
-            out[idx] = layout
-    return out
+            gpu["layout"] = layout
+    return sorted(gpus.values(), key=lambda g: (g["order"] is None, g["order"] or "", g["minor"]))
+
+
+def published_layout(devices, expected=None, gpus_per_node=None):
+    """{GPU index: None (full GPU) or {profile: count}} from a node's gpu.nvidia.com devices.
+
+    The index comes from the ``index``/``parentIndex`` attribute when published; otherwise it is the
+    GPU's place in NVML's enumeration order (PCI bus order). A GPU with MIG on and no instances
+    publishes nothing, so when fewer GPUs than `gpus_per_node` are published the places are laid onto
+    the indices `expected` has (which leaves out the same GPUs), in order."""
+    gpus = published_gpus(devices)
+    if gpus and all(g["index"] is not None for g in gpus):
+        return dict((g["index"], g["layout"]) for g in gpus)
+    indices = list(range(len(gpus)))
+    if expected is not None and len(gpus) != gpus_per_node and len(expected) == len(gpus):
+        indices = sorted(expected)
+    return dict((idx, g["layout"]) for idx, g in zip(indices, gpus))
 
 
 def expected_layout(pool):
@@ -268,10 +297,8 @@ def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
         out[pool.name] = []
         try:
             matchers.append((pool, node_matcher(pool, nodegroup_label, name_pattern)))
-        except Problems:
-            mismatches.append(_mm(pool.name, None, "no_node_selector",
-                                  "pool %s has no node_selector and no nodegroup, so its nodes cannot be found; add a "
-                                  "node_selector to the pool (or give name_pattern)" % pool.name))
+        except Problems as exc:  # only a cluster that skipped load_cluster's checks gets here
+            mismatches.append(_mm(pool.name, None, "no_node_selector", exc.problems[0][1]))
     for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
         name = _meta(node).get("name")
         for pool, match in matchers:
@@ -308,7 +335,7 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
         name = _meta(node).get("name")
         labels = _meta(node).get("labels") or {}
         devs = node_devices(slices_by_pool, name)
-        published = published_layout(devs)
+        published = published_layout(devs, expected, pool.gpu.per_node)
         row = {"name": name, "ready": node_ready(node),
                "schedulable": not (node.get("spec") or {}).get("unschedulable", False),
                "mig_config": labels.get(CONFIG_LABEL), "mig_state": labels.get(STATE_LABEL),

@@ -190,9 +190,39 @@ def test_planner_agrees_with_brute_force(case):
     gpu, layout = case
     profs = [cat.profile_by_name(gpu, n) for n, c in layout.items() for dummy in range(c)]
     counts_ok = all(c <= cat.profile_by_name(gpu, n).max_instances for n, c in layout.items())
-    brute = counts_ok and sum(p.compute_slices for p in profs) <= gpu.mig.compute_slices and any(
+    engines_ok = all(sum(getattr(p.engines, f) for p in profs) <= getattr(gpu.mig.engines, f)
+                     for f in cat.Engines._fields)
+    brute = counts_ok and engines_ok and sum(p.compute_slices for p in profs) <= gpu.mig.compute_slices and any(
         len({s for p, st0 in zip(profs, starts) for s in range(st0, st0 + p.memory_slices)})
         == sum(p.memory_slices for p in profs)
         and all(st0 + p.memory_slices <= gpu.mig.memory_slices for p, st0 in zip(profs, starts))
         for starts in itertools.product(*(p.starts for p in profs)))
     assert mig_placement.fits(gpu, layout) == bool(brute)
+
+
+def test_a30_media_engines_allow_one_me_instance():
+    """A30 has one JPEG/OFA unit; each +me profile takes it (MIG guide A30 table, -lgip)."""
+    with pytest.raises(mig_placement.InfeasibleLayout) as err:
+        mig_placement.plan("A30", {"1g.6gb+me": 1, "2g.12gb+me": 1})
+    assert "JPEG" in err.value.reason and "A30 has 1" in err.value.reason
+    assert mig_placement.fits("A30", {"1g.6gb+me": 1, "2g.12gb": 1, "1g.6gb": 1})
+    assert all(not (lay.get("1g.6gb+me") and lay.get("2g.12gb+me")) for lay in mig_placement.maximal_layouts("A30"))
+    assert {"1g.6gb+me": 1, "2g.12gb+me": 1} not in mig_placement.suggest("A30", {"1g.6gb+me": 1, "2g.12gb+me": 1, "1g.6gb": 1})
+
+
+def test_rtx_pro_6000_me_all_leaves_only_no_me_profiles():
+    """nvml.h: an *_ALL_ME instance prevents every profile but the *_NO_ME ones."""
+    assert mig_placement.fits("RTX-PRO-6000", {"1g.24gb+me.all": 1, "1g.24gb-me": 3})
+    assert mig_placement.fits("RTX-PRO-6000", {"2g.48gb+me.all": 1, "2g.48gb-me": 1})
+    for other in ("1g.24gb", "1g.24gb+gfx", "1g.24gb+me"):
+        assert not mig_placement.fits("RTX-PRO-6000", {"1g.24gb+me.all": 1, other: 1}), other
+    placed = mig_placement.plan("RTX-PRO-6000", {"2g.48gb": 1, "1g.24gb": 2})
+    assert sorted((i.start, i.size) for i in placed) == [(0, 6), (6, 3), (9, 3)]
+
+
+def test_names_mean_different_slices_on_different_gpus():
+    """1g.35gb: the double-memory 1g on H200 (up to 4), the plain 1g on GB300 (up to 7)."""
+    assert mig_placement.fits("GB300", {"1g.35gb": 7}) and not mig_placement.fits("H200-141GB", {"1g.35gb": 7})
+    assert mig_placement.fits("H200-141GB", {"1g.35gb": 4})
+    with pytest.raises(mig_placement.InfeasibleLayout, match="did you mean"):
+        mig_placement.plan("A100", {"1g.5gb": 1})

@@ -30,7 +30,7 @@ def test_a_valid_driver_section_passes():
 
 
 @pytest.mark.parametrize("version,words", [
-    ("v0.5.1", "leading 'v'"), ("0.6.0", "supported lines are 0.4.x, 0.5.x"), ("25.12.0", "predate the 0.4 rename"),
+    ("v0.5.1", "no leading v"), ("0.6.0", "supported lines are 0.4.x, 0.5.x"), ("25.12.0", "predate the 0.4 rename"),
     ("latest", "not a chart version"),
 ])
 def test_version(version, words):
@@ -38,8 +38,9 @@ def test_version(version, words):
 
 
 def test_namespace_and_release_name():
-    assert "refuses the 'default' namespace" in problems({"namespace": "default"})["gpupool_cluster.dra_driver.namespace"]
-    assert "not a namespace name" in problems({"namespace": "GPU"})["gpupool_cluster.dra_driver.namespace"]
+    assert "refuses to install into the default namespace" in \
+        problems({"namespace": "default"})["gpupool_cluster.dra_driver.namespace"]
+    assert "not a valid namespace name" in problems({"namespace": "GPU"})["gpupool_cluster.dra_driver.namespace"]
     assert "Helm release name" in problems({"release_name": "x" * 54})["gpupool_cluster.dra_driver.release_name"]
     assert "dra_driver.namespace instead" in \
         problems({"values": {"namespace": "x"}})["gpupool_cluster.dra_driver.values.namespace"]
@@ -57,8 +58,8 @@ def test_values_the_chart_version_does_not_have():
 
 def test_host_imex_needs_a_version_with_host_managed_imex():
     probs = problems({"version": "0.4.1"}, pools=(T4, GB))
-    msg = probs["gpupool_cluster.pools[1].nvlink.mode"]
-    assert "pool gb: host-managed IMEX needs DRA driver 0.5.x" in msg and "compute_domain" in msg
+    msg = probs["gpupool_cluster.pools[1] (gb).nvlink.mode"]
+    assert "host-managed IMEX needs DRA driver 0.5.x" in msg and "compute_domain" in msg
     assert not any("feature_gates" in path for path in probs)  # reported once, at the pool
 
 

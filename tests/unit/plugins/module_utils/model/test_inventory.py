@@ -61,49 +61,49 @@ def test_normalized_result_has_placements_and_mig_parted():
 
 def test_typo_key_names_path_and_suggests():
     probs = broken(lambda d: d["pools"][0]["nodegroup"].update(node_cout=3))
-    assert probs["gpupool_cluster.pools[0].nodegroup.node_cout"].startswith("unknown key 'node_cout'; did you mean 'node_count'?")
+    assert probs["gpupool_cluster.pools[0] (t4).nodegroup.node_cout"].startswith("unknown key 'node_cout'; did you mean 'node_count'?")
 
 
 def test_typo_at_top_level_and_pool_level():
     probs = broken(lambda d: (d.update(pool=[]), d["pools"][1].update(mig_layout={})))
     assert "did you mean 'pools'" in probs["gpupool_cluster.pool"]
-    assert "gpupool_cluster.pools[1].mig_layout" in probs
+    assert "gpupool_cluster.pools[1] (a100).mig_layout" in probs
 
 
 def test_min_greater_than_node_count_and_max():
     probs = broken(lambda d: d["pools"][0]["nodegroup"].update(min_node_count=5))
-    assert "greater than node_count 2" in probs["gpupool_cluster.pools[0].nodegroup.min_node_count"]
+    assert "greater than node_count 2" in probs["gpupool_cluster.pools[0] (t4).nodegroup.min_node_count"]
 
 
 def test_node_count_above_max():
     probs = broken(lambda d: d["pools"][0]["nodegroup"].update(node_count=9))
-    assert "greater than max_node_count 4" in probs["gpupool_cluster.pools[0].nodegroup.node_count"]
+    assert "greater than max_node_count 4" in probs["gpupool_cluster.pools[0] (t4).nodegroup.node_count"]
 
 
 def test_negative_node_count_is_a_type_problem():
     probs = broken(lambda d: d["pools"][0]["nodegroup"].update(node_count=-1))
-    assert "greater than or equal to 0" in probs["gpupool_cluster.pools[0].nodegroup.node_count"]
+    assert probs["gpupool_cluster.pools[0] (t4).nodegroup.node_count"] == "must be 0 or more; got a whole number -1"
 
 
 @pytest.mark.parametrize("name", ["GPU_T4", "-t4", "t4-", "x" * 64, "t4.a"])
 def test_pool_names_must_be_dns_labels(name):
     probs = broken(lambda d: d["pools"][0].update(name=name))
-    assert "not a DNS label" in probs["gpupool_cluster.pools[0].name"]
+    assert "not a DNS label" in probs["gpupool_cluster.pools[0] (%s).name" % name]
 
 
 def test_duplicate_pool_names():
     probs = broken(lambda d: d["pools"][2].update(name="t4"))
-    assert "duplicate pool name 't4' (also pools[0])" in probs["gpupool_cluster.pools[2].name"]
+    assert "duplicate pool name 't4' (also pools[0])" in probs["gpupool_cluster.pools[2] (t4).name"]
 
 
 def test_profile_not_on_this_gpu():
     probs = broken(lambda d: d["pools"][1]["mig"].update(layout={"3g.40gb": 1}))
-    assert "belongs to A100-80GB" in probs["gpupool_cluster.pools[1].mig.layout['3g.40gb']"]
+    assert "belongs to A100-80GB" in probs["gpupool_cluster.pools[1] (a100).mig.layout['3g.40gb']"]
 
 
 def test_layout_that_does_not_fit_names_slices_and_nearest():
     probs = broken(lambda d: d["pools"][1]["mig"].update(layout={"3g.20gb": 2, "2g.10gb": 1}))
-    msg = probs["gpupool_cluster.pools[1].mig.layout"]
+    msg = probs["gpupool_cluster.pools[1] (a100).mig.layout"]
     assert "compute slices" in msg and "nearest valid layout" in msg
 
 
@@ -111,29 +111,32 @@ def test_per_gpu_layouts_check_index_and_fit():
     def mutate(d):
         d["pools"][1]["mig"] = {"mode": "static", "layouts": {0: {"7g.40gb": 1}, 1: {"4g.20gb": 2}, 2: {"7g.40gb": 1}}}
     probs = broken(mutate)
-    assert "at most 1 x 4g.20gb" in probs["gpupool_cluster.pools[1].mig.layouts[1]"]
-    assert "GPU index 2 does not exist" in probs["gpupool_cluster.pools[1].mig.layouts[2]"]
+    assert "at most 1 x 4g.20gb" in probs["gpupool_cluster.pools[1] (a100).mig.layouts[1]"]
+    assert "GPU index 2 does not exist" in probs["gpupool_cluster.pools[1] (a100).mig.layouts[2]"]
 
 
 def test_static_needs_exactly_one_layout_form():
     probs = broken(lambda d: d["pools"][1]["mig"].update(layouts={0: {"7g.40gb": 1}}))
-    assert "exactly one of 'layout'" in probs["gpupool_cluster.pools[1].mig"]
+    assert "exactly one of 'layout'" in probs["gpupool_cluster.pools[1] (a100).mig"]
 
 
 @pytest.mark.parametrize("model", ["T4", "L4", "V100", "A10"])
 def test_mig_on_gpu_without_mig(model):
     probs = broken(lambda d: d["pools"][1]["gpu"].update(model=model))
-    assert "has no MIG" in probs["gpupool_cluster.pools[1].mig.mode"]
+    assert "has no MIG" in probs["gpupool_cluster.pools[1] (a100).mig.mode"]
 
 
-def test_mig_on_free_product_name():
-    probs = broken(lambda d: d["pools"][1]["gpu"].update(model="Some Future GPU"))
-    assert "needs a GPU model from the catalog" in probs["gpupool_cluster.pools[1].gpu.model"]
+def test_mig_on_a_gpu_declared_not_in_catalog():
+    probs = broken(lambda d: d["pools"][1]["gpu"].update(model="Some Future GPU", not_in_catalog=True))
+    assert "MIG needs a GPU model from the catalog" in probs["gpupool_cluster.pools[1] (a100).gpu.model"]
 
 
-def test_free_product_name_without_mig_is_fine():
+def test_product_name_outside_the_catalog_needs_not_in_catalog():
     data = copy.deepcopy(BASE)
     data["pools"][0]["gpu"]["model"] = "NVIDIA RTX PRO 6000"
+    with pytest.raises(model_errors.Problems):
+        model_load.load_cluster(copy.deepcopy(data))
+    data["pools"][0]["gpu"]["not_in_catalog"] = True
     assert model_load.load_cluster(data).pool("t4").catalog_gpu is None
 
 
@@ -145,12 +148,12 @@ def test_product_names_resolve_to_catalog():
 
 def test_layout_without_static_mode():
     probs = broken(lambda d: d["pools"][1]["mig"].update(mode="dynamic"))
-    assert "mig.mode is 'dynamic'" in probs["gpupool_cluster.pools[1].mig.mode"]
+    assert "mig.mode is 'dynamic'" in probs["gpupool_cluster.pools[1] (a100).mig.mode"]
 
 
 def test_time_slicing_and_mps_together():
     probs = broken(lambda d: d["pools"][0]["sharing"].update(mps={"active_thread_percentage": 50}))
-    assert "cannot be used together" in probs["gpupool_cluster.pools[0].sharing"]
+    assert "cannot be used together" in probs["gpupool_cluster.pools[0] (t4).sharing"]
 
 
 def test_mps_with_dynamic_mig_in_same_pool():
@@ -158,7 +161,7 @@ def test_mps_with_dynamic_mig_in_same_pool():
         d["pools"][1]["mig"] = {"mode": "dynamic"}
         d["pools"][1]["sharing"] = {"mps": {}}
     probs = broken(mutate)
-    assert "MPS cannot be combined with dynamic MIG" in probs["gpupool_cluster.pools[1].sharing.mps"]
+    assert "MPS cannot be combined with dynamic MIG" in probs["gpupool_cluster.pools[1] (a100).sharing.mps"]
 
 
 def test_gate_conflict_across_pools_names_both():
@@ -175,7 +178,7 @@ def test_passthrough_with_dynamic_mig():
         d["pools"][1]["mig"] = {"mode": "dynamic"}
         d["pools"][1]["passthrough"] = True
     probs = broken(mutate)
-    assert "gpupool_cluster.pools[1].passthrough" in probs
+    assert "gpupool_cluster.pools[1] (a100).passthrough" in probs
 
 
 def test_explicit_gate_override_conflicts():
@@ -191,12 +194,12 @@ def test_disabling_a_needed_gate():
 
 def test_nvlink_on_gpu_without_mnnvl():
     probs = broken(lambda d: d["pools"][1].update(nvlink={"mode": "compute_domain"}))
-    assert "no multi-node NVLink" in probs["gpupool_cluster.pools[1].nvlink.mode"]
+    assert "no multi-node NVLink" in probs["gpupool_cluster.pools[1] (a100).nvlink.mode"]
 
 
 def test_host_imex_needs_nodes_and_sets_gate():
     probs = broken(lambda d: d["pools"][2].update(nvlink={"mode": "host_imex"}))
-    assert "gpupool_cluster.pools[2].nvlink.imex_nodes" in probs
+    assert "gpupool_cluster.pools[2] (gb200).nvlink.imex_nodes" in probs
     data = copy.deepcopy(BASE)
     data["pools"][2]["nvlink"] = {"mode": "host_imex", "imex_nodes": ["10.0.0.1", "10.0.0.2"]}
     assert model_gates.effective_gates(model_load.load_cluster(data))["HostManagedIMEXDaemon"] is True
@@ -204,7 +207,7 @@ def test_host_imex_needs_nodes_and_sets_gate():
 
 def test_bad_enum_value():
     probs = broken(lambda d: d["pools"][0]["sharing"]["time_slicing"].update(interval="Fast"))
-    assert "'Fast' is not allowed" in probs["gpupool_cluster.pools[0].sharing.time_slicing.interval"]
+    assert "'Fast' is not allowed" in probs["gpupool_cluster.pools[0] (t4).sharing.time_slicing.interval"]
 
 
 def test_bad_label_and_quantity():
@@ -212,18 +215,18 @@ def test_bad_label_and_quantity():
         d["pools"][0]["node_labels"] = {"bad key!": "x"}
         d["pools"][0]["sharing"] = {"mps": {"pinned_memory_limit": "10 GB"}}
     probs = broken(mutate)
-    assert "not a valid Kubernetes label key" in probs["gpupool_cluster.pools[0].node_labels"]
-    assert "not a Kubernetes quantity" in probs["gpupool_cluster.pools[0].sharing.mps.pinned_memory_limit"]
+    assert "not a valid Kubernetes label key" in probs["gpupool_cluster.pools[0] (t4).node_labels"]
+    assert "not a Kubernetes quantity" in probs["gpupool_cluster.pools[0] (t4).sharing.mps.pinned_memory_limit"]
 
 
 def test_magnum_pool_without_nodegroup_or_selector():
     probs = broken(lambda d: d["pools"][0].pop("nodegroup"))
-    assert "neither a nodegroup nor a node_selector" in probs["gpupool_cluster.pools[0].nodegroup"]
+    assert "neither a nodegroup nor a node_selector" in probs["gpupool_cluster.pools[0] (t4).node_selector"]
 
 
 def test_nodegroup_without_magnum_cluster():
     probs = broken(lambda d: d.pop("magnum"))
-    assert "needs gpupool_cluster.magnum" in probs["gpupool_cluster.pools[0].nodegroup"]
+    assert "needs gpupool_cluster.magnum" in probs["gpupool_cluster.pools[0] (t4).nodegroup"]
 
 
 def test_all_problems_reported_at_once_and_rendered():
@@ -235,8 +238,10 @@ def test_all_problems_reported_at_once_and_rendered():
 
 
 def test_not_a_mapping():
-    with pytest.raises(model_errors.Problems, match="must be a mapping"):
+    with pytest.raises(model_errors.Problems) as err:
         model_load.load_cluster(["x"])
+    assert err.value.problems == [("gpupool_cluster", "must be a mapping with name and pools, e.g. "
+                                   "`gpupool_cluster: {name: cern-gpu, pools: [...]}`; got a list ['x']")]
 
 
 def test_gpu_taint_can_be_switched_off_and_extra_taints_kept():
@@ -251,4 +256,4 @@ def test_extra_device_class_compute_capability():
     data["pools"][1]["device_classes"] = {"extra": [{"name": "hopper-up", "min_compute_capability": "9.0"}]}
     assert model_load.load_cluster(data).pool("a100").device_classes.extra[0].min_compute_capability == "9.0"
     probs = broken(lambda d: d["pools"][1].update(device_classes={"extra": [{"name": "x", "min_compute_capability": "nine"}]}))
-    assert "not a compute capability" in probs["gpupool_cluster.pools[1].device_classes.extra[0].min_compute_capability"]
+    assert "not a compute capability" in probs["gpupool_cluster.pools[1] (a100).device_classes.extra[0].min_compute_capability"]

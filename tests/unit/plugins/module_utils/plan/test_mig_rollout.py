@@ -25,7 +25,7 @@ BASE = {
         {"name": "h100", "node_selector": {"gpu": "h100"}, "gpu": {"model": "H100-80GB", "per_node": 4},
          "mig": {"mode": "static", "layouts": {0: {"7g.80gb": 1}, 1: {"1g.10gb": 7}}}},
         {"name": "t4", "node_selector": {"gpu": "t4"}, "gpu": {"model": "T4"}},
-        {"name": "dyn", "node_selector": {"gpu": "dyn"}, "gpu": {"model": "A100-80GB"}, "mig": {"mode": "dynamic"}},
+        {"name": "whole", "node_selector": {"gpu": "whole"}, "gpu": {"model": "A100-80GB"}, "mig": {"mode": "off"}},
     ],
 }
 CFG = "gpupool-a100"
@@ -117,6 +117,11 @@ def test_absent_pools_have_no_config():
     assert "gpupool-a100" not in plan_mig_rollout.desired_configs(c.pools)
 
 
+def shape_only(data):
+    """A cluster validated for shape only, as a module that skipped load_cluster's semantic checks would hold it."""
+    return model_inventory.Cluster.model_validate(data)
+
+
 def test_shared_config_name_needs_identical_layouts():
     def same(d):
         extra = copy.deepcopy(d["pools"][0])
@@ -127,19 +132,29 @@ def test_shared_config_name_needs_identical_layouts():
     got = plan_mig_rollout.desired_configs(cluster(same).pools)
     assert got["shared"]["pools"] == ["a100", "a100b"]
 
-    def different(d):
-        same(d)
-        d["pools"][-1]["mig"]["layout"] = {"7g.40gb": 1}
-    with pytest.raises(model_errors.Problems) as err:
-        plan_mig_rollout.desired_configs(cluster(different).pools)
-    assert "also used by pool a100" in str(err.value)
+    data = copy.deepcopy(BASE)
+    same(data)
+    data["pools"][-1]["mig"]["layout"] = {"7g.40gb": 1}
+    with pytest.raises(model_errors.Problems) as model_err:  # validate refuses first ...
+        model_load.load_cluster(copy.deepcopy(data))
+    with pytest.raises(model_errors.Problems) as err:  # ... with the message the builder gives on its own
+        plan_mig_rollout.desired_configs(shape_only(data).pools)
+    assert err.value.problems == model_err.value.problems == [(
+        "gpupool_cluster.pools[4] (a100b).mig.config_name",
+        "MIG config 'shared' is also used by gpupool_cluster.pools[0] (a100) with a different layout; pools that "
+        "share a config name share one mig-parted config, so give one of them its own mig.config_name")]
 
 
 def test_config_name_must_be_a_label_value():
-    c = cluster(lambda d: d["pools"][0]["mig"].update(config_name="bad name!"))
+    data = copy.deepcopy(BASE)
+    data["pools"][0]["mig"]["config_name"] = "bad name!"
+    with pytest.raises(model_errors.Problems) as model_err:
+        model_load.load_cluster(copy.deepcopy(data))
     with pytest.raises(model_errors.Problems) as err:
-        plan_mig_rollout.desired_configs(c.pools)
-    assert "pools[a100].mig.config_name" in str(err.value) and "label value" in str(err.value)
+        plan_mig_rollout.desired_configs(shape_only(data).pools)
+    assert err.value.problems == model_err.value.problems
+    assert err.value.problems[0][0] == "gpupool_cluster.pools[0] (a100).mig.config_name"
+    assert "cannot be the value of the node label nvidia.com/mig.config" in err.value.problems[0][1]
 
 
 def test_digest_ignores_key_order():
@@ -341,7 +356,7 @@ def test_patches():
     assert plan_mig_rollout.unlabel_patch() == {"metadata": {"labels": {model_names.CONFIG_LABEL: None, model_names.STATE_LABEL: None}}}
     assert plan_mig_rollout.cordon_patch()["spec"] == {"unschedulable": True}
     assert plan_mig_rollout.uncordon_patch() == {"metadata": {"annotations": {model_names.CORDON_ANNOTATION: None}},
-                                    "spec": {"unschedulable": None}}
+                                                 "spec": {"unschedulable": None}}
     assert plan_mig_rollout.node_diff_view(CFG, "success", D) == {
         "metadata": {"labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: "success"},
                      "annotations": {model_names.DIGEST_ANNOTATION: D}}}
@@ -389,8 +404,8 @@ def test_pods_to_evict():
 def test_eviction_body():
     p = pod("train", limits={"nvidia.com/gpu": "1"})
     assert plan_eviction.eviction(p) == {"apiVersion": "policy/v1", "kind": "Eviction",
-                               "metadata": {"name": "train", "namespace": "ml"},
-                               "deleteOptions": {"preconditions": {"uid": "uid-train"}}}
+                                         "metadata": {"name": "train", "namespace": "ml"},
+                                         "deleteOptions": {"preconditions": {"uid": "uid-train"}}}
     assert plan_eviction.eviction(p, 0)["deleteOptions"]["gracePeriodSeconds"] == 0
 
 
@@ -400,7 +415,7 @@ def test_wave_progress():
     now = {"a": node("a", CFG, "success", D), "b": node("b", CFG, "failed", D), "c": node("c", CFG, "pending", D),
            "d": node("d", CFG, None, D), "e": None, "f": node("f", "all-disabled", "success")}
     assert plan_mig_rollout.wave_progress(now, CFG) == {"a": "done", "b": "failed", "c": "busy", "d": "busy", "e": "gone",
-                                           "f": "relabelled"}
+                                                        "f": "relabelled"}
 
 
 def test_node_state():

@@ -1,4 +1,4 @@
-"""Unit tests of the pure nodegroup planner (plugins/module_utils/nodegroup_plan.py)."""
+"""Unit tests of the pure nodegroup planner (plugins/module_utils/plan/nodegroup.py)."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +8,10 @@ import pytest
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import pod_uses_gpu
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import COMPLETE_STATES, choose_microversion, desired_state, evaluate_wait, format_version, normalize_labels, normalize_taints, parse_version, plan_drain, plan_nodegroup, server_id, view
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
+    COMPLETE_STATES, choose_microversion, desired_state, evaluate_wait, format_version, normalize_labels,
+    normalize_taints, parse_version, plan_drain, plan_nodegroup, server_id, view,
+)
 
 CLUSTER = {"uuid": "c-1", "name": "k8s", "flavor_id": "m1", "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
 

@@ -5,6 +5,8 @@ import copy
 
 import pytest
 
+from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
+from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.plan import pool_report as pr
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import get_gpu
@@ -18,7 +20,7 @@ BASE = {
         {"name": "a100", "nodegroup": {"flavor": "g4.p2.40g", "node_count": 2}, "gpu": {"model": "A100-40GB", "per_node": 2},
          "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}},
         {"name": "t4", "nodegroup": {"flavor": "g2.xlarge", "node_count": 1}, "gpu": {"model": "T4"}},
-        {"name": "dyn", "node_selector": {"gpu": "dyn"}, "gpu": {"model": "A100-80GB"}, "mig": {"mode": "dynamic"}},
+        {"name": "l4", "node_selector": {"gpu": "l4"}, "gpu": {"model": "L4"}},
     ],
 }
 A100 = get_gpu("A100-40GB")
@@ -107,8 +109,8 @@ def test_healthy_static_pool_counts_mig_devices_by_profile_and_allocation():
     assert t4["config_name"] is None and t4["expected_layout"] == {"0": None}
     assert rep["totals"]["mig_devices"]["2g.10gb"]["total"] == 8
     assert rep["totals"]["nodes"] == 3 and rep["totals"]["devices"]["allocated"] == 2
-    # dynamic pool without nodes: no layout comparison, nothing found
-    assert rep["pools"]["dyn"]["expected_layout"] is None and rep["pools"]["dyn"]["nodes"] == []
+    # a pool without nodes: nothing found
+    assert rep["pools"]["l4"]["nodes"] == []
     text = pr.summary(rep)
     assert "a100: 2/2 nodes Ready (nodegroup wants 2); 8 x 2g.10gb, 8 free; 4 x 3g.20gb, 3 free; OK" in text
     assert "t4: 1/1 nodes Ready (nodegroup wants 1); 1 full GPU(s), 0 free; OK" in text
@@ -193,9 +195,12 @@ def test_pending_layout_says_wait():
 
 
 def test_per_gpu_layouts_and_mig_on_without_instances():
-    def per_gpu(d):
-        d["pools"][0]["mig"] = {"mode": "static", "layouts": {0: {"7g.40gb": 1}, 1: {}}}
-    c = cluster(per_gpu)
+    # load_cluster refuses an empty layout; the report still reads one from a shape-only model
+    data = copy.deepcopy(BASE)
+    data["pools"][0]["mig"] = {"mode": "static", "layouts": {0: {"7g.40gb": 1}, 1: {}}}
+    with pytest.raises(model_errors.Problems, match="the layout is empty"):
+        model_load.load_cluster(copy.deepcopy(data))
+    c = model_inventory.Cluster.model_validate(data)
     assert pr.expected_layout(c.pool("a100")) == {0: {"7g.40gb": 1}}
     nodes = healthy()[0]
     slices = [rslice(n, mig_devs(A100, 0, {"7g.40gb": 1})) for n in ("a100-0", "a100-1")]
@@ -240,11 +245,19 @@ def test_node_in_two_pools_and_a_pool_without_selector():
         d["pools"][2]["node_selector"] = {NG: "a100"}
     nodes, slices = healthy()
     rep = pr.build_report(cluster(overlap), nodes, slices, [])
-    assert ("dyn", "a100-0", "node_in_two_pools") in kinds(rep)
-    no_selector = model_load.load_cluster({"name": "c", "pools": [{"name": "x", "gpu": {"model": "T4"}}]})
+    assert ("l4", "a100-0", "node_in_two_pools") in kinds(rep)
+    # load_cluster refuses a pool without nodegroup or selector; the report still says it for a shape-only model
+    no_selector = model_inventory.Cluster.model_validate({"name": "c", "pools": [{"name": "x", "gpu": {"model": "T4"}}]})
     rep = pr.build_report(no_selector, nodes, slices, [])
     assert kinds(rep) == [("x", None, "no_node_selector")]
-    assert "add a node_selector" in rep["mismatches"][0]["message"]
+    assert "so its nodes cannot be found; add node_selector" in rep["mismatches"][0]["message"]
+
+
+def test_dynamic_pool_has_no_expected_layout():
+    dynamic = model_load.load_cluster({"name": "c", "pools": [
+        {"name": "dyn", "node_selector": {"gpu": "dyn"}, "gpu": {"model": "A100-80GB"}, "mig": {"mode": "dynamic"}}]})
+    rep = pr.build_report(dynamic, healthy()[0], [], [])
+    assert rep["pools"]["dyn"]["expected_layout"] is None and rep["pools"]["dyn"]["nodes"] == []
 
 
 def test_absent_pools_are_not_reported():
@@ -271,3 +284,44 @@ def test_allocated_devices():
     got = pr.allocated_devices([claim("a", "c1", ("d", "p", "x"), ("d", "p", "y")), claim("b", "c2", ("d", "p", "x")),
                                 {"metadata": {"namespace": "z", "name": "none"}}])
     assert got == {("d", "p", "x"): "a/c1", ("d", "p", "y"): "a/c1"}
+
+
+# ---- gpu-<N> is the minor, not the NVML index ---------------------------------------------------------
+def _dev(name, dtype, bus=None, profile=None, **ints):
+    attrs = {"type": {"string": dtype}}
+    if bus:
+        attrs["resource.kubernetes.io/pciBusID"] = {"string": bus}
+    if profile:
+        attrs["profile"] = {"string": profile}
+    attrs.update((k, {"int": v}) for k, v in ints.items())
+    return ("n", {"name": name, "attributes": attrs})
+
+
+def test_device_name_number_is_the_minor_and_pci_order_gives_the_index():
+    # NVML index 0 sits on bus 0x41 and is /dev/nvidia3; index 1 (bus 0x51) is /dev/nvidia0.
+    devs = [_dev("gpu-0", "gpu", "0000:51:00.0"), _dev("gpu-3-mig-7g40gb-0-0", "mig", "0000:41:00.0", "7g.40gb")]
+    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
+
+
+def test_index_attribute_of_older_drivers_wins():
+    # v25.3.x published index (full GPU) and parentIndex (MIG device)
+    devs = [_dev("gpu-0", "gpu", "0000:41:00.0", index=1), _dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0",
+                                                                 "7g.40gb", parentIndex=0)]
+    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
+
+
+def test_a_gpu_publishing_nothing_keeps_the_others_at_their_index():
+    # GPU 0: MIG on, no instances (publishes nothing, left out of expected too); GPU 1: 7g.
+    devs = [_dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb")]
+    assert pr.published_layout(devs, expected={1: {"7g.40gb": 1}}, gpus_per_node=2) == {1: {"7g.40gb": 1}}
+    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}}
+
+
+def test_the_dra_simulators_devices_report_by_index():
+    """The DRA driver simulator names devices by minor like the real driver; the report still finds the
+    layout per NVML index."""
+    from testbed import dra_resourceslices, mig_tables
+    devs = dra_resourceslices.devices("n", mig_tables.get("A100-40GB"), 3,
+                                      {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}, minors=[2, 0, 1])
+    assert {d["name"].split("-mig-")[0] for d in devs} == {"gpu-2", "gpu-0", "gpu-1"}
+    assert pr.published_layout([("n", d) for d in devs]) == {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}

@@ -62,3 +62,12 @@ def test_compute_domain_readiness():
 def test_checks_are_skipped_without_the_reads():
     rep = build_report(load_cluster(CLUSTER), [], [], [])
     assert rep["mismatches"] == [] and rep["driver"] is None and "compute_domain" not in rep["pools"]["gb"]
+
+
+def test_host_imex_pools_keep_their_compute_domain():
+    """Host-managed IMEX still hands out channels through the ComputeDomain: it must not be pruned."""
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
+    data = {"name": "c", "pools": [dict(CLUSTER["pools"][1], nvlink={
+        "mode": "host_imex", "imex_nodes": ["10.0.0.1", "10.0.0.2"], "compute_domain": {"name": "dom", "namespace": "ml"}})]}
+    (desired,) = cluster_compute_domains(load_cluster(data))
+    assert (desired.obj["metadata"]["namespace"], desired.obj["metadata"]["name"]) == ("ml", "dom")

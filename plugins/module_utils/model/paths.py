@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Inventory paths in messages: ``gpupool_cluster.pools[1] (gpu-a100).mig.layout``.
+
+A pool is named by its index (where it is in the list) and its name (how people know it), so a message
+points at the right entry even in a long list.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence, Union
+
+
+def pool_label(index: Optional[int], name: object) -> str:
+    """'pools[1] (gpu-a100)'; 'pools[1]' when the pool has no usable name."""
+    at = "pools[%s]" % ("?" if index is None else index)
+    if isinstance(name, str) and name:
+        at += " (%s)" % name
+    return at
+
+
+def pool_path(root: str, pool) -> str:
+    """Path of a validated pool (its index is set when the cluster is validated)."""
+    return "%s.%s" % (root, pool_label(getattr(pool, "_index", None), pool.name))
+
+
+def inventory_path(root: str, loc: Sequence[Union[str, int]], data: object = None) -> str:
+    """Render a key path; with the raw inventory `data`, a pool entry gets its name next to its index."""
+    out = root
+    node = data
+    parent = None
+    for part in loc:
+        if isinstance(part, int):
+            name = node[part].get("name") if parent == "pools" and _has(node, part) and isinstance(node[part], dict) \
+                else None
+            out += "[%d]" % part
+            if parent == "pools" and isinstance(name, str) and name:
+                out += " (%s)" % name
+        elif re.match(r"^\w+$", str(part)):
+            out += "." + str(part)
+        else:
+            out += "[%r]" % part
+        node = _child(node, part)
+        parent = part
+    return out
+
+
+def _has(node, part):
+    return isinstance(node, list) and 0 <= part < len(node)
+
+
+def _child(node, part):
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return None
