@@ -430,6 +430,13 @@ class DraDriverModule(KubernetesModule):
                 if self.crd_exists(name):
                     self.engine.delete(CUSTOM_RESOURCE_DEFINITION, name)
                     deleted.append(name)
+            # The API server deletes every object of a CRD before the CRD itself: wait for that, so a
+            # reinstall right after does not meet a CRD still terminating.
+            for name in deleted if not self.check_mode else []:
+                if not self.engine.wait_gone(CUSTOM_RESOURCE_DEFINITION, name, timeout=self.params["wait_timeout"]):
+                    raise GpupoolError("CRD %s is still terminating after %ds: its objects are being deleted; check "
+                                       "kubectl get crd %s -o yaml (status.conditions)"
+                                       % (name, self.params["wait_timeout"], name))
             self.info["crds_deleted"] = deleted
             self.changed = self.changed or bool(deleted)
         return self.info
