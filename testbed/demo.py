@@ -3,11 +3,12 @@
 Steps (each prints what it does):
 1. sandbox up: real kube-apiserver + etcd, Magnum emulator, node / DRA driver / MIG manager
    simulators (docs/testbed.md), inventories/sandbox/ written from inventories/example/;
-2. the tenants' namespace for the example's ComputeDomain;
+2. what the platform team set up before (testbed/simulated_driver.py): the tenants' namespace for
+   the example's ComputeDomain;
 3. ansible-playbook playbooks/site.yml -i inventories/sandbox: nodegroups on Magnum, node labels
    and taints, the DRA driver through the dra_driver role (the sandbox inventory points its chart at
-   the SIMULATION chart in testbed/charts/, not NVIDIA's; helm from the test bed's binaries), rolling
-   MIG layouts, DeviceClasses, ComputeDomains, pool report;
+   the SIMULATION chart in testbed/charts/, not NVIDIA's, and at the test bed's helm), rolling MIG
+   layouts, DeviceClasses, ComputeDomains, pool report;
 4. the same playbook again: must report changed=0 (idempotence);
 5. sandbox down, always.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from testbed import binaries
+from testbed import simulated_driver
 
 ROOT = Path(__file__).resolve().parent.parent
 # Tests point these elsewhere so a developer's own sandbox is left alone.
@@ -70,10 +71,11 @@ def main():
         kubeconfig = yaml.safe_load((INVENTORY / "host_vars" / "cern-gpu" / "gpupool.yml").read_text())[
             "gpupool_cluster"]["kubeconfig"]
         env["KUBECONFIG"] = kubeconfig
-        # The dra_driver role runs `helm` from PATH: the test bed's own helm binary.
-        env["PATH"] = str(binaries.find("helm").path.parent) + os.pathsep + env["PATH"]
-        kubectl = binaries.find("kubectl").path
-        run([kubectl, "create", "namespace", "ml-training"], env=env, check=False)
+        say("what the platform team set up before gpupool runs: the tenants' namespace")
+        try:
+            simulated_driver.install(kubeconfig, log=say)
+        except subprocess.CalledProcessError as exc:
+            raise SystemExit("[demo] failed: %s (exit %d)" % (exc.cmd[0], exc.returncode))
         rc1, changed1 = site(env, "first run")
         if rc1 != 0:
             raise SystemExit("[demo] the first converge failed (see above)")

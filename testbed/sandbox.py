@@ -287,11 +287,22 @@ class Sandbox:
             dra["version"] = yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"]
             cluster["dra_driver"] = dra
             data["gpupool_cluster"] = cluster
+            helm = _helm_path()
+            if helm:  # the dra_driver role's helm: the test bed's own (PATH may have none)
+                data["dra_driver_helm_binary"] = helm
             out = directory / "host_vars" / src.parent.name
             out.mkdir(parents=True, exist_ok=True)
             (out / "gpupool.yml").write_text(
                 "---\n" + header.replace("hosts and pools", "pools") + yaml.safe_dump(data, sort_keys=False))
         return directory
+
+
+def _helm_path() -> str | None:
+    from testbed import binaries
+    try:
+        return str(binaries.find("helm", allow_fetch=False).path)
+    except (FileNotFoundError, RuntimeError):
+        return None
 
 
 # ---- CLI -------------------------------------------------------------------------------------------
