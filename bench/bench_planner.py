@@ -12,8 +12,8 @@ import statistics
 import sys
 import time
 
-from ansible_collections.gpupool.core.plugins.module_utils import mig_catalog as cat
-from ansible_collections.gpupool.core.plugins.module_utils import mig_planner as mp
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 
 PLAN_P99_MS = 5.0
 MAXIMAL_S = 1.0
@@ -22,7 +22,7 @@ VALIDATE_50_POOLS_S = 1.0
 
 def bench_validate():
     """load_cluster() on an inventory of 50 static-MIG pools with per-GPU layouts."""
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
     layouts = [{"3g.20gb": 1, "2g.10gb": 2}, {"1g.5gb": 7}, {"4g.20gb": 1, "2g.10gb": 1, "1g.5gb": 1}, {"7g.40gb": 1}]
     pools = [{"name": "pool-%d" % i, "node_selector": {"pool": str(i)}, "gpu": {"model": "A100-40GB", "per_node": 8},
               "mig": {"mode": "static", "layouts": {g: layouts[(i + g) % 4] for g in range(8)}}} for i in range(50)]
@@ -36,13 +36,13 @@ def main():
     for key in cat.mig_capable_keys():
         gpu = cat.get_gpu(key)
         t0 = time.perf_counter()
-        layouts = mp.maximal_layouts(gpu)
+        layouts = mig_placement.maximal_layouts(gpu)
         maximal_s = time.perf_counter() - t0
         samples = []
         for counts in itertools.product(*(range(p.max_instances + 1) for p in gpu.mig.profiles)):
             layout = {p.name: c for p, c in zip(gpu.mig.profiles, counts) if c}
             t1 = time.perf_counter()
-            mp.fits(gpu, layout)
+            mig_placement.fits(gpu, layout)
             samples.append((time.perf_counter() - t1) * 1000)
         p99 = statistics.quantiles(samples, n=100)[98]
         print("%-14s layouts=%5d maximal=%3d maximal_layouts=%.3fs plan p50=%.3fms p99=%.3fms"

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import uuid
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import profile_by_name
-from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import plan
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
 
 from testbed.gpu_flavors import CUDA_DRIVER_VERSION, DRIVER_VERSION, gpus_of
 

@@ -37,7 +37,7 @@ import sys
 import uuid as _uuid
 from collections import namedtuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import fake_nvml_profiles, get_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import fake_nvml_profiles, get_gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC_DIR = os.path.join(ROOT, "testbed", "fakenvml")

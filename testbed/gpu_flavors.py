@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import find_gpu, get_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu, get_gpu
 
 Flavor = namedtuple("Flavor", "name gpu gpus vcpus ram_mib arch source")
 Flavor.__doc__ = """A Nova flavor: catalog GPU key (or None), GPUs per server, vCPUs, RAM, CPU architecture."""

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 
 import yaml
-from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import InfeasibleLayout, plan
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, plan
 
 from testbed.simulator_client import Kube, KubeError, node_path
 

@@ -114,3 +114,21 @@ options:
       - C({pool}) and C({nodegroup}) are replaced by the pool and nodegroup names, for example V(-{nodegroup}-\\d+$).
     type: str
 """
+
+    # Waiting for the result (node_pool, compute_domain). Skipped in check mode.
+    WAIT = r"""
+options:
+  wait:
+    description:
+      - Wait for the result to be ready (what "ready" means is in the module's description). Skipped in check mode.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait at most.
+    type: int
+    default: 600
+  wait_sleep:
+    description: Seconds between two checks while waiting.
+    type: float
+    default: 5.0
+"""

@@ -46,8 +46,8 @@ options:
     default: 300
   wait_sleep:
     description: Seconds between two checks while waiting.
-    type: int
-    default: 5
+    type: float
+    default: 5.0
   prune:
     description:
       - Delete gpupool's ComputeDomains of the pools in scope that are no longer wanted, in any namespace.
@@ -56,6 +56,7 @@ options:
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.wait
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
 attributes:
@@ -129,105 +130,78 @@ diff:
   elements: dict
 """
 
-import time
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
-        ModuleRunner, PruneScope, module_argument_spec,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        COMPUTE_DOMAIN, cluster_compute_domains,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY, WAIT
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import COMPUTE_DOMAIN
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 
-def cd_status(obj):
+def compute_domain_status(obj):
     return ((obj or {}).get("status") or {}).get("status")
 
 
-def wait_ready(engine, results, timeout, sleep, log):
-    pending = [r for r in results if r.action not in ("deleted", "failed")]
-    start = time.monotonic()
-    while True:
-        waiting = []
-        for r in pending:
-            obj = engine.get(COMPUTE_DOMAIN, r.name, r.namespace)
-            r.object = obj
-            if cd_status(obj) != "Ready":
-                waiting.append(r)
-        elapsed = time.monotonic() - start
-        log.append("%ds: %d/%d ComputeDomain(s) Ready%s" % (
-            elapsed, len(pending) - len(waiting), len(pending),
-            "; waiting for " + ", ".join("%s/%s (%s)" % (r.namespace, r.name, cd_status(r.object) or "no status")
-                                         for r in waiting) if waiting else ""))
-        if not waiting:
-            return []
-        if elapsed >= timeout:
-            return waiting
-        time.sleep(max(0.2, min(sleep, timeout - elapsed)))
+class ComputeDomainModule(KubernetesModule):
+    shared = (APPLY, WAIT)
+    argument_spec = dict(recreate=dict(type="bool", default=False),
+                         prune=dict(type="bool", default=True), wait_timeout=dict(type="int", default=300))
+
+    def run(self):
+        p = self.params
+        desired = cluster_compute_domains(self.cluster, self.pool_names)  # inventory problems before any request
+        info = {}
+        if self.engine.version(COMPUTE_DOMAIN, required=bool(desired)) is None:
+            info["api_version"] = None  # no ComputeDomain wanted and the CRD is not installed: nothing to do
+            return info
+        api_version = self.engine.api_version(COMPUTE_DOMAIN)
+        info["api_version"] = api_version
+        wanted = cluster_compute_domains(self.cluster, self.pool_names, api_version=api_version)
+        prune = PruneScope(pools=self.pool_names) if p["prune"] else None
+        self.converge(COMPUTE_DOMAIN, wanted, prune=prune, immutable=("spec",), recreate=p["recreate"],
+                      delete_timeout=float(p["wait_timeout"]))
+        if p["wait"] and self.may_wait:
+            self.wait_ready(info)
+        return info
+
+    def wait_ready(self, info):
+        pending = [r for r in self.results if r.action not in ("deleted", "failed")]
+
+        def probe():
+            waiting = []
+            for r in pending:
+                r.object = self.engine.get(COMPUTE_DOMAIN, r.name, r.namespace)
+                if compute_domain_status(r.object) != "Ready":
+                    waiting.append(r)
+            status = "%d/%d ComputeDomain(s) Ready" % (len(pending) - len(waiting), len(pending))
+            if waiting:
+                status += "; waiting for " + ", ".join(
+                    "%s/%s (%s)" % (r.namespace, r.name, compute_domain_status(r.object) or "no status") for r in waiting)
+            probe.waiting = waiting
+            return not waiting, status
+
+        result = Waiter(self.params["wait_timeout"], self.params["wait_sleep"]).until(probe)
+        info["wait_log"] = result.log
+        if not result.done:
+            raise GpupoolError(
+                "%d ComputeDomain(s) not Ready after %ds: %s. Check the DRA driver's compute-domain controller and the "
+                "IMEX daemon pods in its namespace (kubectl get computedomain -A, kubectl -n <driver namespace> get "
+                "pods)" % (len(probe.waiting), self.params["wait_timeout"], ", ".join(
+                    "%s/%s (status %s)" % (r.namespace, r.name, compute_domain_status(r.object) or "unset")
+                    for r in probe.waiting)), wait_log=result.log)
+
+    def object_results(self):
+        objects = []
+        for r in self.results:
+            d = r.as_dict()
+            d["status"] = compute_domain_status(r.object) if r.action != "deleted" else None
+            objects.append(d)
+        return objects
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=module_argument_spec(
-            recreate=dict(type="bool", default=False),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=300),
-            wait_sleep=dict(type="int", default=5),
-            prune=dict(type="bool", default=True),
-        ),
-        supports_check_mode=True,
-    )
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    runner = ModuleRunner(module)
-    cluster = runner.load_cluster()
-    pools = module.params["pools"]
-    desired = runner.run(lambda: cluster_compute_domains(cluster, pools))
-    engine = runner.connect()
-    info = {}
-    p = module.params
-
-    def body():
-        if engine.version(COMPUTE_DOMAIN, required=bool(desired)) is None:
-            info["api_version"] = None  # no ComputeDomain wanted and the CRD is not installed: nothing to do
-            return
-        api_version = engine.api_version(COMPUTE_DOMAIN)
-        info["api_version"] = api_version
-        wanted = cluster_compute_domains(cluster, pools, api_version=api_version)
-        prune = PruneScope(pools=pools) if p["prune"] else None
-        runner.results += engine.converge(COMPUTE_DOMAIN, wanted, prune=prune, immutable=("spec",),
-                                          recreate=p["recreate"], delete_timeout=float(p["wait_timeout"]))
-
-    runner.run(body)
-    if p["wait"] and not module.check_mode:
-        info["wait_log"] = []
-        waiting = runner.run(lambda: wait_ready(engine, runner.results, p["wait_timeout"], p["wait_sleep"],
-                                                info["wait_log"]))
-        if waiting:
-            runner.fail("%d ComputeDomain(s) not Ready after %ds: %s. Check the DRA driver's compute-domain "
-                        "controller and the IMEX daemon pods in its namespace (kubectl get computedomain -A, "
-                        "kubectl -n <driver namespace> get pods)" % (
-                            len(waiting), p["wait_timeout"],
-                            ", ".join("%s/%s (status %s)" % (r.namespace, r.name, cd_status(r.object) or "unset")
-                                      for r in waiting)), wait_log=info["wait_log"])
-    objects = []
-    for r in runner.results:
-        d = r.as_dict()
-        d["status"] = cd_status(r.object) if r.action != "deleted" else None
-        objects.append(d)
-    changed = any(r.changed for r in runner.results)
-    out = dict(changed=changed, objects=objects, **info)
-    if module._diff:
-        out["diff"] = [r.diff() for r in runner.results if r.changed]
-    module.exit_json(**out)
+    ComputeDomainModule()()
 
 
 if __name__ == "__main__":

@@ -117,22 +117,13 @@ diff:
   elements: dict
 """
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
-        ModuleRunner, PruneScope, module_argument_spec,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        DEVICE_CLASS, cluster_device_classes, without_extended_resource_names,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY
+from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import (
+    cluster_device_classes, without_extended_resource_names,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import DEVICE_CLASS
 
 PROBE_NAME = "gpupool-extended-resource-probe"
 
@@ -151,39 +142,31 @@ def extended_resources_supported(engine, desired, api_version):
     return bool((out.get("spec") or {}).get("extendedResourceName"))
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=module_argument_spec(prune=dict(type="bool", default=True)),
-        supports_check_mode=True,
-    )
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    runner = ModuleRunner(module)
-    cluster = runner.load_cluster()
-    pools = module.params["pools"]
-    runner.run(lambda: cluster_device_classes(cluster, pools))  # inventory problems fail before any request
-    engine = runner.connect()
-    info = {}
+class DeviceClassModule(KubernetesModule):
+    shared = (APPLY,)
+    argument_spec = dict(prune=dict(type="bool", default=True))
 
-    def body():
-        api_version = engine.api_version(DEVICE_CLASS)
+    def run(self):
+        cluster, pools = self.cluster, self.pool_names
+        cluster_device_classes(cluster, pools)  # inventory problems fail before any request
+        api_version = self.engine.api_version(DEVICE_CLASS)
         wanted = cluster_device_classes(cluster, pools, api_version=api_version)
-        info["api_version"] = api_version
-        info["extended_resource_names"] = None
+        info = {"api_version": api_version, "extended_resource_names": None}
         with_ext = [d for d in wanted if d.obj["spec"].get("extendedResourceName")]
         if with_ext:
-            supported = extended_resources_supported(engine, with_ext, api_version)
+            supported = extended_resources_supported(self.engine, with_ext, api_version)
             info["extended_resource_names"] = supported
             if not supported:
-                engine.warnings.append(
-                    "the cluster drops DeviceClass extendedResourceName (feature gate DRAExtendedResource is off); "
-                    "classes %s are published without it" % ", ".join(d.obj["metadata"]["name"] for d in with_ext))
+                self.warn("the cluster drops DeviceClass extendedResourceName (feature gate DRAExtendedResource is "
+                          "off); classes %s are published without it"
+                          % ", ".join(d.obj["metadata"]["name"] for d in with_ext))
                 wanted = without_extended_resource_names(wanted)
-        prune = PruneScope(pools=pools) if module.params["prune"] else None
-        runner.results += engine.converge(DEVICE_CLASS, wanted, prune=prune)
+        self.converge(DEVICE_CLASS, wanted, prune=PruneScope(pools=pools) if self.params["prune"] else None)
+        return info
 
-    runner.run(body)
-    runner.exit(**info)
+
+def main():
+    DeviceClassModule()()
 
 
 if __name__ == "__main__":

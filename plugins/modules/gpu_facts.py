@@ -203,22 +203,21 @@ ansible_facts:
       type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
+from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlModule
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_apply import catalog_model_for, effective_model
 
-from ansible_collections.gpupool.core.plugins.module_utils import nvml_facts
-from ansible_collections.gpupool.core.plugins.module_utils.mig_apply_plan import catalog_model_for, effective_model
 
-
-def read(module):
-    params = module.params
+def read(params):
     with nvml_facts.Session() as session:
         system = nvml_facts.read_system()
         count = session.count()
         wanted = params["devices"] if params["devices"] is not None else list(range(count))
         missing = [i for i in wanted if i < 0 or i >= count]
         if missing:
-            module.fail_json(msg="GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d"
-                             % (", ".join(str(i) for i in missing), count, count - 1))
+            raise Problems("GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d"
+                           % (", ".join(str(i) for i in missing), count, count - 1))
         gpus = []
         for index in wanted:
             facts = nvml_facts.read_gpu(session.handle(index), index, params["include_profiles"], system)
@@ -233,27 +232,30 @@ def read(module):
         return system, gpus
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            devices=dict(type="list", elements="int"),
-            include_profiles=dict(type="bool", default=False),
-            require_nvml=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
+class GpuFactsModule(NvmlModule):
+    argument_spec = dict(
+        devices=dict(type="list", elements="int"),
+        include_profiles=dict(type="bool", default=False),
+        require_nvml=dict(type="bool", default=False),
     )
-    try:
-        system, gpus = read(module)
-    except nvml_facts.NvmlUnavailable as exc:
-        if module.params["require_nvml"]:
-            module.fail_json(msg=str(exc), nvml_available=False)
-        module.exit_json(changed=False, nvml_available=False, msg=str(exc),
-                         ansible_facts={"gpupool_gpus": [], "gpupool_nvml": {"available": False, "msg": str(exc)}})
-    except nvml_facts.NvmlError as exc:
-        module.fail_json(msg="reading the GPUs through NVML failed: %s" % exc, nvml_available=True)
-    nvml = dict(system, available=True)
-    module.exit_json(changed=False, nvml_available=True, gpus=gpus,
-                     ansible_facts={"gpupool_gpus": gpus, "gpupool_nvml": nvml}, **system)
+
+    def run(self):
+        try:
+            system, gpus = read(self.params)
+        except nvml_facts.NvmlUnavailable as exc:
+            if self.params["require_nvml"]:
+                raise GpupoolError(str(exc), nvml_available=False)
+            return dict(nvml_available=False, msg=str(exc),
+                        ansible_facts={"gpupool_gpus": [], "gpupool_nvml": {"available": False, "msg": str(exc)}})
+        except nvml_facts.NvmlError as exc:
+            raise GpupoolError("reading the GPUs through NVML failed: %s" % exc, nvml_available=True)
+        nvml = dict(system, available=True)
+        return dict(nvml_available=True, gpus=gpus, ansible_facts={"gpupool_gpus": gpus, "gpupool_nvml": nvml},
+                    **system)
+
+
+def main():
+    GpuFactsModule()()
 
 
 if __name__ == "__main__":

@@ -197,58 +197,16 @@ mig_parted_config:
            gpupool-exported: [{devices: [0, 1], mig-enabled: true, mig-devices: {2g.10gb: 2, 3g.20gb: 1}}]}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpupool.core.plugins.module_utils import nvml_facts, nvml_mig
-from ansible_collections.gpupool.core.plugins.module_utils.mig_apply_plan import (
-    InfeasibleLayout, catalog_model_for, current_layout, effective_model, layout_summary, plan_gpu, translate_layout,
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.node_mig_request import NodeMigRequest
+from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlModule
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import mig_apply as nvml_mig
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_apply import (
+    catalog_model_for, current_layout, effective_model, layout_summary, plan_gpu, translate_layout,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import mig_parted_config
-
-
-def _layout(module, value, where):
-    out = {}
-    for name, count in (value or {}).items():
-        try:
-            number = int(count)
-        except (TypeError, ValueError):
-            number = None
-        if number is None or number < 0 or str(count).strip() not in (str(number), "%d.0" % number):
-            module.fail_json(msg="%s: the count for %s must be a whole number >= 0, got %r" % (where, name, count))
-        out[str(name)] = number
-    return out
-
-
-def desired_state(module):
-    """{index or 'all': (mig_enabled, layout or None)}."""
-    p = module.params
-    enabled = p["mig_enabled"]
-    if p["layouts"] is not None:
-        if enabled is False:
-            module.fail_json(msg="layouts need MIG enabled: drop mig_enabled: false, or use devices with "
-                                 "mig_enabled: false to disable MIG")
-        out = {}
-        for key, value in p["layouts"].items():
-            try:
-                index = int(key)
-            except (TypeError, ValueError):
-                module.fail_json(msg="layouts keys must be GPU indices (0, 1, ...), got %r" % (key,))
-            if not isinstance(value, dict):
-                module.fail_json(msg="layouts[%s] must be a mapping of MIG profile to count, got %r" % (key, value))
-            out[index] = (True, _layout(module, value, "layouts[%s]" % key))
-        return out
-    if p["layout"] is not None:
-        if enabled is False:
-            module.fail_json(msg="a layout needs MIG enabled: drop mig_enabled: false, or drop the layout to "
-                                 "disable MIG")
-        spec = (True, _layout(module, p["layout"], "layout"))
-    elif enabled is not None:
-        spec = (enabled, None)
-    else:
-        return {}
-    if p["devices"] is None:
-        return {"all": spec}
-    return {i: spec for i in p["devices"]}
 
 
 def observed_state(facts):
@@ -272,9 +230,9 @@ def export_config(name, gpus_facts):
     return mig_parted_config({name: entries}) if entries else mig_parted_config({})
 
 
-def run(module):
+def run(module, request):
     p = module.params
-    desired = desired_state(module)
+    desired = request.targets()
     warnings = []
     with nvml_facts.Session() as session:
         system = nvml_facts.read_system()
@@ -283,8 +241,8 @@ def run(module):
             desired = {i: desired["all"] for i in range(count)}
         missing = sorted(i for i in desired if i < 0 or i >= count)
         if missing:
-            module.fail_json(msg="GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d. "
-                                 "No change made." % (", ".join(str(i) for i in missing), count, count - 1))
+            raise Problems("GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d. "
+                           "No change made." % (", ".join(str(i) for i in missing), count, count - 1))
         handles, facts, plans, errors = {}, {}, {}, []
         read_all = range(count) if p["export"] else sorted(desired)
         for index in read_all:
@@ -312,10 +270,10 @@ def run(module):
                     hint = " Layouts that fit: %s." % "; ".join(
                         " + ".join("%s x%d" % (n, c) for n, c in sorted(s.items())) for s in exc.suggestions)
                 errors.append("%s: %s.%s" % (label, exc.reason.rstrip("."), hint))
-        for text in dict.fromkeys(warnings):
+        for text in warnings:
             module.warn(text)
         if errors:
-            module.fail_json(msg="MIG layout refused, no change made: " + " ".join(errors), errors=errors)
+            raise GpupoolError("MIG layout refused, no change made: " + " ".join(errors), errors=errors)
         busy = []
         for index, gp in sorted(plans.items()):
             procs = facts[index]["processes"]
@@ -323,9 +281,9 @@ def run(module):
                 busy.append("GPU %d (%s) runs %d compute process(es), pid %s"
                             % (index, facts[index]["name"], len(procs), ", ".join(str(x["pid"]) for x in procs)))
         if busy and not p["force"]:
-            module.fail_json(msg="MIG change refused, no change made: %s. Changing MIG would disrupt them: stop "
-                                 "those processes (drain the node) and run again, or set force: true."
-                                 % "; ".join(busy), busy=busy)
+            raise GpupoolError("MIG change refused, no change made: %s. Changing MIG would disrupt them: stop those "
+                               "processes (drain the node) and run again, or set force: true." % "; ".join(busy),
+                               busy=busy)
         results = []
         for index, gp in sorted(plans.items()):
             gpu = facts[index]
@@ -342,8 +300,8 @@ def run(module):
             else:
                 try:
                     outcome = nvml_mig.execute(handles[index], index, gp, gpu["_profiles"])
-                except nvml_mig.ApplyError as exc:
-                    module.fail_json(msg=str(exc), gpus=results, partial={"index": index, "done": exc.done})
+                except nvml_mig.MigApplyError as exc:
+                    raise GpupoolError(str(exc), gpus=results, partial={"index": index, "done": exc.done})
                 entry["actions"] = outcome["done"]
                 entry["reset_required"] = outcome["reset_required"]
                 if outcome["activation_status"]:
@@ -358,38 +316,38 @@ def run(module):
     return results, exported
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            layout=dict(type="dict"),
-            layouts=dict(type="dict"),
-            devices=dict(type="list", elements="int"),
-            mig_enabled=dict(type="bool"),
-            force=dict(type="bool", default=False),
-            export=dict(type="bool", default=False),
-            export_name=dict(type="str", default="gpupool-exported"),
-        ),
-        mutually_exclusive=[("layout", "layouts"), ("layouts", "devices")],
-        supports_check_mode=True,
+class MigConfigModule(NvmlModule):
+    argument_spec = dict(
+        layout=dict(type="dict"),
+        layouts=dict(type="dict"),
+        devices=dict(type="list", elements="int"),
+        mig_enabled=dict(type="bool"),
+        force=dict(type="bool", default=False),
+        export=dict(type="bool", default=False),
+        export_name=dict(type="str", default="gpupool-exported"),
     )
-    p = module.params
-    if p["layout"] is None and p["layouts"] is None and p["mig_enabled"] is None and not p["export"]:
-        module.fail_json(msg="nothing to do: give layout, layouts or mig_enabled to change MIG, or export: true "
-                             "to only read the node's MIG layout")
-    try:
-        results, exported = run(module)
-    except nvml_facts.NvmlUnavailable as exc:
-        module.fail_json(msg="cannot configure MIG on this host: %s" % exc)
-    except nvml_facts.NvmlError as exc:
-        module.fail_json(msg="reading the GPUs through NVML failed, no change made by this step: %s" % exc)
-    changed = any(r["actions"] for r in results)
-    out = dict(changed=changed, reset_required=any(r["reset_required"] for r in results), gpus=results)
-    if exported is not None:
-        out["mig_parted_config"] = exported
-    if module._diff:
-        out["diff"] = {"before": {"gpu%d" % r["index"]: r["before"] for r in results},
-                       "after": {"gpu%d" % r["index"]: r["after"] for r in results}}
-    module.exit_json(**out)
+    module_kwargs = dict(mutually_exclusive=[("layout", "layouts"), ("layouts", "devices")])
+
+    def run(self):
+        request = NodeMigRequest.from_options(self.params)
+        try:
+            results, exported = run(self, request)
+        except nvml_facts.NvmlUnavailable as exc:
+            raise GpupoolError("cannot configure MIG on this host: %s" % exc)
+        except nvml_facts.NvmlError as exc:
+            raise GpupoolError("reading the GPUs through NVML failed, no change made by this step: %s" % exc)
+        out = dict(changed=any(r["actions"] for r in results),
+                   reset_required=any(r["reset_required"] for r in results), gpus=results)
+        if exported is not None:
+            out["mig_parted_config"] = exported
+        if self.diff_mode:
+            out["diff"] = {"before": {"gpu%d" % r["index"]: r["before"] for r in results},
+                           "after": {"gpu%d" % r["index"]: r["after"] for r in results}}
+        return out
+
+
+def main():
+    MigConfigModule()()
 
 
 if __name__ == "__main__":

@@ -196,40 +196,36 @@ diff:
 """
 
 import time
-import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner, module_argument_spec
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import Conflict, K8sError
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        CONFIG_MAP, NODE, BuildError, assign_nodes, node_matcher, select_pools,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils import mig_rollout_plan as mrp
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import MANAGED_BY, PYDANTIC_IMPORT_ERROR
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted as mig_mig_parted
+from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
+from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import MANAGED_BY
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
+from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
 
 
-class Stop(Exception):
+class Stop(GpupoolError):
     """The rollout stops: message for the person, already recorded in the waves."""
 
 
-class Rollout(object):
-    def __init__(self, module, runner, cluster, scope):
+class Rollout:
+    def __init__(self, module, cluster, scope):
         self.module = module
         self.p = module.params
-        self.runner = runner
-        self.engine = runner.engine
-        self.client = runner.engine.client
+        self.engine = module.engine
+        self.client = module.engine.client
         self.cluster = cluster
         self.mm = cluster.mig_manager
         self.scope = scope
         self.static = [p for p in scope if p.state == "present" and p.mig.mode == "static"]
-        self.configs = mrp.desired_configs(self.static)
+        self.configs = plan_mig_rollout.desired_configs(self.static)
         self.check = module.check_mode
         self.drain = self.p["drain"]
         self.cordon = self.p["cordon"] or self.drain
@@ -247,22 +243,22 @@ class Rollout(object):
         live = self.engine.get(CONFIG_MAP, self.mm.config_map, self.mm.namespace)
         where = "ConfigMap %s/%s" % (self.mm.namespace, self.mm.config_map)
         data = (live or {}).get("data") or {}
-        doc = mrp.parse_document(data.get(mrp.CONFIG_KEY), where)
-        owned = mrp.owned_names(((live or {}).get("metadata") or {}).get("annotations"))
+        doc = plan_mig_rollout.read_document(data.get(mig_mig_parted.CONFIG_KEY), where)
+        owned = plan_mig_rollout.owned_names(((live or {}).get("metadata") or {}).get("annotations"))
         return live, doc, owned
 
     def merge(self, doc, owned, nodes):
         desired = dict((n, c["entries"]) for n, c in self.configs.items())
         prune = []
         if self.p["prune"] and not self.p["pools"]:
-            in_use = set((n["metadata"].get("labels") or {}).get(mrp.CONFIG_LABEL) for n in nodes)
+            in_use = set((n["metadata"].get("labels") or {}).get(model_names.CONFIG_LABEL) for n in nodes)
             prune = [n for n in owned if n not in desired and n not in in_use]
             kept = [n for n in owned if n not in desired and n in in_use]
             for name in kept:
                 self.module.warn("MIG config %s is no longer wanted by any pool but nodes are still labelled with it; "
                                  "it stays in the ConfigMap until they are switched to another config" % name)
         where = "ConfigMap %s/%s" % (self.mm.namespace, self.mm.config_map)
-        new_doc, names, changes = mrp.merge_document(doc, desired, owned, prune, where)
+        new_doc, names, changes = plan_mig_rollout.merge_document(doc, desired, owned, prune, where)
         return new_doc, names, changes
 
     def list_pods(self, node_name):
@@ -291,7 +287,7 @@ class Rollout(object):
                 continue
             name = pool.mig_config_name
             cfg = self.configs[name]
-            plan = mrp.plan_pool(pool.name, name, cfg["digest"], assigned[pool.name], self.mm.max_unavailable,
+            plan = plan_mig_rollout.plan_pool(pool.name, name, cfg["digest"], assigned[pool.name], self.mm.max_unavailable,
                                  config_changed=name in changed_configs, retry_failed=self.p["retry_failed"])
             plan["selector"] = node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
             self.plans.append(plan)
@@ -300,9 +296,9 @@ class Rollout(object):
             for n in plan["skipped"]:
                 self.module.warn("pool %s: node %s is NotReady and needs a MIG change; skipped (rerun when it is "
                                  "Ready)" % (pool.name, n))
-        problems = mrp.blocked_problems(self.plans, self.mm.namespace)
+        problems = plan_mig_rollout.blocked_problems(self.plans, self.mm.namespace)
         if problems:
-            raise mrp.RolloutError(problems)
+            raise model_errors.Problems(problems)
         for plan in self.plans:
             for i, wave in enumerate(plan["waves"]):
                 actions = dict((r["name"], r["action"]) for r in plan["nodes"] if r["name"] in wave)
@@ -311,8 +307,8 @@ class Rollout(object):
                 if self.drain:
                     entry["evict"] = []
                     for n in wave:
-                        evict, _wait, _skip = mrp.pods_to_evict(self.list_pods(n), n)
-                        entry["evict"] += [mrp.pod_ref(pod) for pod, _why in evict]
+                        evict, _wait, _skip = plan_eviction.pods_to_evict(self.list_pods(n), n)
+                        entry["evict"] += [plan_eviction.pod_ref(pod) for pod, _why in evict]
                 self.waves.append(entry)
 
     # ---- ConfigMap ---------------------------------------------------------------------------------------
@@ -330,7 +326,7 @@ class Rollout(object):
             cm_changed = live is None or new_doc != doc or sorted(owned) != sorted(names)
             self.cm_result["configs"] = dict((n, c) for n, c in changes.items())
             shown = sorted(n for n, c in changes.items() if c != "unchanged")
-            before, after = mrp.ours_view(doc, shown), mrp.ours_view(new_doc, shown)
+            before, after = plan_mig_rollout.ours_view(doc, shown), plan_mig_rollout.ours_view(new_doc, shown)
             if not cm_changed:
                 return
             self.cm_result["action"] = "created" if live is None else "updated"
@@ -352,13 +348,13 @@ class Rollout(object):
             return
 
     def _send_config_map(self, live, doc, names):
-        text = mrp.render_document(doc)
-        ann = {mrp.CONFIGS_ANNOTATION: ",".join(names)}
+        text = plan_mig_rollout.write_document(doc)
+        ann = {model_names.CONFIGS_ANNOTATION: ",".join(names)}
         ns, name = self.mm.namespace, self.mm.config_map
         if live is None:
             body = {"apiVersion": "v1", "kind": "ConfigMap",
                     "metadata": {"name": name, "namespace": ns, "labels": dict(MANAGED_BY), "annotations": ann},
-                    "data": {mrp.CONFIG_KEY: text}}
+                    "data": {mig_mig_parted.CONFIG_KEY: text}}
             try:
                 self.client.request("POST", self.client.path("", "v1", "configmaps", ns),
                                     query={"fieldManager": self.engine.field_manager}, body=body)
@@ -371,7 +367,7 @@ class Rollout(object):
                 raise
             return
         patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"], "annotations": ann},
-                 "data": {mrp.CONFIG_KEY: text}}
+                 "data": {mig_mig_parted.CONFIG_KEY: text}}
         self.engine.merge_patch(CONFIG_MAP, name, patch, namespace=ns)
 
     # ---- nodes --------------------------------------------------------------------------------------------
@@ -381,12 +377,12 @@ class Rollout(object):
 
     def node_diffs(self, plan, wave, states):
         for row in plan["nodes"]:
-            if row["name"] not in wave or row["action"] not in (mrp.CONFIGURE, mrp.RECONFIGURE):
+            if row["name"] not in wave or row["action"] not in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE):
                 continue
             b = row["before"]
             header = "Node %s (pool %s)" % (row["name"], plan["pool"])
-            self.diff.append({"before": mrp.node_diff_view(b["config"], b["state"], b["digest"]),
-                              "after": mrp.node_diff_view(plan["config_name"], states.get(row["name"], "success"),
+            self.diff.append({"before": plan_mig_rollout.node_diff_view(b["config"], b["state"], b["digest"]),
+                              "after": plan_mig_rollout.node_diff_view(plan["config_name"], states.get(row["name"], "success"),
                                                           plan["digest"]),
                               "before_header": header, "after_header": header})
 
@@ -395,7 +391,7 @@ class Rollout(object):
         for row in plan["nodes"]:
             if row.get("uncordon"):
                 if not self.check:
-                    self.patch_node(row["name"], mrp.uncordon_patch())
+                    self.patch_node(row["name"], plan_mig_rollout.uncordon_patch())
                 self.changed = True
 
     def evict(self, wave, entry):
@@ -404,15 +400,15 @@ class Rollout(object):
         entry["evicted"] = []
         pending = {}  # uid -> ref
         for name in wave:
-            evict, wait_for, skipped = mrp.pods_to_evict(self.list_pods(name), name)
+            evict, wait_for, skipped = plan_eviction.pods_to_evict(self.list_pods(name), name)
             for pod, why in skipped:
-                self.module.warn("node %s: pod %s uses GPUs but is not evicted: %s" % (name, mrp.pod_ref(pod), why))
+                self.module.warn("node %s: pod %s uses GPUs but is not evicted: %s" % (name, plan_eviction.pod_ref(pod), why))
             for pod, _why in wait_for:
-                pending[pod["metadata"]["uid"]] = mrp.pod_ref(pod)
+                pending[pod["metadata"]["uid"]] = plan_eviction.pod_ref(pod)
             for pod, _why in evict:
                 self._evict_one(pod, grace, deadline)
-                entry["evicted"].append(mrp.pod_ref(pod))
-                pending[pod["metadata"]["uid"]] = mrp.pod_ref(pod)
+                entry["evicted"].append(plan_eviction.pod_ref(pod))
+                pending[pod["metadata"]["uid"]] = plan_eviction.pod_ref(pod)
                 self.changed = True
         while pending:
             live = set()
@@ -432,7 +428,7 @@ class Rollout(object):
         path = self.client.path("", "v1", "pods", meta["namespace"], meta["name"], "eviction")
         while True:
             try:
-                self.client.request("POST", path, body=mrp.eviction(pod, grace))
+                self.client.request("POST", path, body=plan_eviction.eviction(pod, grace))
                 return
             except K8sError as err:
                 if err.status == 404:
@@ -443,7 +439,7 @@ class Rollout(object):
                 if time.monotonic() >= deadline:
                     raise Stop("pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s). "
                                "Scale the workload or relax the budget, or raise drain_timeout, then rerun"
-                               % (mrp.pod_ref(pod), err.message))
+                               % (plan_eviction.pod_ref(pod), err.message))
                 time.sleep(max(0.5, min(self.p["wait_sleep"], 5.0)))
 
     def run_wave(self, plan, entry):
@@ -457,24 +453,24 @@ class Rollout(object):
                     node = self.engine.get(NODE, name)
                     if node is None:
                         continue
-                    st = mrp.node_state(node)
+                    st = plan_mig_rollout.node_state(node)
                     if not st["unschedulable"]:
-                        self.patch_node(name, mrp.cordon_patch())
+                        self.patch_node(name, plan_mig_rollout.cordon_patch())
                         entry["cordoned"].append(name)
                     elif st["cordoned_by_us"]:
                         entry["cordoned"].append(name)  # left cordoned by an earlier failed run: ours to undo
             if self.drain:
                 self.evict(wave, entry)
             actions = entry["actions"]
-            relabel = [n for n in wave if actions[n] == mrp.RECONFIGURE]
+            relabel = [n for n in wave if actions[n] == plan_mig_rollout.RECONFIGURE]
             for name in relabel:
-                self.patch_node(name, mrp.unlabel_patch())
+                self.patch_node(name, plan_mig_rollout.unlabel_patch())
             if relabel:
                 time.sleep(self.p["relabel_delay"])
             entry["labelled"] = {}
             for name in wave:
-                if actions[name] in (mrp.CONFIGURE, mrp.RECONFIGURE):
-                    self.patch_node(name, mrp.label_patch(config, digest))
+                if actions[name] in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE):
+                    self.patch_node(name, plan_mig_rollout.label_patch(config, digest))
                     entry["labelled"][name] = time.time()
             states = self.wait(wave, config, entry)
         except (K8sError, Stop) as err:
@@ -491,7 +487,7 @@ class Rollout(object):
         bad = [n for n in wave if states[n] != "success"]
         for name in entry["cordoned"]:
             if name not in bad:
-                self.patch_node(name, mrp.uncordon_patch())
+                self.patch_node(name, plan_mig_rollout.uncordon_patch())
         if bad:
             self.failed_nodes += bad
             entry["result"] = "timeout" if all(states[n] == "timeout" for n in bad) else "failed"
@@ -503,7 +499,7 @@ class Rollout(object):
         states = {}
         while True:
             now = dict((n, self.engine.get(NODE, n)) for n in wave if n not in states)
-            for name, prog in mrp.wave_progress(now, config).items():
+            for name, prog in plan_mig_rollout.wave_progress(now, config).items():
                 if prog == "done":
                     states[name] = "success"
                 elif prog in ("failed", "gone", "relabelled"):
@@ -514,7 +510,7 @@ class Rollout(object):
                 for name in wave:
                     if name not in states:
                         node = now.get(name) or {}
-                        st = (node.get("metadata") or {}).get("labels", {}).get(mrp.STATE_LABEL)
+                        st = (node.get("metadata") or {}).get("labels", {}).get(model_names.STATE_LABEL)
                         states[name] = "timeout"
                         entry.setdefault("last_state", {})[name] = st
                 return states
@@ -533,14 +529,14 @@ class Rollout(object):
         for name in bad:
             st = states[name]
             if st == "failed":
-                parts.append("node %s reports %s=failed for config %s" % (name, mrp.STATE_LABEL, plan["config_name"]))
+                parts.append("node %s reports %s=failed for config %s" % (name, model_names.STATE_LABEL, plan["config_name"]))
             elif st == "timeout":
                 parts.append("node %s did not reach %s=success within %ds (last state: %s)" % (
-                    name, mrp.STATE_LABEL, self.p["wait_timeout"], (entry.get("last_state") or {}).get(name) or "not set"))
+                    name, model_names.STATE_LABEL, self.p["wait_timeout"], (entry.get("last_state") or {}).get(name) or "not set"))
             elif st == "gone":
                 parts.append("node %s was deleted during the change" % name)
             else:
-                parts.append("node %s got another %s while gpupool waited" % (name, mrp.CONFIG_LABEL))
+                parts.append("node %s got another %s while gpupool waited" % (name, model_names.CONFIG_LABEL))
         text = "MIG layout rollout of pool %s stopped: %s." % (plan["pool"], "; ".join(parts))
         if later:
             text += " Not touched: %s." % ", ".join(later)
@@ -561,7 +557,7 @@ class Rollout(object):
         for entry in self.waves:
             plan = by_pool[entry["pool"]]
             if self.check:
-                if any(a in (mrp.CONFIGURE, mrp.RECONFIGURE) for a in entry["actions"].values()) or self.cordon:
+                if any(a in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE) for a in entry["actions"].values()) or self.cordon:
                     self.changed = True
                 self.node_diffs(plan, entry["nodes"], {})
                 continue
@@ -571,15 +567,14 @@ class Rollout(object):
         out = dict(changed=self.changed, config_map=self.cm_result, pools=self.pools, waves=self.waves,
                    failed_nodes=self.failed_nodes,
                    skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]))
-        if self.module._diff:
+        if self.module.diff_mode:
             out["diff"] = self.diff
         return out
 
 
-def main():
-    spec = dict(
-        nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
-        name_pattern=dict(type="str"),
+class MigLayoutModule(KubernetesModule):
+    shared = (NODES,)
+    argument_spec = dict(
         cordon=dict(type="bool", default=True),
         drain=dict(type="bool", default=False),
         drain_timeout=dict(type="int", default=600),
@@ -590,48 +585,37 @@ def main():
         retry_failed=dict(type="bool", default=False),
         prune=dict(type="bool", default=True),
     )
-    module = AnsibleModule(argument_spec=module_argument_spec(apply=False, **spec), supports_check_mode=True)
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    if mrp.YAML_IMPORT_ERROR is not None:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=str(mrp.YAML_IMPORT_ERROR))
-    p = module.params
-    for key, low in (("drain_timeout", 1), ("wait_timeout", 1), ("drain_grace_period", 0)):
-        if p[key] is not None and p[key] < low:
-            module.fail_json(msg="%s must be at least %d, got %d" % (key, low, p[key]))
-    if p["wait_sleep"] <= 0 or p["relabel_delay"] < 0:
-        module.fail_json(msg="wait_sleep must be greater than 0 and relabel_delay at least 0")
+    required_libraries = ("pydantic", "yaml")
+    job = None
 
-    runner = ModuleRunner(module)
-    cluster = runner.load_cluster()  # invalid inventory or infeasible layout: fails here, nothing read or written
-    scope = runner.run(lambda: select_pools(cluster, p["pools"]))
-    static = [pl for pl in scope if pl.state == "present" and pl.mig.mode == "static"]
-    try:
-        mrp.desired_configs(static)  # plans every layout before any request
+    def prepare(self):
+        super().prepare()
+        p = self.params
+        for key, low in (("drain_timeout", 1), ("wait_timeout", 1), ("drain_grace_period", 0)):
+            if p[key] is not None and p[key] < low:
+                raise model_errors.Problems([(key, "must be at least %d, got %d" % (low, p[key]))],
+                                            subject="in the module options")
+        if p["wait_sleep"] <= 0 or p["relabel_delay"] < 0:
+            raise model_errors.Problems("wait_sleep must be greater than 0 and relabel_delay at least 0")
+        static = [pl for pl in self.selected if pl.state == "present" and pl.mig.mode == "static"]
+        plan_mig_rollout.desired_configs(static)  # plans every layout before any request
         for pl in static:
             node_matcher(pl, p["nodegroup_label"], p["name_pattern"])
-    except mrp.RolloutError as exc:
-        module.fail_json(msg=exc.render(), problems=[{"path": a, "message": b} for a, b in exc.problems], changed=False)
-    except BuildError as exc:
-        module.fail_json(msg=exc.render(), changed=False)
-    runner.connect()
-    job = Rollout(module, runner, cluster, scope)
-    try:
-        job.plan()
-    except mrp.RolloutError as exc:
-        module.fail_json(msg=exc.render(), problems=[{"path": a, "message": b} for a, b in exc.problems],
-                         changed=False, pools=job.pools, config_map=job.cm_result)
-    except BuildError as exc:
-        module.fail_json(msg=exc.render(), changed=False)
-    except K8sError as exc:
-        module.fail_json(msg=exc.describe(), status=exc.status, changed=False)
-    try:
-        job.run()
-    except Stop as exc:
-        module.fail_json(msg=str(exc), **job.result())
-    except K8sError as exc:
-        module.fail_json(msg=exc.describe(), status=exc.status, **job.result())
-    module.exit_json(**job.result())
+
+    def run(self):
+        self.job = Rollout(self, self.cluster, self.selected)
+        self.job.plan()
+        self.job.run()
+        return self.job.result()
+
+    def partial_result(self):
+        if self.job is None:
+            return {"changed": False}
+        return self.job.result()
+
+
+def main():
+    MigLayoutModule()()
 
 
 if __name__ == "__main__":

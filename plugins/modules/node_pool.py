@@ -52,11 +52,12 @@ options:
     default: 600
   wait_sleep:
     description: Seconds between two checks while waiting.
-    type: int
-    default: 10
+    type: float
+    default: 10.0
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.wait
   - gpupool.core.k8s_auth.nodes
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
@@ -124,41 +125,64 @@ diff:
   elements: dict
 """
 
-import time
-import traceback
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY, NODES, WAIT
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ConvergeError, Result
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
+    assign_nodes, desired_node_labels, desired_node_taints, node_labels_of, node_matcher, node_ready,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
-        ApplyError, ModuleRunner, Result, module_argument_spec, owned_label_keys,
+class NodePoolModule(KubernetesModule):
+    shared = (APPLY, NODES, WAIT)
+    argument_spec = dict(
+        set_gpu_present=dict(type="bool", default=True),
+        min_ready=dict(type="int"),
+        wait_sleep=dict(type="float", default=10.0),
     )
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import K8sError
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        NODE, POOL_LABEL, assign_nodes, desired_node_labels, desired_node_taints, node_labels_of, node_matcher,
-        node_ready, select_pools,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
 
-
-class NodePools(object):
-    def __init__(self, module, runner, cluster):
-        self.module = module
-        self.p = module.params
-        self.runner = runner
-        self.cluster = cluster
-        self.engine = runner.engine
-        self.scope = select_pools(cluster, self.p["pools"])
-        self.present = [pool for pool in self.scope if pool.state == "present"]
-        self.results = {}  # node name -> Result (latest)
+    def __init__(self):
+        super().__init__()
+        self.p = self.params
+        self.node_results = {}  # node name -> Result (latest)
         self.assigned = {}
         self.ready = {}
 
-    def converge(self):
+    def prepare(self):
+        super().prepare()
+        self.scope = self.selected
+        self.present = [pool for pool in self.scope if pool.state == "present"]
+        for pool in self.present:  # a pool whose nodes cannot be found fails before any request
+            node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"])
+
+    def run(self):
+        self.converge_nodes()
+        info = {}
+        if self.p["wait"] and self.may_wait:
+            short = self.wait(info)
+            if short:
+                raise GpupoolError(
+                    "timed out after %ds waiting for Ready nodes: %s. Check the nodegroups (openstack coe nodegroup "
+                    "list), that the nodes joined (kubectl get nodes -L %s) and their kubelets" % (
+                        self.p["wait_timeout"], "; ".join("pool %s has %d of %d (nodes found: %s)" % (
+                            pool.name, self.ready.get(pool.name, 0), self.wanted_ready(pool),
+                            ", ".join(n["metadata"]["name"] for n in self.assigned.get(pool.name, [])) or "none")
+                            for pool in short), self.p["nodegroup_label"]),
+                    wait_log=info["wait_log"], pools=self.pools_info())
+        info["pools"] = self.pools_info()
+        return info
+
+    def partial_result(self):
+        self.results = sorted(self.node_results.values(), key=lambda r: r.name)
+        return super().partial_result()
+
+    def converge_nodes(self):
         """One pass: LIST nodes, converge labels/taints of every node in scope. Returns the node list."""
         nodes = self.engine.list(NODE)
         self.assigned = assign_nodes(self.present, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
@@ -181,7 +205,7 @@ class NodePools(object):
         self.ready = dict((pool.name, sum(1 for n in self.assigned[pool.name] if node_ready(n)))
                           for pool in self.present)
         if errors:
-            raise ApplyError("\n".join(errors), list(self.results.values()))
+            raise ConvergeError("\n".join(errors), list(self.node_results.values()))
         return nodes
 
     def _one(self, node, labels, taints, pool, action):
@@ -200,30 +224,32 @@ class NodePools(object):
         return []
 
     def _record(self, res):
-        prev = self.results.get(res.name)
+        prev = self.node_results.get(res.name)
         if prev is not None and prev.changed and not res.changed:
             return  # keep the change an earlier pass made
-        self.results[res.name] = res
+        self.node_results[res.name] = res
 
     def wanted_ready(self, pool):
         if self.p["min_ready"] is not None:
             return self.p["min_ready"]
         return pool.nodegroup.node_count if pool.nodegroup is not None else 1
 
-    def wait(self, log):
-        start = time.monotonic()
-        timeout, sleep = self.p["wait_timeout"], self.p["wait_sleep"]
-        while True:
+    def wait(self, info):
+        """Re-converge and count Ready nodes until every pool has enough; returns the pools still short."""
+        def probe():
+            if probe.rounds:  # run() has just converged: the first round only counts
+                self.converge_nodes()
+            probe.rounds += 1
             short = [pool for pool in self.present if self.ready.get(pool.name, 0) < self.wanted_ready(pool)]
-            elapsed = time.monotonic() - start
-            log.append("%ds: %s" % (elapsed, ", ".join(
+            probe.short = short
+            return not short, ", ".join(
                 "%s %d/%d Ready (%d node(s) found)" % (pool.name, self.ready.get(pool.name, 0), self.wanted_ready(pool),
                                                        len(self.assigned.get(pool.name, [])))
-                for pool in self.present)))
-            if not short or elapsed >= timeout:
-                return short
-            time.sleep(max(0.2, min(sleep, timeout - elapsed)))
-            self.converge()
+                for pool in self.present)
+        probe.rounds = 0
+        result = Waiter(self.p["wait_timeout"], self.p["wait_sleep"]).until(probe)
+        info["wait_log"] = result.log
+        return probe.short
 
     def pools_info(self):
         out = {}
@@ -235,44 +261,7 @@ class NodePools(object):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=module_argument_spec(
-            nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
-            name_pattern=dict(type="str"),
-            set_gpu_present=dict(type="bool", default=True),
-            wait=dict(type="bool", default=False),
-            min_ready=dict(type="int"),
-            wait_timeout=dict(type="int", default=600),
-            wait_sleep=dict(type="int", default=10),
-        ),
-        supports_check_mode=True,
-    )
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    runner = ModuleRunner(module)
-    cluster = runner.load_cluster()
-    pools = module.params["pools"]
-    runner.run(lambda: [node_matcher(p, module.params["nodegroup_label"], module.params["name_pattern"])
-                        for p in select_pools(cluster, pools) if p.state == "present"])
-    runner.connect()
-    job = NodePools(module, runner, cluster)
-    info = {}
-    runner.run(job.converge)
-    if module.params["wait"] and not module.check_mode:
-        info["wait_log"] = []
-        short = runner.run(lambda: job.wait(info["wait_log"]))
-        if short:
-            runner.results = list(job.results.values())
-            runner.fail("timed out after %ds waiting for Ready nodes: %s. Check the nodegroups (openstack coe "
-                        "nodegroup list), that the nodes joined (kubectl get nodes -L %s) and their kubelets" % (
-                            module.params["wait_timeout"],
-                            "; ".join("pool %s has %d of %d (nodes found: %s)" % (
-                                pool.name, job.ready.get(pool.name, 0), job.wanted_ready(pool),
-                                ", ".join(n["metadata"]["name"] for n in job.assigned.get(pool.name, [])) or "none")
-                                for pool in short), module.params["nodegroup_label"]),
-                        wait_log=info["wait_log"], pools=job.pools_info())
-    runner.results = sorted(job.results.values(), key=lambda r: r.name)
-    runner.exit(pools=job.pools_info(), **info)
+    NodePoolModule()()
 
 
 if __name__ == "__main__":

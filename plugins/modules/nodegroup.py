@@ -293,19 +293,19 @@ status_reason:
 
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpupool.core.plugins.module_utils.openstack_client import connect, openstack_argument_spec
-from ansible_collections.gpupool.core.plugins.module_utils.magnum_api import (
-    MagnumClient, MagnumError, OperationFailed, WaitTimeout)
-from ansible_collections.gpupool.core.plugins.module_utils.nodegroup_plan import (
-    IN_PROGRESS_STATES, PlanError, desired_state, format_version, plan_drain, plan_nodegroup, pod_uses_gpu)
+from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumModule
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient, MagnumError, OperationFailed, WaitTimeout
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import pod_uses_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import IN_PROGRESS_STATES, desired_state, format_version, plan_drain, plan_nodegroup
 
 NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
 
 
 def argument_spec():
-    return openstack_argument_spec(
+    return dict(
         cluster=dict(type="str", required=True),
         name=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -452,7 +452,7 @@ class NodegroupRunner(object):
             if observed and observed.get("status") in IN_PROGRESS_STATES and p["wait"] and not self.module.check_mode:
                 observed = client.wait_settled(cid, observed["uuid"], p["timeout"], what)
             plan = plan_nodegroup(desired, observed, cluster, version, p["state"])
-        except PlanError as exc:
+        except Problems as exc:
             return self.fail(str(exc))
         except MagnumError as exc:
             return self.fail(str(exc), error=exc.to_dict())
@@ -468,7 +468,7 @@ class NodegroupRunner(object):
             try:
                 drainer = self.drainer_factory(p["drain"], client.log)
                 drain_plan = plan_drain(drainer.nodes(p["name"]), shrink.shrink_by, what)
-            except (PlanError, MagnumError) as exc:
+            except (Problems, MagnumError) as exc:
                 return self.fail(str(exc))
             except Exception as exc:  # kubernetes client errors
                 return self.fail("Cannot read the nodes of %s from Kubernetes (kubeconfig %s): %s"
@@ -488,7 +488,7 @@ class NodegroupRunner(object):
             if plan.wait_gone and p["wait"]:
                 client.wait(cid, observed["uuid"], {"gone": True}, p["timeout"], "delete of %s" % what,
                             initial_status=observed.get("status"))
-        except (PlanError, MagnumError) as exc:
+        except (Problems, MagnumError) as exc:
             extra = {}
             if isinstance(exc, MagnumError):
                 extra["error"] = exc.to_dict()
@@ -536,14 +536,17 @@ class NodegroupRunner(object):
         return client.wait(cid, ident, action.expect, p["timeout"], action.summary, initial_status=initial)
 
 
+class NodegroupModule(MagnumModule):
+    argument_spec = argument_spec()
+    module_kwargs = dict(required_by={"drain": "node_count"})
+
+    def run(self):
+        client = MagnumClient(self.connect(), log=self.ansible.log)
+        NodegroupRunner(self.ansible, client).run()
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=argument_spec(),
-        supports_check_mode=True,
-        required_by={"drain": "node_count"},
-    )
-    client = MagnumClient(connect(module), log=module.log)
-    NodegroupRunner(module, client).run()
+    NodegroupModule()()
 
 
 if __name__ == "__main__":

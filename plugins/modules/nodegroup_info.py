@@ -103,16 +103,22 @@ microversion:
   sample: "1.12"
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpupool.core.plugins.module_utils.openstack_client import connect, openstack_argument_spec
-from ansible_collections.gpupool.core.plugins.module_utils.magnum_api import MagnumClient, MagnumError
-from ansible_collections.gpupool.core.plugins.module_utils.nodegroup_plan import format_version
+from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumModule
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import format_version
 
 
-def run(module, client):
-    p = module.params
-    try:
+class NodegroupInfoModule(MagnumModule):
+    argument_spec = dict(
+        cluster=dict(type="str", required=True),
+        name=dict(type="str"),
+        role=dict(type="str"),
+        detail=dict(type="bool", default=False),
+    )
+
+    def run(self):
+        p = self.params
+        client = MagnumClient(self.connect(), log=self.ansible.log)
         version = client.negotiate()
         cluster = client.get_cluster(p["cluster"])
         cid = cluster["uuid"]
@@ -124,23 +130,12 @@ def run(module, client):
             if p["detail"]:
                 full = [client.get_nodegroup(cid, ng["uuid"]) for ng in nodegroups]
                 nodegroups = [ng for ng in full if ng]
-    except MagnumError as exc:
-        module.fail_json(msg=str(exc), error=exc.to_dict())
-    module.exit_json(changed=False, nodegroups=nodegroups, microversion=format_version(version),
-                     cluster=dict((k, cluster.get(k)) for k in ("uuid", "name", "status", "labels")))
+        return dict(nodegroups=nodegroups, microversion=format_version(version),
+                    cluster=dict((k, cluster.get(k)) for k in ("uuid", "name", "status", "labels")))
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=openstack_argument_spec(
-            cluster=dict(type="str", required=True),
-            name=dict(type="str"),
-            role=dict(type="str"),
-            detail=dict(type="bool", default=False),
-        ),
-        supports_check_mode=True,
-    )
-    run(module, MagnumClient(connect(module), log=module.log))
+    NodegroupInfoModule()()
 
 
 if __name__ == "__main__":

@@ -203,66 +203,45 @@ resource_api_version:
   sample: resource.k8s.io/v1
 """
 
-import traceback
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE, RESOURCE_CLAIM, RESOURCE_SLICE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import build_report, summary
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import ModuleRunner, module_argument_spec
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import K8sError
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        NODE, RESOURCE_VERSIONS, BuildError, Kind, select_pools,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_report import build_report, summary
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
+class PoolInfoModule(KubernetesModule):
+    shared = (NODES,)
+    argument_spec = dict(fail_on_mismatch=dict(type="bool", default=False))
 
-if IMPORT_ERROR is None:
-    RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io", "resourceslices", False, RESOURCE_VERSIONS)
-    RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, RESOURCE_VERSIONS)
+    def run(self):
+        p = self.params
+        nodes = self.engine.list(NODE)
+        version = self.engine.version(RESOURCE_SLICE, required=False)
+        if version is None:
+            self.warn("the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
+                      "published; every node is reported as not published")
+            slices, claims = [], []
+        else:
+            slices = self.engine.list(RESOURCE_SLICE)
+            claims = self.engine.list(RESOURCE_CLAIM)
+        report = build_report(self.cluster, nodes, slices, claims, self.selected, p["nodegroup_label"],
+                              p["name_pattern"])
+        text = summary(report)
+        out = dict(pools=report["pools"], mismatches=report["mismatches"], totals=report["totals"],
+                   ok=not report["mismatches"], summary=text,
+                   resource_api_version=("resource.k8s.io/%s" % version) if version else None)
+        if p["fail_on_mismatch"] and report["mismatches"]:
+            raise GpupoolError("%d mismatch(es) between the inventory and the cluster:\n%s"
+                               % (len(report["mismatches"]), text), **out)
+        return out
+
+    def partial_result(self):
+        return {"changed": False}  # a report: it reads, never writes
 
 
 def main():
-    spec = dict(
-        nodegroup_label=dict(type="str", default="magnum.openstack.org/nodegroup"),
-        name_pattern=dict(type="str"),
-        fail_on_mismatch=dict(type="bool", default=False),
-    )
-    module = AnsibleModule(argument_spec=module_argument_spec(apply=False, **spec), supports_check_mode=True)
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    p = module.params
-    runner = ModuleRunner(module)
-    cluster = runner.load_cluster()
-    try:
-        scope = select_pools(cluster, p["pools"])
-    except BuildError as exc:
-        module.fail_json(msg=exc.render(), changed=False)
-    engine = runner.connect()
-    try:
-        nodes = engine.list(NODE)
-        version = engine.version(RESOURCE_SLICE, required=False)
-        if version is None:
-            module.warn("the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
-                        "published; every node is reported as not published")
-            slices, claims = [], []
-        else:
-            slices = engine.list(RESOURCE_SLICE)
-            claims = engine.list(RESOURCE_CLAIM)
-    except K8sError as exc:
-        module.fail_json(msg=exc.describe(), status=exc.status, changed=False)
-    report = build_report(cluster, nodes, slices, claims, scope, p["nodegroup_label"], p["name_pattern"])
-    text = summary(report)
-    out = dict(changed=False, pools=report["pools"], mismatches=report["mismatches"], totals=report["totals"],
-               ok=not report["mismatches"], summary=text,
-               resource_api_version=("resource.k8s.io/%s" % version) if version else None)
-    if p["fail_on_mismatch"] and report["mismatches"]:
-        module.fail_json(msg="%d mismatch(es) between the inventory and the cluster:\n%s"
-                         % (len(report["mismatches"]), text), **out)
-    module.exit_json(**out)
+    PoolInfoModule()()
 
 
 if __name__ == "__main__":

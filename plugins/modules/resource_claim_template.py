@@ -167,22 +167,11 @@ diff:
   elements: dict
 """
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
-        ModuleRunner, PruneScope, module_argument_spec,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        RESOURCE_CLAIM_TEMPLATE, cluster_resource_claim_templates,
-    )
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import PYDANTIC_IMPORT_ERROR
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import cluster_resource_claim_templates
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
 
 TEMPLATE_SPEC = dict(
     name=dict(type="str", required=True),
@@ -197,44 +186,36 @@ TEMPLATE_SPEC = dict(
 )
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=module_argument_spec(
-            namespaces=dict(type="list", elements="str", default=[]),
-            templates=dict(type="list", elements="dict", options=TEMPLATE_SPEC,
-                           mutually_exclusive=[("device_class", "mig_profile")]),
-            recreate=dict(type="bool", default=True),
-            prune=dict(type="bool", default=True),
-        ),
-        required_one_of=[("namespaces", "templates")],
-        supports_check_mode=True,
+class ResourceClaimTemplateModule(KubernetesModule):
+    shared = (APPLY,)
+    argument_spec = dict(
+        namespaces=dict(type="list", elements="str", default=[]),
+        templates=dict(type="list", elements="dict", options=TEMPLATE_SPEC,
+                       mutually_exclusive=[("device_class", "mig_profile")]),
+        recreate=dict(type="bool", default=True),
+        prune=dict(type="bool", default=True),
     )
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    for i, t in enumerate(module.params["templates"] or []):
-        if t["count"] < 1:
-            module.fail_json(msg="templates[%d].count must be at least 1 (got %d)" % (i, t["count"]))
-    runner = ModuleRunner(module)
-    cluster = runner.load_cluster()
-    pools = module.params["pools"]
-    params = dict(pools=pools, namespaces=module.params["namespaces"], templates=module.params["templates"])
-    runner.run(lambda: cluster_resource_claim_templates(cluster, **params))
-    engine = runner.connect()
-    info = {}
+    module_kwargs = dict(required_one_of=[("namespaces", "templates")])
 
-    def body():
-        api_version = engine.api_version(RESOURCE_CLAIM_TEMPLATE)
-        info["api_version"] = api_version
-        wanted = cluster_resource_claim_templates(cluster, api_version=api_version, **params)
-        namespaces = set(module.params["namespaces"])
-        for t in module.params["templates"] or []:
+    def run(self):
+        p = self.params
+        for i, t in enumerate(p["templates"] or []):
+            if t["count"] < 1:
+                self.ansible.fail_json(msg="templates[%d].count must be at least 1 (got %d)" % (i, t["count"]))
+        scope = dict(pools=self.pool_names, namespaces=p["namespaces"], templates=p["templates"])
+        cluster_resource_claim_templates(self.cluster, **scope)  # inventory problems before any request
+        api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
+        wanted = cluster_resource_claim_templates(self.cluster, api_version=api_version, **scope)
+        namespaces = set(p["namespaces"])
+        for t in p["templates"] or []:
             namespaces.update(t.get("namespaces") or [])
-        prune = PruneScope(pools=pools, namespaces=namespaces) if module.params["prune"] and namespaces else None
-        runner.results += engine.converge(RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",),
-                                          recreate=module.params["recreate"])
+        prune = PruneScope(pools=self.pool_names, namespaces=namespaces) if p["prune"] and namespaces else None
+        self.converge(RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=p["recreate"])
+        return {"api_version": api_version}
 
-    runner.run(body)
-    runner.exit(**info)
+
+def main():
+    ResourceClaimTemplateModule()()
 
 
 if __name__ == "__main__":

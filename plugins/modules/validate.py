@@ -112,35 +112,25 @@ problems:
       message: "unknown key 'node_cout'; did you mean 'node_count'?"
 """
 
-import traceback
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
+from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-try:
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import (
-        PYDANTIC_IMPORT_ERROR, InventoryError, load_cluster)
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_summary import normalized_result
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-    PYDANTIC_IMPORT_ERROR = None
+class ValidateModule(GpupoolModule):
+    argument_spec = dict(
+        cluster=dict(type="dict", required=True),
+        var_name=dict(type="str", default="gpupool_cluster"),
+    )
+    required_libraries = ("pydantic",)
+
+    def run(self):
+        cluster = load_cluster(self.params["cluster"], root=self.params["var_name"])
+        return normalized_result(cluster)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            cluster=dict(type="dict", required=True),
-            var_name=dict(type="str", default="gpupool_cluster"),
-        ),
-        supports_check_mode=True,
-    )
-    if IMPORT_ERROR or PYDANTIC_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("pydantic>=2.6"), exception=IMPORT_ERROR or str(PYDANTIC_IMPORT_ERROR))
-    try:
-        cluster = load_cluster(module.params["cluster"], root=module.params["var_name"])
-    except InventoryError as exc:
-        module.fail_json(msg=exc.render(), problems=[{"path": p, "message": m} for p, m in exc.problems])
-    module.exit_json(changed=False, **normalized_result(cluster))
+    ValidateModule()()
 
 
 if __name__ == "__main__":

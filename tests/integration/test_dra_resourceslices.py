@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig_catalog import get_gpu
-from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import (InfeasibleLayout, maximal_layouts,
-                                                                               mig_parted_config)
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import get_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, maximal_layouts
 from testbed import dra_resourceslices as rs
 from testbed import gpu_flavors
 from testbed.dra_simulator import feature_gates, schedules_on

@@ -12,7 +12,8 @@ import sys
 import pynvml
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils import mig_catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from testbed.fakenvml import gen_symbols
 from testbed.fakenvml_config import LIB
 
@@ -342,10 +343,9 @@ def test_state_is_shared_and_locked_across_concurrent_processes(fake_nvml):
 @pytest.mark.parametrize("key", ["A30", "H200-141GB", "GB200"])
 def test_planner_layouts_create_on_other_gpus(fake_nvml, key):
     """Every instance the planner places for a maximal layout is accepted by the fake at that placement."""
-    from ansible_collections.gpupool.core.plugins.module_utils import mig_planner as mp
     model = cat.get_gpu(key)
-    layout = mp.maximal_layouts(model)[0]
-    placed = [[i.profile_id, i.start, i.size] for i in mp.plan(model, layout)]
+    layout = mig_placement.maximal_layouts(model)[0]
+    placed = [[i.profile_id, i.start, i.size] for i in mig_placement.plan(model, layout)]
     fake_nvml.configure([{"model": key, "mig": True}])
     (out,) = fake_nvml.python(HELPERS + """
 pynvml.nvmlInit()

@@ -1,4 +1,4 @@
-"""The server-side-apply engine (k8s_apply.py) against the real kube-apiserver: writes counted in the audit log.
+"""The server-side-apply engine (k8s/apply_engine.py) against the real kube-apiserver: writes counted in the audit log.
 
 Each test uses its own pool names and object names and cleans up, so the session's control plane can be
 shared with the other integration tests.
@@ -12,12 +12,16 @@ import time
 
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils import k8s_objects as ko
-from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import (
-    ApplyEngine, ApplyError, PruneScope, strip,
-)
-from ansible_collections.gpupool.core.plugins.module_utils.k8s_client import K8sError, connect
-from ansible_collections.gpupool.core.plugins.module_utils.pool_model import load_cluster
+from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
+from ansible_collections.gpupool.core.plugins.module_utils.plan import claim_templates as plan_claim_templates
+from ansible_collections.gpupool.core.plugins.module_utils.plan import device_classes as plan_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.plan import kinds as plan_kinds
+from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
+from ansible_collections.gpupool.core.plugins.module_utils.plan import ownership as plan_ownership
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError, PruneScope
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, connect
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from tests.integration import k8s_helpers as h
 
 pytestmark = pytest.mark.controlplane
@@ -43,8 +47,8 @@ def cleanup(control_plane):
     yield pools
     if pools:
         e = engine(control_plane)
-        e.converge(ko.DEVICE_CLASS, [], prune=PruneScope(pools=pools))
-        e.converge(ko.RESOURCE_CLAIM_TEMPLATE, [], prune=PruneScope(pools=pools))
+        e.converge(plan_kinds.DEVICE_CLASS, [], prune=PruneScope(pools=pools))
+        e.converge(plan_kinds.RESOURCE_CLAIM_TEMPLATE, [], prune=PruneScope(pools=pools))
 
 
 T4 = {"name": "apply-t4", "node_selector": {"x": "t4"}, "gpu": {"model": "T4"},
@@ -58,28 +62,28 @@ A100 = {"name": "apply-a100", "node_selector": {"x": "a100"}, "gpu": {"model": "
 
 def test_discovery_prefers_v1_falls_back_and_explains_missing_apis(control_plane):
     e = engine(control_plane)
-    assert e.version(ko.DEVICE_CLASS) == "v1"
+    assert e.version(plan_kinds.DEVICE_CLASS) == "v1"
     served = e.client.group_versions("resource.k8s.io")
     assert {"v1", "v1beta2", "v1beta1"} <= set(served)
     # On a cluster without v1 the next served version is taken, in the engine's preference order.
     assert e.client.preferred_version("resource.k8s.io", ("v9", "v1beta2", "v1beta1")) == "v1beta2"
-    widget = ko.Kind("Widget", "widgets.example.com", "widgets", True, ("v1",))
+    widget = plan_kinds.Kind("Widget", "widgets.example.com", "widgets", True, ("v1",))
     assert e.version(widget, required=False) is None
     with pytest.raises(K8sError) as err:
         e.version(widget)
     assert "the API server does not serve Widget (widgets.example.com, versions v1)" in str(err.value)
     h.install_compute_domain_crd(control_plane)
-    assert engine(control_plane).version(ko.COMPUTE_DOMAIN) == "v1beta1"  # v1beta2 is not served by this CRD
+    assert engine(control_plane).version(plan_kinds.COMPUTE_DOMAIN) == "v1beta1"  # v1beta2 is not served by this CRD
 
 
 def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(control_plane, cleanup):
     cleanup += ["apply-t4", "apply-a100"]
     c = cluster(T4, A100)
-    want = ko.cluster_device_classes(c)
+    want = plan_device_classes.cluster_device_classes(c)
     assert len(want) == 4
 
     mark = control_plane.audit.mark()
-    dry = engine(control_plane, check_mode=True).converge(ko.DEVICE_CLASS, want)
+    dry = engine(control_plane, check_mode=True).converge(plan_kinds.DEVICE_CLASS, want)
     window = control_plane.audit.since(mark)
     assert [r.action for r in dry] == ["created"] * 4 and all(r.changed for r in dry)
     assert window.writes(user=ADMIN) == []
@@ -87,7 +91,7 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
     assert control_plane.kubectl("get", "deviceclass", "apply-t4", check=False).returncode != 0
 
     mark = control_plane.audit.mark()
-    real = engine(control_plane).converge(ko.DEVICE_CLASS, want)
+    real = engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want)
     window = control_plane.audit.since(mark)
     assert [r.action for r in real] == ["created"] * 4
     assert h.write_counts(window) == {("patch", "deviceclasses"): 4}
@@ -95,11 +99,11 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
     assert [r.after for r in dry] == [r.after for r in real]
     live = h.kubectl_json(control_plane, "get", "deviceclass", "apply-a100-3g.20gb")
     assert live["spec"]["extendedResourceName"] == "gpupool.io/apply-a100-3g.20gb"
-    assert strip(live)["metadata"]["labels"] == ko.ownership_labels("apply-a100")
+    assert strip(live)["metadata"]["labels"] == plan_ownership.ownership_labels("apply-a100")
 
     mark = control_plane.audit.mark()
     e = engine(control_plane)
-    again = e.converge(ko.DEVICE_CLASS, want)
+    again = e.converge(plan_kinds.DEVICE_CLASS, want)
     window = control_plane.audit.since(mark)
     assert [r.action for r in again] == ["unchanged"] * 4 and not any(r.changed for r in again)
     assert window.writes(user=ADMIN) == []
@@ -107,11 +111,11 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
 
     # a change: check mode shows it without writing, the real run applies the same
     c2 = cluster(dict(T4, sharing={"time_slicing": {"interval": "Long"}}), A100)
-    want2 = ko.cluster_device_classes(c2)
+    want2 = plan_device_classes.cluster_device_classes(c2)
     mark = control_plane.audit.mark()
-    dry = engine(control_plane, check_mode=True).converge(ko.DEVICE_CLASS, want2)
+    dry = engine(control_plane, check_mode=True).converge(plan_kinds.DEVICE_CLASS, want2)
     assert control_plane.audit.since(mark).writes(user=ADMIN) == []
-    real = engine(control_plane).converge(ko.DEVICE_CLASS, want2)
+    real = engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want2)
     assert [(r.name, r.action) for r in real if r.changed] == [("apply-t4", "updated")]
     assert [(r.before, r.after) for r in dry] == [(r.before, r.after) for r in real]
     params = real[0].after["spec"]["config"][0]["opaque"]["parameters"]
@@ -121,26 +125,26 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
 def test_prune_deletes_only_gpupool_objects_of_the_pools_in_scope(control_plane, cleanup):
     cleanup += ["apply-t4", "apply-a100"]
     e = engine(control_plane)
-    e.converge(ko.DEVICE_CLASS, ko.cluster_device_classes(cluster(T4, A100)))
+    e.converge(plan_kinds.DEVICE_CLASS, plan_device_classes.cluster_device_classes(cluster(T4, A100)))
     control_plane.kubectl("create", "-f", "-", input=DC_YAML % ("apply-foreign", "{}"))
     control_plane.kubectl("create", "-f", "-", input=DC_YAML % ("apply-half", '{"gpupool.io/pool": "apply-a100"}'))
     try:
         # drop the extra class of apply-a100; prune limited to apply-a100
         a100 = dict(A100, device_classes={"extended_resource_names": True})
-        want = ko.cluster_device_classes(cluster(T4, a100), ["apply-a100"])
+        want = plan_device_classes.cluster_device_classes(cluster(T4, a100), ["apply-a100"])
         mark = control_plane.audit.mark()
-        dry = engine(control_plane, check_mode=True).converge(ko.DEVICE_CLASS, want, prune=PruneScope(["apply-a100"]))
+        dry = engine(control_plane, check_mode=True).converge(plan_kinds.DEVICE_CLASS, want, prune=PruneScope(["apply-a100"]))
         assert control_plane.audit.since(mark).writes(user=ADMIN) == []
         assert names(dry, "deleted") == ["apply-a100-big"]
         # (the audit reader treats dryRun=All in the URI as dry; make sure the server did too)
         assert control_plane.kubectl("get", "deviceclass", "apply-a100-big", check=False).returncode == 0
         mark = control_plane.audit.mark()
-        res = engine(control_plane).converge(ko.DEVICE_CLASS, want, prune=PruneScope(["apply-a100"]))
+        res = engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want, prune=PruneScope(["apply-a100"]))
         window = control_plane.audit.since(mark)
         assert names(res, "deleted") == ["apply-a100-big"]
         assert h.writes(window) == [("delete", "deviceclasses", "apply-a100-big")]
         # prune over every gpupool object: our T4 class goes, the classes without our labels stay
-        res = engine(control_plane).converge(ko.DEVICE_CLASS, [], prune=PruneScope(["apply-t4", "apply-a100"]))
+        res = engine(control_plane).converge(plan_kinds.DEVICE_CLASS, [], prune=PruneScope(["apply-t4", "apply-a100"]))
         assert names(res, "deleted") == ["apply-a100-2g.10gb", "apply-a100-3g.20gb", "apply-t4"]
         for name in ("apply-foreign", "apply-half"):
             assert control_plane.kubectl("get", "deviceclass", name, check=False).returncode == 0
@@ -164,8 +168,8 @@ def test_a_device_class_we_do_not_own_is_never_modified(control_plane, cleanup):
                 "device_classes": {"extra": [{"name": "apply-own-big", "min_memory": "10Gi"}]}}
         before = h.kubectl_json(control_plane, "get", "deviceclass", "apply-own-big")
         mark = control_plane.audit.mark()
-        with pytest.raises(ApplyError) as err:
-            engine(control_plane).converge(ko.DEVICE_CLASS, ko.cluster_device_classes(cluster(pool)),
+        with pytest.raises(ConvergeError) as err:
+            engine(control_plane).converge(plan_kinds.DEVICE_CLASS, plan_device_classes.cluster_device_classes(cluster(pool)),
                                            prune=PruneScope())
         window = control_plane.audit.since(mark)
         assert ("DeviceClass apply-own-big (wanted by pool apply-own) already exists and is not "
@@ -184,14 +188,14 @@ def test_a_device_class_we_do_not_own_is_never_modified(control_plane, cleanup):
 def test_field_manager_conflict_names_the_other_manager_and_force_takes_over(control_plane, cleanup):
     cleanup += ["apply-conflict"]
     pool = {"name": "apply-conflict", "node_selector": {"x": "y"}, "gpu": {"model": "T4"}}
-    want = ko.cluster_device_classes(cluster(pool))
-    engine(control_plane).converge(ko.DEVICE_CLASS, want)
+    want = plan_device_classes.cluster_device_classes(cluster(pool))
+    engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want)
     other = DC_YAML % ("apply-conflict", '{"app.kubernetes.io/managed-by": gpupool, "gpupool.io/pool": apply-conflict}')
     control_plane.kubectl("apply", "--server-side", "--field-manager=other-tool", "--force-conflicts", "-f", "-",
                           input=other)
     mark = control_plane.audit.mark()
-    with pytest.raises(ApplyError) as err:
-        engine(control_plane).converge(ko.DEVICE_CLASS, want)
+    with pytest.raises(ConvergeError) as err:
+        engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want)
     msg = err.value.message
     assert msg.startswith("DeviceClass apply-conflict (pool apply-conflict): server-side apply conflict: "
                           ".spec.selectors owned by field manager 'other-tool', not by 'gpupool'.")
@@ -199,7 +203,7 @@ def test_field_manager_conflict_names_the_other_manager_and_force_takes_over(con
     assert [e["responseStatus"]["code"] for e in control_plane.audit.since(mark).writes(user=ADMIN)] == [409]
     live = h.kubectl_json(control_plane, "get", "deviceclass", "apply-conflict")
     assert live["spec"]["selectors"][0]["cel"]["expression"] == "device.driver == 'example.com'"
-    res = engine(control_plane, force_conflicts=True).converge(ko.DEVICE_CLASS, want)
+    res = engine(control_plane, force_conflicts=True).converge(plan_kinds.DEVICE_CLASS, want)
     assert [(r.name, r.action) for r in res] == [("apply-conflict", "updated")]
     live = h.kubectl_json(control_plane, "get", "deviceclass", "apply-conflict")
     assert "Tesla T4" in live["spec"]["selectors"][0]["cel"]["expression"]
@@ -210,11 +214,11 @@ def test_invalid_cel_comes_back_with_class_pool_and_inventory_key(control_plane,
     pool = {"name": "apply-cel", "node_selector": {"x": "y"}, "gpu": {"model": "T4"}, "device_classes": {
         "defaults": False, "extra": [{"name": "apply-cel-bad", "min_memory": "8Gi",
                                       "selectors": ["device.attributes['gpu.nvidia.com'].productName =="]}]}}
-    want = ko.cluster_device_classes(cluster(pool))
+    want = plan_device_classes.cluster_device_classes(cluster(pool))
     for check in (True, False):
         mark = control_plane.audit.mark()
-        with pytest.raises(ApplyError) as err:
-            engine(control_plane, check_mode=check).converge(ko.DEVICE_CLASS, want)
+        with pytest.raises(ConvergeError) as err:
+            engine(control_plane, check_mode=check).converge(plan_kinds.DEVICE_CLASS, want)
         msg = err.value.message
         assert msg.startswith("DeviceClass apply-cel-bad (pool apply-cel) was rejected by the API server: "
                               "spec.selectors[2].cel.expression: Invalid value:"), msg
@@ -230,24 +234,24 @@ def test_older_resource_api_versions_converge_idempotently(control_plane, cleanu
     h.ensure_namespace(control_plane, ns)
     c = cluster(T4)
     for version in ("v1beta1", "v1beta2"):
-        pinned = {ko.RESOURCE_CLAIM_TEMPLATE: version, ko.DEVICE_CLASS: version}
+        pinned = {plan_kinds.RESOURCE_CLAIM_TEMPLATE: version, plan_kinds.DEVICE_CLASS: version}
         api = "resource.k8s.io/" + version
         tpl = [{"name": "two-t4-" + version, "pool": "apply-t4", "count": 2,
                 "match_attribute": "resource.kubernetes.io/pcieRoot"}]
-        want = ko.cluster_resource_claim_templates(c, None, [ns], tpl, api_version=api)
-        res = engine(control_plane, versions=pinned).converge(ko.RESOURCE_CLAIM_TEMPLATE, want)
+        want = plan_claim_templates.cluster_resource_claim_templates(c, None, [ns], tpl, api_version=api)
+        res = engine(control_plane, versions=pinned).converge(plan_kinds.RESOURCE_CLAIM_TEMPLATE, want)
         assert [r.action for r in res] == ["created"]
         mark = control_plane.audit.mark()
-        res = engine(control_plane, versions=pinned).converge(ko.RESOURCE_CLAIM_TEMPLATE, want)
+        res = engine(control_plane, versions=pinned).converge(plan_kinds.RESOURCE_CLAIM_TEMPLATE, want)
         assert [r.action for r in res] == ["unchanged"]
         assert control_plane.audit.since(mark).writes(user=ADMIN) == []
         live = h.kubectl_json(control_plane, "get", "resourceclaimtemplates.v1.resource.k8s.io", "-n", ns,
                               "two-t4-" + version)
         req = live["spec"]["spec"]["devices"]["requests"][0]
         assert req["exactly"]["count"] == 2 and req["exactly"]["deviceClassName"] == "apply-t4"
-        dcs = ko.cluster_device_classes(c, api_version=api)
+        dcs = plan_device_classes.cluster_device_classes(c, api_version=api)
         expected = "created" if version == "v1beta1" else "unchanged"  # same DeviceClass, read at another version
-        assert [r.action for r in engine(control_plane, versions=pinned).converge(ko.DEVICE_CLASS, dcs)] == [expected]
+        assert [r.action for r in engine(control_plane, versions=pinned).converge(plan_kinds.DEVICE_CLASS, dcs)] == [expected]
 
 
 def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
@@ -261,11 +265,11 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
     try:
         def converge(check=False, pool=pool, release=False):
             e = engine(control_plane, check_mode=check)
-            nodes = [n for n in e.list(ko.NODE) if n["metadata"]["name"] in names_]
+            nodes = [n for n in e.list(plan_kinds.NODE) if n["metadata"]["name"] in names_]
             out = []
             for node in nodes:
-                labels = {} if release else ko.desired_node_labels(pool, node, ka_owned(node))
-                taints = [] if release else ko.desired_node_taints(pool)
+                labels = {} if release else plan_nodes.desired_node_labels(pool, node, ka_owned(node))
+                taints = [] if release else plan_nodes.desired_node_taints(pool)
                 out.append(e.converge_node(node, labels, taints, pool=pool.name))
             return out
 
@@ -291,7 +295,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
 
         # a second module labelling nodes with its own field manager leaves node_pool's labels and taints
         mig = engine(control_plane, field_manager="gpupool-mig")
-        res = mig.converge_node(mig.get(ko.NODE, "apply-node-0"), {"nvidia.com/mig.config": "all-1g.5gb"})
+        res = mig.converge_node(mig.get(plan_kinds.NODE, "apply-node-0"), {"nvidia.com/mig.config": "all-1g.5gb"})
         assert res.action == "updated"
         node = h.core(control_plane).read_node("apply-node-0")
         assert node.metadata.labels["nvidia.com/mig.config"] == "all-1g.5gb"
@@ -303,7 +307,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         # another tool changes the node between our LIST and our PATCH: the resourceVersion
         # precondition fails, the engine reads the node again and retries
         e = engine(control_plane)
-        stale = e.get(ko.NODE, "apply-node-1")
+        stale = e.get(plan_kinds.NODE, "apply-node-1")
         control_plane.kubectl("label", "node", "apply-node-1", "late=1")
         mark = control_plane.audit.mark()
         res = e.converge_node(stale, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
@@ -313,7 +317,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         node = h.core(control_plane).read_node("apply-node-1")
         assert taint_keys(node) == ["example.com/maintenance"]
         assert node.metadata.labels["late"] == "1" and "site" not in node.metadata.labels
-        assert (node.metadata.annotations or {}).get(ko.TAINTS_ANNOTATION) is None
+        assert (node.metadata.annotations or {}).get(model_names.TAINTS_ANNOTATION) is None
 
         # release: our labels and taints go, the others' stay
         converge(release=True)
@@ -322,7 +326,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         assert taint_keys(node) == ["example.com/maintenance"]
 
         # a node deleted after the LIST is not re-created by the label apply
-        gone = e.get(ko.NODE, "apply-node-1")
+        gone = e.get(plan_kinds.NODE, "apply-node-1")
         h.delete_nodes(control_plane, ["apply-node-1"])
         res = engine(control_plane).converge_node(gone, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
         assert res.action == "vanished"
@@ -337,7 +341,7 @@ def taint_keys(node):
 
 
 def ka_owned(node):
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_apply import owned_label_keys
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
     return owned_label_keys(node)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig_planner import mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
 
 pytestmark = pytest.mark.sandbox
 

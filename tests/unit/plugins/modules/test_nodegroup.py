@@ -17,7 +17,8 @@ pytest.importorskip("openstack")
 
 from ansible.module_utils import basic  # noqa: E402
 
-from ansible_collections.gpupool.core.plugins.module_utils import magnum_api, openstack_client  # noqa: E402
+from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum as magnum_api
+from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection as openstack_client
 from ansible_collections.gpupool.core.plugins.modules import nodegroup, nodegroup_info  # noqa: E402
 
 AUTH_URL = "https://identity.example.com/v3"

@@ -1,0 +1,446 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The server-side-apply engine every gpupool Kubernetes module uses (see `ApplyEngine`).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import time
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONTENT_APPLY
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONTENT_MERGE
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import merge_taints
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import recorded_taints
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import taints_annotation
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import owned_selector
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import pool_of
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import differences
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import needs_apply
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import node_view
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
+
+
+class ConvergeError(GpupoolError):
+    """One or more objects could not be converged."""
+
+    def __init__(self, message, results=None):
+        super().__init__(message)
+        self.message = message
+        self.results = results or []
+
+
+class Result(object):
+    """What happened to one object."""
+
+    def __init__(self, kind, name, namespace=None, pool=None, origin=None):
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
+        self.pool = pool
+        self.origin = origin
+        self.action = "unchanged"
+        self.changed = False
+        self.before = None
+        self.after = None
+        self.error = None
+        self.object = None  # the server's object after the operation
+        self.notes = []
+
+    @property
+    def ref(self):
+        return "%s %s" % (self.kind, "%s/%s" % (self.namespace, self.name) if self.namespace else self.name)
+
+    def as_dict(self):
+        out = {"kind": self.kind, "name": self.name, "action": self.action, "changed": self.changed}
+        if self.namespace:
+            out["namespace"] = self.namespace
+        if self.pool:
+            out["pool"] = self.pool
+        if self.error:
+            out["error"] = self.error
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    def diff(self):
+        header = self.ref + (" (pool %s)" % self.pool if self.pool else "")
+        return {"before": self.before or {}, "after": self.after or {},
+                "before_header": header, "after_header": header}
+
+
+class PruneScope(object):
+    """Which gpupool objects may be deleted when no longer desired.
+
+    pools: only objects labelled with one of these pools (None: every gpupool object of the kind).
+    namespaces: for namespaced kinds, limit to these namespaces (None: all namespaces).
+    """
+
+    def __init__(self, pools=None, namespaces=None):
+        self.pools = set(pools) if pools else None
+        self.namespaces = set(namespaces) if namespaces else None
+
+    def covers(self, obj):
+        if not is_owned(obj):
+            return False
+        if self.pools is not None and pool_of(obj) not in self.pools:
+            return False
+        ns = (obj.get("metadata") or {}).get("namespace")
+        return self.namespaces is None or ns in self.namespaces
+
+
+CONFLICT_CAUSE = re.compile(r'conflict with "([^"]+)"(?: with subresource "([^"]+)")?(?: using ([^:\s]+))?')
+
+
+def conflict_owners(err):
+    """[(manager, field)] from a server-side apply 409 Conflict."""
+    out = []
+    for cause in err.causes:
+        if cause.get("reason") != "FieldManagerConflict":
+            continue
+        m = CONFLICT_CAUSE.search(cause.get("message") or "")
+        out.append((m.group(1) if m else cause.get("message"), cause.get("field")))
+    if not out:
+        for m in CONFLICT_CAUSE.finditer(err.message or ""):
+            rest = err.message[m.end():].split("\n")[0]
+            fields = re.findall(r"\.[A-Za-z0-9_.\[\]=\"'-]+", rest)
+            out.extend((m.group(1), f) for f in (fields or [None]))
+    return out
+
+
+def conflict_message(ref, err):
+    owners = conflict_owners(err)
+    by_manager = {}
+    for manager, field in owners:
+        by_manager.setdefault(manager, []).append(field or "?")
+    parts = ["%s owned by field manager %r" % (", ".join(sorted(set(f))), m) for m, f in sorted(by_manager.items())]
+    return ("%s: server-side apply conflict: %s, not by %r. Another tool manages these fields; gpupool will not "
+            "take them over silently. Either stop managing them there (or remove them with that tool), or rerun "
+            "with force_conflicts: true to make gpupool their owner." % (ref, "; ".join(parts) or err.message,
+                                                                         FIELD_MANAGER))
+
+
+def invalid_message(ref, err, origins=None, pool=None):
+    """422 from the server (e.g. a CEL selector that does not compile), with where it came from."""
+    lines = []
+    for cause in err.causes:
+        field = cause.get("field") or ""
+        msg = (cause.get("message") or "").strip()
+        where = ""
+        m = re.match(r"spec\.selectors\[(\d+)\]", field)
+        if m and origins and int(m.group(1)) < len(origins):
+            where = " (from %s)" % origins[int(m.group(1))]
+        lines.append("%s: %s%s" % (field, msg, where))
+    text = "%s%s was rejected by the API server: " % (ref, " (pool %s)" % pool if pool else "")
+    text += "; ".join(lines) if lines else err.message
+    return text
+
+
+class ApplyEngine(object):
+    def __init__(self, client, check_mode=False, force_conflicts=False, field_manager=FIELD_MANAGER,
+                 sleep=time.sleep, clock=time.monotonic, versions=None):
+        """versions: {Kind: version} to pin instead of discovering (e.g. an older served version)."""
+        self.client = client
+        self.check_mode = check_mode
+        self.force_conflicts = force_conflicts
+        self.field_manager = field_manager
+        self._versions = dict(versions or {})
+        self._live = {}
+        self._sleep = sleep
+        self._clock = clock
+        self.warnings = []
+
+    # ---- discovery -------------------------------------------------------------------------------
+    def version(self, kind, required=True):
+        """The version of `kind` to use: the first of kind.versions the server serves."""
+        if kind not in self._versions:
+            self._versions[kind] = self.client.preferred_version(kind.group or "core", kind.versions)
+        v = self._versions[kind]
+        if v is None and required:
+            raise K8sError("the API server does not serve %s (%s, versions %s)" % (
+                kind.kind, kind.group or "core", ", ".join(kind.versions)), hint=_missing_api_hint(kind))
+        return v
+
+    def api_version(self, kind):
+        return kind.api_version(self.version(kind))
+
+    # ---- raw operations ----------------------------------------------------------------------------
+    def _path(self, kind, namespace=None, name=None, subresource=None):
+        return self.client.path(kind.group, self.version(kind), kind.plural, namespace if kind.namespaced else None,
+                                name, subresource)
+
+    def list(self, kind, namespace=None, label_selector=None):
+        return self.client.list(kind.group, self.version(kind), kind.plural,
+                                namespace if kind.namespaced else None, label_selector)
+
+    def get(self, kind, name, namespace=None):
+        try:
+            return self.client.request("GET", self._path(kind, namespace, name))
+        except NotFound:
+            return None
+
+    def apply(self, kind, obj, dry_run=None, force=None):
+        """One server-side apply PATCH; returns the server's object."""
+        meta = obj["metadata"]
+        query = {"fieldManager": self.field_manager}
+        if self.force_conflicts if force is None else force:
+            query["force"] = "true"
+        if self.check_mode if dry_run is None else dry_run:
+            query["dryRun"] = "All"
+        return self.client.request("PATCH", self._path(kind, meta.get("namespace"), meta["name"]), query=query,
+                                   body=obj, content_type=CONTENT_APPLY)
+
+    def merge_patch(self, kind, name, patch, namespace=None, dry_run=None):
+        query = {"fieldManager": self.field_manager}
+        if self.check_mode if dry_run is None else dry_run:
+            query["dryRun"] = "All"
+        return self.client.request("PATCH", self._path(kind, namespace, name), query=query, body=patch,
+                                   content_type=CONTENT_MERGE)
+
+    def delete(self, kind, name, namespace=None, uid=None, dry_run=None):
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        query = {}
+        if self.check_mode if dry_run is None else dry_run:
+            # With a DeleteOptions body the API server ignores the query parameters, so dry run
+            # must be in the body; it is in the query as well so the request reads as one in logs.
+            body["dryRun"] = ["All"]
+            query["dryRun"] = "All"
+        try:
+            return self.client.request("DELETE", self._path(kind, namespace, name), query=query or None, body=body)
+        except NotFound:
+            return None
+
+    def wait_gone(self, kind, name, namespace=None, timeout=120.0, interval=1.0):
+        deadline = self._clock() + timeout
+        while True:
+            if self.get(kind, name, namespace) is None:
+                return True
+            if self._clock() >= deadline:
+                return False
+            self._sleep(interval)
+
+    # ---- converge ------------------------------------------------------------------------------------
+    def live_by_name(self, kind, namespaces):
+        """{(namespace, name): obj} from one LIST per namespace (one for cluster-scoped kinds)."""
+        live = {}
+        for ns in sorted(set(namespaces), key=lambda n: n or ""):
+            if (kind, ns) not in self._live:  # cached until this engine writes that kind
+                self._live[(kind, ns)] = self.list(kind, ns)
+            for obj in self._live[(kind, ns)]:
+                meta = obj.get("metadata") or {}
+                live[(meta.get("namespace") if kind.namespaced else None, meta["name"])] = obj
+        return live
+
+    def converge(self, kind, desired, prune=None, immutable=None, recreate=False, delete_timeout=120.0):
+        """Converge `desired` (k8s_objects.Desired) of one kind; returns [Result].
+
+        prune: PruneScope or None. immutable: top-level keys the server forbids changing (e.g. "spec"
+        for ComputeDomains): a change there fails with a clear message unless `recreate`, which deletes
+        the object and applies it again. Raises ConvergeError (with the results so far) when any object failed.
+        """
+        api_version = self.api_version(kind)
+        namespaces = [d.obj["metadata"].get("namespace") if kind.namespaced else None for d in desired]
+        if not kind.namespaced:
+            namespaces = [None]
+        elif prune is not None and prune.namespaces:
+            namespaces += list(prune.namespaces)
+        live = self.live_by_name(kind, namespaces)
+        for key in [k for k in self._live if k[0] == kind]:
+            del self._live[key]  # what follows may write
+        results, errors = [], []
+        wanted = set()
+        for d in desired:
+            obj = copy.deepcopy(d.obj)
+            obj["apiVersion"] = api_version
+            meta = obj["metadata"]
+            ns = meta.get("namespace") if kind.namespaced else None
+            wanted.add((ns, meta["name"]))
+            res = Result(kind.kind, meta["name"], ns, d.pool, d.origin)
+            results.append(res)
+            try:
+                self._converge_one(kind, obj, live.get((ns, meta["name"])), res, d, immutable, recreate,
+                                   delete_timeout)
+            except K8sError as err:
+                res.action = "failed"
+                res.error = self.explain(kind, res, err, d)
+                errors.append(res.error)
+        if errors:  # never prune while the desired state could not be applied
+            raise ConvergeError("\n".join(errors), results)
+        if prune is not None:
+            if kind.namespaced and prune.namespaces is None:
+                candidates = self.list(kind, None, owned_selector(prune.pools))
+            else:
+                candidates = list(live.values())
+            for obj in sorted(candidates, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"])):
+                meta = obj["metadata"]
+                key = (meta.get("namespace") if kind.namespaced else None, meta["name"])
+                if key in wanted or not prune.covers(obj):
+                    continue
+                res = Result(kind.kind, meta["name"], key[0], pool_of(obj))
+                results.append(res)
+                res.before = strip(obj)
+                try:
+                    self.delete(kind, meta["name"], key[0], uid=meta.get("uid"))
+                    res.action, res.changed, res.after = "deleted", True, {}
+                except K8sError as err:
+                    res.action = "failed"
+                    res.error = self.explain(kind, res, err, None)
+                    errors.append(res.error)
+        if errors:
+            raise ConvergeError("\n".join(errors), results)
+        return results
+
+    def _converge_one(self, kind, obj, live, res, d, immutable, recreate, delete_timeout):
+        if live is not None and not is_owned(live):
+            res.action = "failed"
+            raise K8sError("%s (wanted by pool %s) already exists and is not managed by gpupool (it lacks the "
+                           "label app.kubernetes.io/managed-by=gpupool), so gpupool leaves it alone" % (res.ref, res.pool),
+                           hint="rename the object in the inventory (%s), or delete/relabel the existing one "
+                                "if gpupool should own it" % (d.origin or "inventory"))
+        res.before = strip(live)
+        needed, reasons = needs_apply(obj, live, self.field_manager)
+        if not needed:
+            res.object, res.after = live, strip(live)
+            return
+        res.notes = reasons
+        changed_immutable = [k for k in (immutable or ()) if live is not None and
+                             differences(obj.get(k), live.get(k))]
+        if changed_immutable:
+            fields = [r[:-len(" differs")] if r.endswith(" differs") else r for r in reasons
+                      if r.split(".", 1)[0] in changed_immutable]
+            if not recreate:
+                what = ", ".join(fields) or ", ".join(changed_immutable)
+                raise K8sError("%s (pool %s): %s cannot be changed in place: %s is immutable (the API server "
+                               "rejects any change to it)" % (res.ref, res.pool, what, ", ".join(changed_immutable)),
+                               hint="set recreate: true to delete and re-create it (workloads using it lose it until "
+                                    "they are restarted), or revert the inventory change at %s" % (d.origin or "inventory"))
+            self._recreate(kind, obj, live, res, delete_timeout)
+            return
+        after = self.apply(kind, obj)
+        res.object, res.after = after, strip(after)
+        res.changed = live is None or res.before != res.after
+        res.action = "created" if live is None else ("updated" if res.changed else "unchanged")
+
+    def _recreate(self, kind, obj, live, res, delete_timeout):
+        meta = obj["metadata"]
+        if self.check_mode:
+            # Predict with a dry-run create under a scratch name (the real name still exists).
+            probe = copy.deepcopy(obj)
+            probe["metadata"]["name"] = (meta["name"][:200] + "-gpupool-dry-run")
+            after = self.apply(kind, probe, dry_run=True)
+            after["metadata"]["name"] = meta["name"]
+        else:
+            self.delete(kind, meta["name"], meta.get("namespace"), uid=live["metadata"].get("uid"))
+            if not self.wait_gone(kind, meta["name"], meta.get("namespace"), timeout=delete_timeout):
+                raise K8sError("%s was deleted for re-creation but still exists after %ds (finalizers: %s)" % (
+                    res.ref, delete_timeout, ", ".join(live["metadata"].get("finalizers") or []) or "none"),
+                    hint="check the controller that owns its finalizer, then rerun")
+            after = self.apply(kind, obj)
+        res.object = after
+        res.after = strip(after)
+        res.action, res.changed = "recreated", True
+
+    def explain(self, kind, res, err, d):
+        ref = res.ref + (" (pool %s)" % res.pool if res.pool else "")
+        if isinstance(err, Conflict) and conflict_owners(err):
+            return conflict_message(ref, err)
+        if err.status == 422:
+            return invalid_message(res.ref, err, (d.info or {}).get("selector_origins") if d else None, res.pool)
+        if err.status == 404 and kind.namespaced and res.namespace and "namespaces" in (err.message or ""):
+            return "%s: namespace %s does not exist; create it first (gpupool does not create tenant namespaces)" % (
+                ref, res.namespace)
+        text = err.describe()
+        return text if res.ref in text else "%s: %s" % (ref, text)
+
+    # ---- nodes -----------------------------------------------------------------------------------------
+    def converge_node(self, node, labels, taints=None, pool=None, attempts=5):
+        """Make this field manager's labels on one Node exactly `labels` and gpupool's taints exactly
+        `taints` (None: leave taints alone), keeping everyone else's.
+
+        Labels belong to the field manager: another module that labels nodes (e.g. MIG configs) must use
+        its own ApplyEngine(field_manager=...), or its apply would drop node_pool's labels.
+        Returns a Result whose before/after are node_view()s.
+        """
+        name = node["metadata"]["name"]
+        res = Result("Node", name, None, pool)
+        res.before = node_view(node)
+        current = node
+        after_view = node_view(node)
+        for attempt in range(attempts if taints is not None else 0):
+            ours_before = set(recorded_taints(current))
+            new_taints, taints_changed = merge_taints((current.get("spec") or {}).get("taints"), ours_before, taints)
+            want_ann = taints_annotation(taints) or None
+            have_ann = ((current["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION)) or None
+            if not (taints_changed or want_ann != have_ann):
+                break
+            patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"],
+                                  "annotations": {TAINTS_ANNOTATION: want_ann}},
+                     "spec": {"taints": new_taints or None}}
+            try:
+                out = self.merge_patch(NODE, name, patch)
+                after_view["spec"]["taints"] = list((out.get("spec") or {}).get("taints") or [])
+                ann = (out["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION)
+                after_view["metadata"].pop("annotations", None)
+                if ann is not None:
+                    after_view["metadata"]["annotations"] = {TAINTS_ANNOTATION: ann}
+                if not self.check_mode:
+                    current = out
+                break
+            except Conflict:
+                if attempt + 1 == attempts:
+                    raise K8sError("Node %s kept changing while gpupool updated its taints (%d attempts)" % (
+                        name, attempts), hint="rerun; if it persists, find the controller rewriting the node")
+                current = self.get(NODE, name)
+                if current is None:
+                    res.action, res.notes = "vanished", ["node was deleted meanwhile"]
+                    return res
+        obj = {"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": name, "uid": node["metadata"]["uid"], "labels": dict(labels)}}
+        needed, reasons = needs_apply(obj, current, self.field_manager)
+        if needed:
+            try:
+                out = self.apply(NODE, obj)
+            except Conflict as err:
+                if "uid" in (err.message or "") and not conflict_owners(err):
+                    res.action, res.notes = "vanished", ["node was deleted meanwhile"]
+                    return res
+                raise
+            after_view["metadata"]["labels"] = dict(out["metadata"].get("labels") or {})
+            res.notes = reasons
+        res.after = after_view
+        res.changed = res.before != res.after
+        res.action = "updated" if res.changed else "unchanged"
+        return res
+
+
+def _missing_api_hint(kind):
+    if kind.group == "resource.k8s.io":
+        return ("Dynamic Resource Allocation needs Kubernetes >= 1.34 (resource.k8s.io/v1), or 1.32/1.33 with the "
+                "DynamicResourceAllocation feature gate and the resource.k8s.io beta APIs enabled")
+    if kind.group == "resource.nvidia.com":
+        return ("install the ComputeDomain CRD (the NVIDIA DRA driver chart with resources.computeDomains.enabled=true "
+                "installs it) before converging ComputeDomains")
+    return "check the cluster's Kubernetes version"
+
+
+def results_summary(results):
+    counts = {}
+    for r in results:
+        counts[r.action] = counts.get(r.action, 0) + 1
+    return counts
+
+
+def dumps(obj):
+    return json.dumps(obj, sort_keys=True)

@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes API client for the collection's modules.
+
+`connect(params)` turns the kubernetes.core-style connection options
+(kubeconfig, context, host, api_key, validate_certs, ca_cert, client_cert,
+client_key) into a `K8sClient`: a thin REST client over the `kubernetes`
+package's configuration loading (kubeconfig parsing, exec/OIDC token refresh,
+TLS) with
+
+* every request bounded by a timeout (connect, read);
+* retries with exponential backoff and jitter on 429 (honouring Retry-After),
+  500/502/503/504 and connection errors (refused, reset, timed out); the
+  kubernetes package's own urllib3 retries are switched off so the budget is ours;
+* API discovery (`preferred_version`) from /apis/<group>;
+* errors turned into `K8sError` whose `describe()` is a sentence a person can act on
+  (401: check credentials, 403: bind the gpupool ClusterRole, connection refused:
+  check the address).
+
+The `kubernetes` package is imported lazily: `connect()` raises
+`MissingDependency` with the import traceback when it is absent, and the
+modules turn that into ansible's missing_required_lib message.
+"""
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
+
+import json
+import os
+import random
+import time
+import traceback
+
+try:
+    from urllib.parse import quote, urlencode
+except ImportError:  # pragma: no cover - Python 2 is not supported
+    raise
+
+# The connection options of every Kubernetes module (argument_specs.AUTH mirrors them 1:1).
+CONNECTION_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert",
+                      "client_key", "request_timeout", "request_retries")
+ENV_FALLBACK = {
+    "kubeconfig": "K8S_AUTH_KUBECONFIG", "context": "K8S_AUTH_CONTEXT", "host": "K8S_AUTH_HOST",
+    "api_key": "K8S_AUTH_API_KEY", "validate_certs": "K8S_AUTH_VERIFY_SSL", "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+    "client_cert": "K8S_AUTH_CERT_FILE", "client_key": "K8S_AUTH_KEY_FILE",
+}
+RBAC_HINT = ("the identity running gpupool needs the ClusterRole in docs/rbac/gpupool-clusterrole.yaml "
+             "bound to it (see docs/rbac.md)")
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+CONTENT_JSON = "application/json"
+CONTENT_APPLY = "application/apply-patch+yaml"
+CONTENT_MERGE = "application/merge-patch+json"
+CONTENT_JSON_PATCH = "application/json-patch+json"
+
+
+class MissingDependency(MissingLibrary):
+    """The kubernetes Python client is not installed where the module runs."""
+
+    def __init__(self, name, tb):
+        super().__init__("%s>=31.0.0" % name, traceback=tb)
+
+
+class K8sError(GpupoolError):
+    """An API request that failed (after retries), with what a person needs to fix it."""
+
+    def __init__(self, message, status=0, reason="", method="", path="", body=None, hint=""):
+        super().__init__(message, **({"status": status} if status else {}))
+        self.status = status
+        self.reason = reason
+        self.method = method
+        self.path = path
+        self.body = body if isinstance(body, dict) else {}
+        self.hint = hint
+
+    @property
+    def causes(self):
+        return (self.body.get("details") or {}).get("causes") or []
+
+    def describe(self):
+        text = self.message
+        if self.hint:
+            text += "; " + self.hint
+        return text
+
+    def __str__(self):
+        return self.describe()
+
+
+class NotFound(K8sError):
+    pass
+
+
+class Conflict(K8sError):
+    pass
+
+
+def _env_bool(value):
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def resolve_params(params, cluster=None):
+    """Connection options in order: module option, then the cluster inventory (kubeconfig, context),
+    then the K8S_AUTH_* environment variables kubernetes.core uses, then KUBECONFIG/~/.kube/config."""
+    out = dict((k, params.get(k)) for k in CONNECTION_OPTIONS)
+    if cluster is not None:
+        if out.get("kubeconfig") is None and out.get("host") is None and getattr(cluster, "kubeconfig", None):
+            out["kubeconfig"] = cluster.kubeconfig
+        if out.get("context") is None and getattr(cluster, "context", None):
+            out["context"] = cluster.context
+    for key, env in ENV_FALLBACK.items():
+        if out.get(key) is None and os.environ.get(env):
+            out[key] = _env_bool(os.environ[env]) if key == "validate_certs" else os.environ[env]
+    if out.get("kubeconfig"):
+        out["kubeconfig"] = os.path.expanduser(out["kubeconfig"])
+    if out.get("request_timeout") is None:
+        out["request_timeout"] = 30.0
+    if out.get("request_retries") is None:
+        out["request_retries"] = 5
+    return out
+
+
+def connect(params, cluster=None):
+    """A K8sClient for the module's connection options (see CONNECTION_OPTIONS)."""
+    try:
+        from kubernetes import client as kclient, config as kconfig
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError:
+        raise MissingDependency("kubernetes", traceback.format_exc())
+    p = resolve_params(params, cluster)
+    cfg = kclient.Configuration()
+    source = ""
+    try:
+        if p.get("kubeconfig") or not p.get("host"):
+            path = p.get("kubeconfig")
+            if path is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+                kconfig.load_incluster_config(client_configuration=cfg)
+                source = "in-cluster service account"
+            else:
+                path = path or os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0]
+                path = os.path.expanduser(path)
+                if not os.path.exists(path):
+                    raise K8sError("kubeconfig %s does not exist" % path,
+                                   hint="set the module's kubeconfig option, gpupool_cluster.kubeconfig or "
+                                        "K8S_AUTH_KUBECONFIG to the cluster's kubeconfig file")
+                kconfig.load_kube_config(config_file=path, context=p.get("context"),
+                                         client_configuration=cfg, persist_config=False)
+                source = "kubeconfig %s%s" % (path, " (context %s)" % p["context"] if p.get("context") else "")
+    except ConfigException as exc:
+        raise K8sError("could not load Kubernetes credentials: %s" % exc,
+                       hint="check the kubeconfig file and the context name")
+    if p.get("host"):
+        cfg.host = p["host"]
+        source = source or "host %s" % p["host"]
+    if p.get("api_key"):
+        cfg.api_key = {"authorization": p["api_key"]}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    if p.get("validate_certs") is not None:
+        cfg.verify_ssl = bool(p["validate_certs"])
+    if p.get("ca_cert"):
+        cfg.ssl_ca_cert = p["ca_cert"]
+    if p.get("client_cert"):
+        cfg.cert_file = p["client_cert"]
+    if p.get("client_key"):
+        cfg.key_file = p["client_key"]
+    cfg.retries = False  # our own retry loop (K8sClient.request) decides
+    if not cfg.host:
+        raise K8sError("no Kubernetes API address", hint="give kubeconfig or host")
+    api = kclient.ApiClient(cfg)
+    return K8sClient(api, cfg, timeout=float(p["request_timeout"]), retries=int(p["request_retries"]),
+                     source=source)
+
+
+class K8sClient(object):
+    """REST calls with retries and timeouts; JSON in, JSON out."""
+
+    def __init__(self, api_client, configuration, timeout=30.0, retries=5, source="", sleep=time.sleep):
+        self.api = api_client
+        self.cfg = configuration
+        self.host = configuration.host.rstrip("/")
+        self.timeout = timeout
+        self.retries = max(0, retries)
+        self.source = source
+        self._sleep = sleep
+        self._groups = {}
+        self.requests = 0  # requests sent (retries included): for tests and benchmarks
+
+    # ---- raw --------------------------------------------------------------------------------
+    def _headers(self, content_type):
+        headers = {"Accept": CONTENT_JSON, "User-Agent": "gpupool.core"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        for auth in (self.cfg.auth_settings() or {}).values():
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        if getattr(self.cfg, "username", None) and getattr(self.cfg, "password", None):
+            headers["Authorization"] = self.cfg.get_basic_auth_token()
+        return headers
+
+    def request(self, method, path, query=None, body=None, content_type=None):
+        """Send one request (retrying transient failures); return the decoded JSON body."""
+        import urllib3
+        url = self.host + path
+        if query:
+            url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None], doseq=True)
+        data = None
+        if body is not None:
+            data = json.dumps(body, sort_keys=True).encode("utf-8")
+            content_type = content_type or CONTENT_JSON
+        timeout = urllib3.Timeout(connect=min(10.0, self.timeout), read=self.timeout)
+        attempt = 0
+        while True:
+            attempt += 1
+            self.requests += 1
+            try:
+                resp = self.api.rest_client.pool_manager.request(
+                    method, url, body=data, headers=self._headers(content_type), timeout=timeout,
+                    retries=False, preload_content=True)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt <= self.retries:
+                    self._backoff(attempt, None)
+                    continue
+                raise K8sError("cannot reach the Kubernetes API at %s (%s %s): %s after %d attempt(s)"
+                               % (self.host, method, path, _connection_reason(exc), attempt),
+                               method=method, path=path,
+                               hint="check that the API server is up and that host/kubeconfig (%s) point at it"
+                                    % (self.source or "default"))
+            status = resp.status
+            raw = resp.data or b""
+            if 200 <= status < 300:
+                if not raw:
+                    return {}
+                try:
+                    return json.loads(raw.decode("utf-8"))
+                except ValueError:
+                    return {"raw": raw.decode("utf-8", "replace")}
+            if status in RETRY_STATUS and attempt <= self.retries:
+                self._backoff(attempt, resp.headers.get("Retry-After"))
+                continue
+            raise _error(method, path, status, resp.reason, raw, self)
+
+    def _backoff(self, attempt, retry_after):
+        delay = min(8.0, 0.25 * (2 ** (attempt - 1)))
+        delay = delay * (0.5 + random.random() / 2)
+        if retry_after:
+            try:
+                delay = max(delay, min(30.0, float(retry_after)))
+            except ValueError:
+                pass
+        self._sleep(delay)
+
+    # ---- discovery ----------------------------------------------------------------------------
+    def group_versions(self, group):
+        """Versions the server serves for an API group, in the server's order ([] when not served)."""
+        if group not in self._groups:
+            if group in ("", "core"):
+                self._groups[group] = ["v1"]
+            else:
+                try:
+                    doc = self.request("GET", "/apis/%s" % group)
+                    self._groups[group] = [v["version"] for v in doc.get("versions", [])]
+                except NotFound:
+                    self._groups[group] = []
+        return self._groups[group]
+
+    def preferred_version(self, group, candidates):
+        """First of `candidates` (most preferred first) that the server serves, else None."""
+        served = self.group_versions(group)
+        for version in candidates:
+            if version in served:
+                return version
+        return None
+
+    def server_version(self):
+        return self.request("GET", "/version")
+
+    # ---- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def path(group, version, plural, namespace=None, name=None, subresource=None):
+        base = "/api/%s" % version if group in ("", "core") else "/apis/%s/%s" % (group, version)
+        if namespace:
+            base += "/namespaces/%s" % quote(namespace, safe="")
+        base += "/" + plural
+        if name:
+            base += "/" + quote(name, safe="")
+        if subresource:
+            base += "/" + subresource
+        return base
+
+    def list(self, group, version, plural, namespace=None, label_selector=None, limit=500):
+        """Every object of a kind (in a namespace), paging with limit/continue."""
+        items, token = [], None
+        while True:
+            doc = self.request("GET", self.path(group, version, plural, namespace),
+                               query={"labelSelector": label_selector, "limit": limit, "continue": token})
+            items.extend(doc.get("items") or [])
+            token = (doc.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+
+def _connection_reason(exc):
+    text = str(exc)
+    for marker in ("Connection refused", "Connection reset", "timed out", "Name or service not known",
+                   "certificate verify failed", "No route to host"):
+        if marker.lower() in text.lower():
+            return marker.lower()
+    return text[:300]
+
+
+def _error(method, path, status, reason, raw, client):
+    try:
+        body = json.loads(raw.decode("utf-8")) if raw else {}
+    except ValueError:
+        body = {"message": raw.decode("utf-8", "replace")[:500]}
+    message = body.get("message") or ("%s %s" % (status, reason))
+    hint = ""
+    cls = K8sError
+    if status == 401:
+        message = "the API server at %s rejected the credentials (401 Unauthorized) for %s %s" % (
+            client.host, method, path)
+        hint = "check the user/token in %s" % (client.source or "the kubeconfig")
+    elif status == 403:
+        hint = RBAC_HINT
+    elif status == 404:
+        cls = NotFound
+    elif status == 409:
+        cls = Conflict
+    elif status in RETRY_STATUS:
+        message = "%s (HTTP %d, still failing after retries)" % (message, status)
+    return cls(message, status=status, reason=body.get("reason") or reason, method=method, path=path,
+               body=body, hint=hint)

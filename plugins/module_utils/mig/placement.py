@@ -1,0 +1,250 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""MIG placement planner: pure functions over the catalog geometry.
+
+`plan(gpu, layout)` returns a concrete placement (memory-slice start) for every
+GPU instance, or raises `InfeasibleLayout` with a sentence a person can act on.
+It searches (backtracking over allowed starts), because greedy first-fit is
+wrong: on A100-40GB `3g.20gb + 2 x 2g.10gb` fits only with the 3g at start 4.
+"""
+from __future__ import annotations
+
+import difflib
+import itertools
+from collections import namedtuple
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu, gpu_keys, profile_by_name
+
+Instance = namedtuple("Instance", "profile start size profile_id compute_slices")
+
+
+class InfeasibleLayout(ValueError):
+    """A MIG layout that no placement satisfies; `reason` is human text."""
+
+    def __init__(self, reason, gpu=None, layout=None):
+        super().__init__(reason)
+        self.reason = reason
+        self._for = (gpu, layout)
+
+    @property
+    def suggestions(self):
+        """Nearest valid layouts, computed only when someone asks (it searches)."""
+        gpu, layout = self._for
+        return suggest(gpu, layout) if gpu is not None else []
+
+
+def _resolve(gpu):
+    model = find_gpu(gpu) if isinstance(gpu, str) else gpu
+    if model is None:
+        raise InfeasibleLayout(
+            "GPU model %r is not in the MIG catalog (known: %s)" % (gpu, ", ".join(gpu_keys())))
+    if not model.mig:
+        raise InfeasibleLayout(
+            "%s does not support MIG; MIG-capable GPUs: %s"
+            % (model.key, ", ".join(k for k in gpu_keys() if find_gpu(k).mig)))
+    return model
+
+
+def _check_counts(model, layout):
+    geo = model.mig
+    names = [p.name for p in geo.profiles]
+    for name, count in layout.items():
+        prof = profile_by_name(model, name)
+        if prof is None:
+            raise InfeasibleLayout("%s has no MIG profile %r%s; its profiles are %s"
+                                   % (model.key, name, _hint(model, name), ", ".join(names)))
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InfeasibleLayout("count for %s must be a whole number >= 0, got %r" % (name, count))
+        if count > prof.max_instances:
+            raise InfeasibleLayout("%s allows at most %d x %s, the layout asks for %d"
+                                   % (model.key, prof.max_instances, name, count))
+    compute = sum(profile_by_name(model, n).compute_slices * c for n, c in layout.items())
+    memory = sum(profile_by_name(model, n).memory_slices * c for n, c in layout.items())
+    if compute > geo.compute_slices:
+        raise InfeasibleLayout(
+            "%s needs %d compute slices but %s has %d (%s)"
+            % (_fmt(layout), compute, model.key, geo.compute_slices, _cost(model, layout, "compute_slices")),
+            model, layout)
+    if memory > geo.memory_slices:
+        raise InfeasibleLayout(
+            "%s needs %d memory slices but %s has %d (%s)"
+            % (_fmt(layout), memory, model.key, geo.memory_slices, _cost(model, layout, "memory_slices")),
+            model, layout)
+
+
+def _hint(model, name):
+    """Why a profile name is unknown: usually another GPU's name for the same slice count."""
+    names = [p.name for p in model.mig.profiles]
+    same_size = [n for n in names if n.split(".")[0] == name.split(".")[0] and "+" not in n]
+    owners = sorted(k for k in gpu_keys() if find_gpu(k).mig and profile_by_name(find_gpu(k), name))
+    if owners and same_size:
+        return " (that name belongs to %s; here the same slice count is %s)" % (", ".join(owners), same_size[0])
+    close = difflib.get_close_matches(name, names, n=1)
+    return " (did you mean %r?)" % close[0] if close else ""
+
+
+def _fmt(layout):
+    parts = ["%s x%d" % (n, c) if c != 1 else n for n, c in sorted(layout.items()) if c]
+    return " + ".join(parts) or "an empty layout"
+
+
+def _cost(model, layout, field):
+    return ", ".join("%s uses %d each" % (n, getattr(profile_by_name(model, n), field))
+                     for n, c in sorted(layout.items()) if c)
+
+
+def _expand(model, layout):
+    profs = [profile_by_name(model, n) for n, c in layout.items() for dummy in range(c)]
+    # Most constrained first: big instances, then few allowed starts.
+    profs.sort(key=lambda p: (-p.memory_slices, len(p.starts), p.name))
+    return profs
+
+
+def _search(profs, nslices, occupied=0):
+    """Backtracking with a memo of dead (index, occupied-mask) states.
+
+    `occupied` is a bit mask of memory slices already taken (instances kept in place).
+    """
+    dead = set()
+    chosen = []
+    deepest = [0, None]  # most instances placed, and with which free mask
+
+    def place(i, occupied):
+        if i == len(profs):
+            return True
+        prof = profs[i]
+        # Identical instances go in increasing start order: no symmetric retries.
+        floor = chosen[-1][1] + 1 if i and profs[i - 1] == prof else 0
+        if (i, occupied, floor) in dead:
+            return False
+        if i > deepest[0] or deepest[1] is None:
+            deepest[0], deepest[1] = i, occupied
+        for start in prof.starts:
+            if start < floor or start + prof.memory_slices > nslices:
+                continue
+            mask = ((1 << prof.memory_slices) - 1) << start
+            if occupied & mask:
+                continue
+            chosen.append((prof, start))
+            if place(i + 1, occupied | mask):
+                return True
+            chosen.pop()
+        dead.add((i, occupied, floor))
+        return False
+
+    return (list(chosen) if place(0, occupied) else None), deepest
+
+
+def plan(gpu, layout):
+    """Concrete placement for every instance of `layout` ({profile: count}).
+
+    Returns a list of Instance sorted by start. Raises InfeasibleLayout.
+    """
+    model = _resolve(gpu)
+    layout = dict(layout)
+    _check_counts(model, layout)
+    layout = {n: c for n, c in layout.items() if c}
+    profs = _expand(model, layout)
+    found, deepest = _search(profs, model.mig.memory_slices)
+    if found is None:
+        raise InfeasibleLayout(_explain(model, layout, profs, deepest), model, layout)
+    return sorted((Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found),
+                  key=lambda inst: inst.start)
+
+
+def place_around(gpu, layout, occupied):
+    """Placements for `layout` in the memory slices that `occupied` (a bit mask) leaves free, or None.
+
+    For keeping existing instances in place: the caller has checked counts and
+    feasibility with plan(); this only searches starts around what is kept.
+    """
+    model = _resolve(gpu)
+    profs = _expand(model, {n: c for n, c in layout.items() if c})
+    found = _search(profs, model.mig.memory_slices, occupied)[0]
+    if found is None:
+        return None
+    return [Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found]
+
+
+def _explain(model, layout, profs, deepest):
+    placed, occupied = deepest
+    blocked = profs[placed]
+    free = [i for i in range(model.mig.memory_slices) if not occupied & (1 << i)] if occupied is not None else []
+    rules = "; ".join("%s occupies %d memory slice(s) starting at %s"
+                      % (n, profile_by_name(model, n).memory_slices,
+                         "/".join(str(s) for s in profile_by_name(model, n).starts))
+                      for n in sorted(layout))
+    return ("%s does not fit on %s: the instances compete for memory slices and no arrangement "
+            "leaves room for %s (best arrangement found leaves slices %s free). Placement rules: %s"
+            % (_fmt(layout), model.key, blocked.name, free or "none", rules))
+
+
+def fits(gpu, layout):
+    try:
+        plan(gpu, layout)
+        return True
+    except InfeasibleLayout:
+        return False
+
+
+def _feasible_quick(model, layout):
+    geo = model.mig
+    for n, c in layout.items():
+        if c > profile_by_name(model, n).max_instances:
+            return False
+    if sum(profile_by_name(model, n).compute_slices * c for n, c in layout.items()) > geo.compute_slices:
+        return False
+    if sum(profile_by_name(model, n).memory_slices * c for n, c in layout.items()) > geo.memory_slices:
+        return False
+    return _search(_expand(model, {n: c for n, c in layout.items() if c}), geo.memory_slices)[0] is not None
+
+
+def suggest(gpu, layout, limit=3):
+    """Nearest valid layouts: largest feasible sub-layouts of the request."""
+    model = _resolve(gpu)
+    items = [(n, c) for n, c in sorted(layout.items()) if c and profile_by_name(model, n)]
+    if not items:
+        return []
+    ranges = [range(min(c, profile_by_name(model, n).max_instances), -1, -1) for n, c in items]
+    best, best_score = [], None
+    for counts in itertools.product(*ranges):
+        cand = {item[0]: k for item, k in zip(items, counts) if k}
+        if not cand:
+            continue
+        score = (sum(profile_by_name(model, n).compute_slices * k for n, k in cand.items()), sum(cand.values()))
+        if best_score is not None and score < best_score:
+            continue
+        if not _feasible_quick(model, cand):
+            continue
+        if best_score is None or score > best_score:
+            best, best_score = [cand], score
+        elif score == best_score:
+            best.append(cand)
+    return best[:limit]
+
+
+def maximal_layouts(gpu):
+    """Every maximal feasible layout: adding any further instance breaks it."""
+    model = _resolve(gpu)
+    profs = model.mig.profiles
+    feasible = []
+    for counts in itertools.product(*(range(p.max_instances + 1) for p in profs)):
+        layout = {p.name: c for p, c in zip(profs, counts) if c}
+        if layout and _feasible_quick(model, layout):
+            feasible.append(layout)
+    result = []
+    for layout in feasible:
+        grown = False
+        for p in profs:
+            bigger = dict(layout)
+            bigger[p.name] = bigger.get(p.name, 0) + 1
+            if _feasible_quick(model, bigger):
+                grown = True
+                break
+        if not grown:
+            result.append(layout)
+    result.sort(key=lambda lay: (-sum(lay.values()), sorted(lay.items())))
+    return result
+
+

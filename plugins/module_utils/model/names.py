@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every label, annotation, taint, driver and field-manager name, and the object names derived from pools.
+
+One place, so a module that writes a label and the report that reads it can never disagree on its spelling.
+"""
+from __future__ import annotations
+
+import re
+
+
+
+GPU_TAINT = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}
+
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpupool"}
+
+
+POOL_LABEL = "gpupool.io/pool"
+
+
+DRIVER = "gpu.nvidia.com"
+
+
+CD_DRIVER = "compute-domain.nvidia.com"
+
+
+NVIDIA_CONFIG_API = "resource.nvidia.com/v1beta1"
+
+
+EXTENDED_RESOURCE_DOMAIN = "gpupool.io"
+
+
+NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
+
+
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+
+
+# The DRA kubelet plugin's required node affinity matches ANY of these (reference §1.3).
+DRA_PLUGIN_NODE_LABELS = (
+    ("feature.node.kubernetes.io/pci-10de.present", "true"),
+    ("feature.node.kubernetes.io/pci-0302_10de.present", "true"),
+    ("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
+    ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+    (GPU_PRESENT_LABEL, "true"),
+)
+
+
+# Node taints are an atomic list (server-side apply cannot share it): the taints
+# gpupool set are recorded here, so a later run removes only its own.
+TAINTS_ANNOTATION = "gpupool.io/taints"
+
+
+def dns_safe(text):
+    """A MIG profile name as part of an object name: 1g.5gb+me -> 1g.5gb-me."""
+    return re.sub(r"[^a-z0-9.-]", "-", text.lower()).strip("-.")
+
+
+def full_gpu_class_name(pool):
+    return pool.name
+
+
+def mig_class_name(pool, profile):
+    return "%s-%s" % (pool.name, dns_safe(profile))
+
+
+def vfio_class_name(pool):
+    return "%s-vfio" % pool.name
+
+
+def extended_resource_name(class_name):
+    return "%s/%s" % (EXTENDED_RESOURCE_DOMAIN, class_name)
+
+
+def compute_domain_name(pool):
+    return pool.nvlink.compute_domain.name or pool.name
+
+
+def channel_template_name(pool):
+    return pool.nvlink.compute_domain.channel_template or "%s-channel" % compute_domain_name(pool)
+
+
+def nodegroup_name(pool):
+    return (pool.nodegroup.name or pool.name) if pool.nodegroup else None
+
+
+FIELD_MANAGER = "gpupool"
+
+
+CONFIG_LABEL = "nvidia.com/mig.config"
+
+
+STATE_LABEL = "nvidia.com/mig.config.state"
+
+
+DIGEST_ANNOTATION = "gpupool.io/mig-config-digest"
+
+
+CORDON_ANNOTATION = "gpupool.io/cordoned-by"
+
+
+CORDON_VALUE = "mig-layout"
+
+
+CONFIGS_ANNOTATION = "gpupool.io/mig-configs"  # on the ConfigMap: config names gpupool wrote there

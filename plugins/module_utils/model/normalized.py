@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a validated cluster means in concrete terms: gates, MIG configs, placements.
+
+Pure functions over a validated `Cluster` (see pool_model.py).
+"""
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
+from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import dump_cluster
+
+
+def pool_mig_entries(pool):
+    """mig-parted entries of one static-MIG pool: [(devices, layout)]."""
+    if pool.mig.mode != "static":
+        return []
+    if pool.mig.layouts is None:
+        return [("all", pool.mig.layout)]
+    return [([idx], pool.layout_for(idx)) for idx in range(pool.gpu.per_node)]
+
+
+def cluster_mig_parted_config(cluster):
+    configs = {p.mig_config_name: pool_mig_entries(p) for p in cluster.present_pools if p.mig.mode == "static"}
+    return mig_parted_config(configs)
+
+
+def pool_placements(pool):
+    """{gpu index (str): [instance dicts]} for a static-MIG pool."""
+    out = {}
+    for idx in range(pool.gpu.per_node):
+        layout = pool.layout_for(idx)
+        if layout:
+            out[str(idx)] = [inst._asdict() for inst in plan(pool.catalog_gpu, layout)]
+    return out
+
+
+def normalized_result(cluster):
+    return {
+        "cluster": dump_cluster(cluster),
+        "pools": [p.name for p in cluster.present_pools],
+        "feature_gates": effective_gates(cluster),
+        "mig_parted_config": cluster_mig_parted_config(cluster),
+        "mig_placements": {p.name: pool_placements(p) for p in cluster.present_pools if p.mig.mode == "static"},
+    }

@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Ansible glue: the one module base every gpupool module subclasses.
+
+Modelled on openstack.cloud's ``OpenStackModule`` and kubernetes.core's ``AnsibleK8SModule``: a module is a
+class with class attributes (``argument_spec`` composed from the shared pieces in argument_specs.py,
+``module_kwargs``, ``required_libraries``) and one ``run()`` that returns the result's keys. Everything
+else happens here, once:
+
+* libraries are checked before ``run()`` and a missing one fails with ``missing_required_lib``;
+* our errors become ``fail_json`` in one place (`GpupoolModule.__call__`): `Problems` with their
+  (path, message) list, any other `GpupoolError` with its sentence and details, plus what was already
+  done (objects written before the failure), so a failed task still says what changed;
+* check mode is decided once: Kubernetes writes go to the server as dry runs (the engine sends
+  ``dryRun=All``), and `may_wait` is false so waits and drains are skipped;
+* ``--diff``, ``changed`` and warnings are collected from the results.
+
+Subclasses: `PoolModule` (cluster + pools, validated by the model before anything else),
+`KubernetesModule` (one converge runner over the server-side-apply engine), `MagnumModule`
+(OpenStack connection + Magnum client) and `NvmlModule` (an NVML session on a GPU node).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, OPENSTACK, POOLS, compose
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import YAML_IMPORT_ERROR
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary, Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.connection import (
+    OPENSTACKSDK_IMPORT_ERROR, MINIMUM_SDK_VERSION, connect_from_params, secrets_in,
+)
+
+# requirement text and import error of each optional library, for missing_required_lib()
+LIBRARIES = {
+    "pydantic": ("pydantic>=2.6", PYDANTIC_IMPORT_ERROR),
+    "yaml": ("PyYAML", YAML_IMPORT_ERROR),
+    "openstacksdk": ("openstacksdk>=%s" % MINIMUM_SDK_VERSION, OPENSTACKSDK_IMPORT_ERROR),
+}
+
+
+class GpupoolModule:
+    """Base of every gpupool module: subclass, set the class attributes, write `run()`."""
+
+    argument_spec: Dict[str, dict] = {}  # the module's own options (may re-declare a shared option's default)
+    shared: Tuple[dict, ...] = ()  # shared pieces from argument_specs.py, as the module's doc fragments list them
+    module_kwargs: Dict[str, Any] = {}
+    required_libraries: Tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.ansible = AnsibleModule(argument_spec=self.full_argument_spec(), supports_check_mode=True,
+                                     **self.module_kwargs)
+        self.params = self.ansible.params
+        self.check_mode = self.ansible.check_mode
+        self.diff_mode = bool(self.ansible._diff)
+        self.warnings: List[str] = []
+
+    @classmethod
+    def full_argument_spec(cls) -> Dict[str, dict]:
+        return compose(*cls.shared, **cls.argument_spec)
+
+    # ---- what subclasses write --------------------------------------------------------------------
+    def run(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Work that must succeed before `run()` (validation); subclasses extend it."""
+
+    def partial_result(self) -> Dict[str, Any]:
+        """What was already done, reported with a failure (and merged into a success)."""
+        return {"changed": False}
+
+    # ---- helpers ----------------------------------------------------------------------------------
+    @property
+    def may_wait(self) -> bool:
+        """Waits and drains are skipped in check mode: nothing was written that could be waited for."""
+        return not self.check_mode
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def check_libraries(self) -> None:
+        for name in self.required_libraries:
+            requirement, error = LIBRARIES[name]
+            if error is not None:
+                raise MissingLibrary(requirement, traceback=str(error))
+
+    # ---- the one place results and errors leave the module ----------------------------------------
+    def __call__(self) -> None:
+        try:
+            self.check_libraries()
+            self.prepare()
+            out = self.run() or {}
+        except Problems as exc:
+            self.fail(exc.render(), problems=exc.as_list(), **exc.details)
+        except MissingLibrary as exc:
+            self.fail(missing_required_lib(exc.library, reason=exc.reason), exception=exc.traceback)
+        except GpupoolError as exc:
+            self.fail(exc.describe(), **exc.details)
+        self.exit(**out)
+
+    def _flush_warnings(self) -> None:
+        for message in self.warnings:
+            self.ansible.warn(message)
+
+    def fail(self, msg: str, **extra: Any) -> None:
+        result = self.partial_result()
+        result.update(extra)
+        self._flush_warnings()
+        self.ansible.fail_json(msg=msg, **result)
+
+    def exit(self, **out: Any) -> None:
+        result = self.partial_result()
+        result.update(out)
+        self._flush_warnings()
+        self.ansible.exit_json(**result)
+
+
+class PoolModule(GpupoolModule):
+    """A module over the validated inventory: `self.cluster` and `self.selected` (the pools in scope)."""
+
+    required_libraries = ("pydantic",)
+
+    @classmethod
+    def full_argument_spec(cls) -> Dict[str, dict]:
+        return compose(POOLS, *cls.shared, **cls.argument_spec)
+
+    def prepare(self) -> None:
+        super().prepare()
+        # The model refuses a bad inventory before any connection is made.
+        self.cluster = load_cluster(self.params["cluster"])
+        self.selected = select_pools(self.cluster, self.params["pools"])
+
+    @property
+    def pool_names(self) -> Optional[List[str]]:
+        return self.params["pools"] or None
+
+
+class KubernetesModule(PoolModule):
+    """A pool module that talks to the Kubernetes API server through the server-side-apply engine."""
+
+    @classmethod
+    def full_argument_spec(cls) -> Dict[str, dict]:
+        return compose(POOLS, AUTH, *cls.shared, **cls.argument_spec)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: list = []
+        self._engine: Optional[ApplyEngine] = None
+
+    @property
+    def engine(self) -> ApplyEngine:
+        """Connected on first use, so inventory problems fail before any request."""
+        if self._engine is None:
+            client = k8s_connect(self.params, self.cluster)
+            self._engine = ApplyEngine(client, check_mode=self.check_mode,
+                                       force_conflicts=bool(self.params.get("force_conflicts")))
+        return self._engine
+
+    @property
+    def client(self):
+        return self.engine.client
+
+    def converge(self, kind, desired: Sequence, prune=None, **options: Any) -> list:
+        """Converge desired objects of one kind; the results join the module's result."""
+        try:
+            results = self.engine.converge(kind, desired, prune=prune, **options)
+        except ConvergeError as exc:
+            self.results.extend(r for r in exc.results if r not in self.results)
+            raise
+        self.results.extend(results)
+        return results
+
+    def object_results(self) -> List[dict]:
+        return [r.as_dict() for r in self.results]
+
+    def partial_result(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"changed": any(r.changed for r in self.results), "objects": self.object_results()}
+        if self.diff_mode:
+            out["diff"] = [r.diff() for r in self.results if r.changed]
+        if self._engine is not None:
+            for message in self._engine.warnings:
+                self.warn(message)
+        return out
+
+
+class MagnumModule(GpupoolModule):
+    """A module that talks to OpenStack Magnum through the openstacksdk session."""
+
+    required_libraries = ("openstacksdk",)
+
+    @classmethod
+    def full_argument_spec(cls) -> Dict[str, dict]:
+        return compose(OPENSTACK, *cls.shared, **cls.argument_spec)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hide_secrets(self.params.get("cloud"))
+
+    def hide_secrets(self, cloud: Any) -> None:
+        """Passwords and credential secrets inside a cloud dict never reach the output."""
+        for secret in secrets_in(cloud):
+            self.ansible.no_log_values.add(secret)
+
+    def connect(self, cloud: Any = None):
+        params = dict(self.params)
+        if cloud is not None:
+            self.hide_secrets(cloud)
+            params["cloud"] = cloud
+        return connect_from_params(params)
+
+
+class NvmlModule(GpupoolModule):
+    """A module that runs on a GPU node and reads or changes its GPUs through NVML."""

@@ -1,0 +1,363 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Thin I/O for the Magnum nodegroup API over openstacksdk's authenticated session.
+
+openstacksdk has no nodegroup resource, so the calls go through the SDK's
+``container_infrastructure_management`` proxy (a keystoneauth Adapter: token, catalog endpoint,
+TLS) as plain REST. Three things the SDK does not do for us:
+
+- microversions: the server's maximum comes from the ``OpenStack-API-Maximum-Version`` response
+  header; every call sends ``OpenStack-API-Version: container-infra <v>`` explicitly, because the
+  SDK's own microversion support writes the long service type, which Magnum rejects with 406 before
+  release 2026.1;
+- retries with backoff on 429 (honouring Retry-After), 5xx and connection errors (writes only on
+  429/502/503/504, not on 500: a 429 or a gateway error means the request was not carried out; and
+  on failed connects/timeouts: every write here is idempotent, a repeated create shows up as 409);
+- waiting for the asynchronous status (``*_IN_PROGRESS`` -> ``*_COMPLETE`` / ``*_FAILED``).
+"""
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+
+import json
+import time
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import CLIENT_MAX_VERSION, IN_PROGRESS_STATES, choose_microversion, evaluate_wait, format_version, parse_version
+
+try:
+    from keystoneauth1 import exceptions as ks_exc
+except ImportError:  # pragma: no cover - openstack_client reports the missing SDK
+    ks_exc = None
+
+SERVICE = "container-infra"
+VERSION_HEADER = "OpenStack-API-Version"
+MAX_HEADER = "OpenStack-API-Maximum-Version"
+MIN_HEADER = "OpenStack-API-Minimum-Version"
+FAILED_HINTS = {
+    "CREATE_FAILED": "Fix the cause (quota, flavor, image...), remove the failed nodegroup with state=absent, then run "
+                     "the task again.",
+    "UPDATE_FAILED": "Fix the cause and run the task again; Magnum accepts a new update after UPDATE_FAILED.",
+    "DELETE_FAILED": "Fix the cause and run the task with state=absent again.",
+}
+RETRY_READ = frozenset((429, 500, 502, 503, 504))
+RETRY_WRITE = frozenset((429, 502, 503, 504))
+MAX_RETRY_AFTER = 60.0
+
+
+def _sleep(seconds):  # patched by the unit tests
+    time.sleep(seconds)
+
+
+def _clock():
+    return time.monotonic()
+
+
+class MagnumError(GpupoolError):
+    """A Magnum call failed; str() is a sentence for a person."""
+
+    def __init__(self, message, status=None, detail=None, method=None, url=None, body=None):
+        super().__init__(message)
+        self.status, self.detail, self.method, self.url, self.body = status, detail, method, url, body
+        self.details = {"magnum": self.to_dict()} if status is not None else {}
+
+    def to_dict(self):
+        return {"status": self.status, "detail": self.detail, "method": self.method, "url": self.url}
+
+
+class MagnumNotFound(MagnumError):
+    pass
+
+
+class MagnumConflict(MagnumError):
+    pass
+
+
+class OperationFailed(MagnumError):
+    """The nodegroup ended in a *_FAILED status."""
+
+
+class WaitTimeout(MagnumError):
+    """The nodegroup did not reach the expected state in time."""
+
+
+def _retry_after(resp):
+    """Seconds the server asked to wait (Retry-After in seconds), 0 when it did not say."""
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("Retry-After") or 0)))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def error_detail(resp):
+    """The human text of an error response: Magnum's {"errors": [{title, detail}]}, Keystone's
+    {"error": {message}}, or the raw text."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return (resp.text or "").strip()[:500] or resp.reason or ""
+    if isinstance(body, dict):
+        errors = body.get("errors")
+        if isinstance(errors, list) and errors:
+            texts = []
+            for err in errors:
+                if isinstance(err, dict):
+                    texts.append(str(err.get("detail") or err.get("title") or err))
+            return "; ".join(texts)
+        err = body.get("error")
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("title") or err)
+        for key in ("faultstring", "message", "detail"):
+            if body.get(key):
+                return str(body[key])
+    return json.dumps(body)[:500]
+
+
+class MagnumClient(object):
+    """Magnum v1 clusters/nodegroups through ``conn.container_infrastructure_management``.
+
+    ``log`` (callable taking a string) receives retries and waiting progress; ``events`` keeps them."""
+
+    def __init__(self, conn, retries=5, backoff=0.5, max_backoff=10.0, poll_initial=0.25, poll_max=15.0,
+                 client_max=CLIENT_MAX_VERSION, log=None):
+        self.conn = conn
+        self._adapter = None
+        self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
+        self.poll_initial, self.poll_max = poll_initial, poll_max
+        self.client_max = client_max
+        self.version = None
+        self.server_min = self.server_max = None
+        self.events = []
+        self._log = log
+        self.retried = 0
+
+    # ------------------------------------------------------------------------------ plumbing
+    def log(self, text):
+        self.events.append(text)
+        if self._log:
+            self._log(text)
+
+    @property
+    def adapter(self):
+        if self._adapter is None:
+            self._adapter = self.conn.container_infrastructure_management
+        return self._adapter
+
+    @property
+    def endpoint(self):
+        try:
+            return self.adapter.get_endpoint()
+        except Exception:
+            return "the Magnum (container-infra) endpoint"
+
+    def _send(self, method, path, body=None, version=None):
+        headers = {"Accept": "application/json"}
+        if version is not None:
+            headers[VERSION_HEADER] = "%s %s" % (SERVICE, format_version(version))
+        kwargs = {"headers": headers, "raise_exc": False}
+        if body is not None:
+            kwargs["json"] = body
+        return self.adapter.request(path, method, **kwargs)
+
+    def request(self, method, path, body=None, ok=(200,), version="negotiated"):
+        """One API call with retries; returns the response for a status in ``ok``, raises MagnumError."""
+        if version == "negotiated":
+            version = self.version
+        write = method in ("POST", "PATCH", "PUT", "DELETE")
+        retryable = RETRY_WRITE if write else RETRY_READ
+        attempt, delay = 0, self.backoff
+        while True:
+            attempt += 1
+            try:
+                resp = self._send(method, path, body, version)
+            except Exception as exc:  # keystoneauth connection/auth errors
+                failure = self._transport_failure(exc, method, path, write)
+                if failure is None and attempt <= self.retries:
+                    self._retry_note(method, path, attempt, delay, type(exc).__name__)
+                    _sleep(delay)
+                    delay = min(delay * 2, self.max_backoff)
+                    continue
+                raise failure or MagnumError(
+                    "%s %s failed after %d attempts: %s. Check that %s is reachable from this host."
+                    % (method, path, attempt, exc, self.endpoint), method=method, url=path)
+            if resp.status_code in ok:
+                return resp
+            if resp.status_code in retryable and attempt <= self.retries:
+                wait = max(delay, _retry_after(resp))
+                self._retry_note(method, path, attempt, wait, "HTTP %d" % resp.status_code)
+                _sleep(wait)
+                delay = min(delay * 2, self.max_backoff)
+                continue
+            raise self._http_error(method, path, resp, attempt)
+
+    def _retry_note(self, method, path, attempt, delay, why):
+        self.retried += 1
+        self.log("%s %s: %s, retry %d/%d in %.1fs" % (method, path, why, attempt, self.retries, delay))
+
+    def _transport_failure(self, exc, method, path, write):
+        """None when the exception is worth a retry, otherwise the MagnumError to raise.
+
+        Failed connects and timeouts are retried for writes too: every write this client sends is
+        idempotent (absolute counts and values; a repeated create is recognised by its 409)."""
+        if ks_exc is not None:
+            if isinstance(exc, ks_exc.EndpointNotFound):
+                return MagnumError("The cloud's service catalog has no Magnum (container-infra) endpoint for this "
+                                   "region/interface: %s. Check region_name and interface, or ask the operators "
+                                   "whether Magnum is deployed." % exc, method=method, url=path)
+            if isinstance(exc, ks_exc.Unauthorized):
+                return MagnumError("Authentication failed (%s). Check the credentials of the cloud in clouds.yaml "
+                                   "or the auth option." % exc, status=401, method=method, url=path)
+            if isinstance(exc, ks_exc.SSLError):
+                return MagnumError("TLS verification failed for %s: %s. Give the CA bundle with ca_cert (or cacert "
+                                   "in clouds.yaml); validate_certs=false only for tests." % (path, exc),
+                                   method=method, url=path)
+            if isinstance(exc, (ks_exc.ConnectFailure, ks_exc.ConnectTimeout, ks_exc.UnknownConnectionError)):
+                return None
+            if isinstance(exc, ks_exc.ClientException):
+                return MagnumError("%s %s failed: %s" % (method, path, exc), method=method, url=path)
+        return MagnumError("%s %s failed: %s: %s" % (method, path, type(exc).__name__, exc), method=method, url=path)
+
+    def _http_error(self, method, path, resp, attempt):
+        detail = error_detail(resp)
+        status = resp.status_code
+        cls = {404: MagnumNotFound, 409: MagnumConflict}.get(status, MagnumError)
+        text = "Magnum answered %s %s with HTTP %d: %s" % (method, path, status, detail)
+        if status == 406:
+            text += (" (microversion %s was sent; the server supports %s to %s)"
+                     % (format_version(self.version) if self.version else "none", self.server_min, self.server_max))
+        if attempt > 1:
+            text += " (after %d attempts)" % attempt
+        return cls(text, status=status, detail=detail, method=method, url=path)
+
+    # ------------------------------------------------------------------------------ microversion
+    def negotiate(self):
+        """Read the server's microversion range from the headers of GET /v1/ and pick ours."""
+        resp = self.request("GET", "/", version=None)
+        maximum, minimum = resp.headers.get(MAX_HEADER), resp.headers.get(MIN_HEADER)
+        if not maximum:
+            raise MagnumError("%s did not send an %s header, so its microversion range is unknown; is this "
+                              "really Magnum?" % (self.endpoint, MAX_HEADER))
+        try:
+            self.server_max = format_version(parse_version(maximum))
+            self.server_min = format_version(parse_version(minimum)) if minimum else None
+            self.version = choose_microversion(maximum, minimum, self.client_max, where="Magnum at %s" % self.endpoint)
+        except ValueError as exc:
+            if isinstance(exc, Problems):
+                raise MagnumError(str(exc))
+            raise MagnumError("Cannot read the microversion headers of %s (%s: %r): %s"
+                              % (self.endpoint, MAX_HEADER, maximum, exc))
+        self.log("microversion: server %s..%s, using %s"
+                 % (self.server_min, self.server_max, format_version(self.version)))
+        return self.version
+
+    # ------------------------------------------------------------------------------ resources
+    def get_cluster(self, ident):
+        try:
+            return self.request("GET", "/clusters/%s" % ident).json()
+        except MagnumNotFound as exc:
+            raise MagnumNotFound("Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
+                           "`openstack coe cluster list`." % (ident, exc.detail), status=404, detail=exc.detail)
+
+    def list_nodegroups(self, cluster_id, role=None):
+        """Every nodegroup of a cluster (abbreviated list view), following the ``next`` links."""
+        path = "/clusters/%s/nodegroups" % cluster_id + ("?role=%s" % role if role else "")
+        items, seen = [], set()
+        while path and path not in seen:
+            seen.add(path)
+            data = self.request("GET", path).json()
+            page = data.get("nodegroups") or []
+            items.extend(page)
+            path = data.get("next") if page else None  # absolute URL; keystoneauth uses it as is
+        return items
+
+    def get_nodegroup(self, cluster_id, ident):
+        """Full nodegroup view, or None on 404."""
+        try:
+            return self.request("GET", "/clusters/%s/nodegroups/%s" % (cluster_id, ident)).json()
+        except MagnumNotFound:
+            return None
+
+    def create_nodegroup(self, cluster_id, body):
+        before = self.retried
+        try:
+            return self.request("POST", "/clusters/%s/nodegroups" % cluster_id, body, ok=(200, 201, 202)).json()
+        except MagnumConflict:
+            if self.retried > before:
+                # An earlier attempt reached the server after all: the nodegroup is ours.
+                found = self.get_nodegroup(cluster_id, body["name"])
+                if found is not None:
+                    return found
+            raise
+
+    def patch_nodegroup(self, cluster_id, ident, ops):
+        return self.request("PATCH", "/clusters/%s/nodegroups/%s" % (cluster_id, ident), ops,
+                            ok=(200, 202)).json()
+
+    def delete_nodegroup(self, cluster_id, ident):
+        try:
+            self.request("DELETE", "/clusters/%s/nodegroups/%s" % (cluster_id, ident), ok=(202, 204))
+        except MagnumNotFound:
+            pass  # gone already
+
+    def resize(self, cluster_id, nodegroup, node_count, nodes_to_remove=None):
+        body = {"node_count": node_count, "nodegroup": nodegroup}
+        if nodes_to_remove:
+            body["nodes_to_remove"] = list(nodes_to_remove)
+        return self.request("POST", "/clusters/%s/actions/resize" % cluster_id, body, ok=(200, 202)).json()
+
+    # ------------------------------------------------------------------------------ waiting
+    def wait(self, cluster_id, ident, expect, timeout, what, initial_status=None):
+        """Poll until ``expect`` (see nodegroup_plan.evaluate_wait) holds; backoff from poll_initial
+        to poll_max. Returns the nodegroup (None when gone) and logs each status change."""
+        start = _clock()
+        deadline = start + timeout
+        delay = self.poll_initial
+        seen_in_progress = False
+        last = object()
+        ng = None
+        while True:
+            ng = self.get_nodegroup(cluster_id, ident)
+            status = ng.get("status") if ng else None
+            if status in IN_PROGRESS_STATES:
+                seen_in_progress = True
+            verdict, text = evaluate_wait(ng, expect, seen_in_progress, initial_status)
+            elapsed = _clock() - start
+            snapshot = (verdict, status, ng.get("node_count") if ng else None)
+            if snapshot != last:
+                last = snapshot
+                self.log("%s: %s%s after %.1fs%s" % (
+                    what, text, " (%s nodes)" % ng.get("node_count") if ng else "", elapsed,
+                    " - done" if verdict == "done" else " - waiting" if verdict == "pending" else ""))
+            if verdict == "done":
+                return ng
+            if verdict == "failed":
+                raise OperationFailed(
+                    "%s ended in %s: %s. %s" % (what, status, ng.get("status_reason") or "Magnum gave no status_reason",
+                                                FAILED_HINTS.get(status, "Fix the cause and run the task again.")),
+                    status=status, detail=ng.get("status_reason"))
+            now = _clock()
+            if now >= deadline:
+                raise WaitTimeout(
+                    "Timed out after %ds waiting for %s: the last status was %s%s. Magnum may still finish it: "
+                    "run the task again later (it continues from the current state) or raise timeout."
+                    % (timeout, what, status or "not found",
+                       " (%s)" % ng.get("status_reason") if ng and ng.get("status_reason") else ""),
+                    status=status, detail=ng.get("status_reason") if ng else None)
+            _sleep(max(0.0, min(delay, deadline - now)))
+            delay = min(delay * 1.5, self.poll_max)
+
+    def wait_settled(self, cluster_id, ident, timeout, what):
+        """Wait until a nodegroup is no longer *_IN_PROGRESS (None if it disappears)."""
+        start = _clock()
+        delay = self.poll_initial
+        while True:
+            ng = self.get_nodegroup(cluster_id, ident)
+            if ng is None or ng.get("status") not in IN_PROGRESS_STATES:
+                return ng
+            if _clock() - start >= timeout:
+                raise WaitTimeout("Timed out after %ds waiting for %s to leave %s; run the task again later."
+                                  % (timeout, what, ng.get("status")), status=ng.get("status"))
+            self.log("%s is %s, waiting for it to settle before planning" % (what, ng.get("status")))
+            _sleep(delay)
+            delay = min(delay * 1.5, self.poll_max)

@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Nodes: which pool a node belongs to, the labels and taints it should carry, and how to merge taints
+without touching anyone else's (``spec.taints`` is an atomic list in server-side apply).
+"""
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import DRA_PLUGIN_NODE_LABELS
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_PRESENT_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
+
+
+def node_labels_of(node):
+    return dict((node.get("metadata") or {}).get("labels") or {})
+
+
+def node_matcher(pool, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
+    """A predicate over Node objects: is this node one of the pool's?
+
+    Order: the pool's node_selector (all labels must match); else the Magnum nodegroup label;
+    plus, when `name_pattern` is given (a regex with {pool}/{nodegroup} placeholders), nodes whose
+    name matches it. A pool with none of these has no way to find its nodes: Problems.
+    """
+    pattern = None
+    if name_pattern:
+        ng = nodegroup_name(pool) or pool.name
+        pattern = re.compile(name_pattern.replace("{pool}", re.escape(pool.name)).replace("{nodegroup}", re.escape(ng)))
+    if pool.node_selector:
+        wanted = dict(pool.node_selector)
+    elif pool.nodegroup is not None:
+        wanted = {nodegroup_label: nodegroup_name(pool)}
+    else:
+        wanted = None
+    if wanted is None and pattern is None:
+        raise Problems([("pools[%s]" % pool.name, "pool %s has no node_selector and no nodegroup, so its nodes cannot "
+                           "be found; add node_selector to the pool or give the module a name_pattern" % pool.name)])
+
+    def match(node):
+        labels = node_labels_of(node)
+        if wanted is not None and all(labels.get(k) == v for k, v in wanted.items()):
+            return True
+        return bool(pattern is not None and pattern.search(node["metadata"]["name"]))
+    match.describe = " or ".join(
+        ([",".join("%s=%s" % kv for kv in sorted(wanted.items()))] if wanted else [])
+        + (["name ~ /%s/" % pattern.pattern] if pattern else []))
+    return match
+
+
+def assign_nodes(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
+    """{pool name: [nodes]} for present pools; a node matched by two pools is an error."""
+    matchers = [(p, node_matcher(p, nodegroup_label, name_pattern)) for p in pools if p.state == "present"]
+    out = dict((m[0].name, []) for m in matchers)
+    owner, problems = {}, []
+    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
+        name = node["metadata"]["name"]
+        for pool, match in matchers:
+            if match(node):
+                if name in owner:
+                    problems.append(("pools", "node %s matches pools %s and %s; make their node_selector or "
+                                     "nodegroups disjoint" % (name, owner[name], pool.name)))
+                    continue
+                owner[name] = pool.name
+                out[pool.name].append(node)
+    if problems:
+        raise Problems(problems)
+    return out
+
+
+def node_ready(node):
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def node_schedulable(node):
+    return not (node.get("spec") or {}).get("unschedulable", False)
+
+
+def needs_gpu_present_label(node, owned_label_keys=()):
+    """True when no label the DRA kubelet plugin's affinity needs was set by someone else
+    (NFD or GPU Feature Discovery): then gpupool sets nvidia.com/gpu.present=true itself."""
+    labels = node_labels_of(node)
+    for key, value in DRA_PLUGIN_NODE_LABELS:
+        if labels.get(key) == value and key not in owned_label_keys:
+            return False
+    return True
+
+
+def desired_node_labels(pool, node, owned_label_keys=(), set_gpu_present=True):
+    labels = dict(pool.node_labels)
+    labels[POOL_LABEL] = pool.name
+    if set_gpu_present and needs_gpu_present_label(node, owned_label_keys):
+        labels[GPU_PRESENT_LABEL] = "true"
+    return labels
+
+
+def desired_node_taints(pool):
+    return [dict((k, v) for k, v in t.items() if k in ("key", "value", "effect")) for t in pool.all_taints]
+
+
+def taint_id(taint):
+    return "%s:%s" % (taint["key"], taint.get("effect", ""))
+
+
+def recorded_taints(node):
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(TAINTS_ANNOTATION) or ""
+    return [t for t in text.split(",") if t]
+
+
+def merge_taints(live, ours_before, desired):
+    """New taint list: others' taints kept (in order), ours removed when no longer wanted, ours added
+    or updated. Returns (taints, changed). `ours_before`: taint ids ("key:effect") gpupool set before."""
+    want = dict((taint_id(t), t) for t in desired)
+    out, changed, placed = [], False, set()
+    for t in live or []:
+        tid = taint_id(t)
+        if tid in want:
+            new = dict(t)
+            new.update(want[tid])
+            if new.get("value", "") != t.get("value", ""):
+                changed = True
+            if "value" in new and new["value"] == "":
+                new.pop("value")
+            out.append(new)
+            placed.add(tid)
+        elif tid in ours_before:
+            changed = True  # ours, no longer wanted
+        else:
+            out.append(t)
+    for tid, t in want.items():
+        if tid not in placed:
+            t = dict(t)
+            if t.get("value", None) == "":
+                t.pop("value")
+            out.append(t)
+            changed = True
+    return out, changed
+
+
+def taints_annotation(desired):
+    return ",".join(sorted(taint_id(t) for t in desired))

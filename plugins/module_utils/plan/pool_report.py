@@ -1,0 +1,348 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the GPU pools look like in the cluster, against what the inventory declares: pure, no I/O.
+
+Input: the validated `Cluster`, and plain dicts as the API returns them - Nodes, ResourceSlices and
+ResourceClaims (resource.k8s.io v1, v1beta2 or v1beta1). Output: one report per pool and a list of
+mismatches, each with a sentence a person can act on.
+
+Facts used (reference nvidia-dra-mig-imex.md §1.5-1.6, §2.2):
+
+* the NVIDIA DRA driver (``gpu.nvidia.com``) publishes one pool per node, named after the node; a
+  full GPU is device ``gpu-<minor>`` with attribute ``type`` = gpu, a MIG device is
+  ``gpu-<parent minor>-mig-...`` with ``type`` = mig and ``profile``;
+* a ResourceSlice pool may span several slices and is republished with a higher
+  ``spec.pool.generation``; only the newest generation counts;
+* an allocated device is listed in a ResourceClaim's ``status.allocation.devices.results`` by
+  ``driver``, ``pool`` and ``device``;
+* the MIG manager reports ``nvidia.com/mig.config.state`` on the node.
+
+A layout is compared per GPU index as {profile: count}: the MIG manager (mig-parted) picks the
+placements, so the same layout at other placements is not a mismatch.
+"""
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_matcher, node_ready
+
+GPU_DRIVER = "gpu.nvidia.com"
+CONFIG_LABEL = "nvidia.com/mig.config"
+STATE_LABEL = "nvidia.com/mig.config.state"
+NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
+_FULL = re.compile(r"^gpu-(\d+)$")
+_MIG = re.compile(r"^gpu-(\d+)-mig-")
+
+# Mismatch kinds, in the order they are reported.
+KINDS = ("no_node_selector", "node_in_two_pools", "missing_nodes", "extra_nodes", "node_not_ready", "mig_failed",
+         "mig_config_label", "not_published", "wrong_layout")
+
+
+def _meta(obj):
+    return obj.get("metadata") or {}
+
+
+def _attr(device, name):
+    """An attribute value of a device (v1: device.attributes; v1beta1: device.basic.attributes)."""
+    attrs = (device.get("basic") or device).get("attributes") or {}
+    value = attrs.get(name)
+    if value is None:
+        value = attrs.get("%s/%s" % (GPU_DRIVER, name))
+    if isinstance(value, dict):
+        for key in ("string", "int", "bool", "version"):
+            if key in value:
+                return value[key]
+    return value
+
+
+# ---- ResourceSlices and claims ------------------------------------------------------------------------
+
+def current_slices(slices, driver=GPU_DRIVER):
+    """Slices of `driver` in the newest generation of their pool: {pool name: [slices]}."""
+    newest = {}
+    for sl in slices:
+        spec = sl.get("spec") or {}
+        if spec.get("driver") != driver:
+            continue
+        pool = (spec.get("pool") or {}).get("name") or spec.get("nodeName")
+        gen = int((spec.get("pool") or {}).get("generation") or 0)
+        have = newest.get(pool)
+        if have is None or gen > have[0]:
+            newest[pool] = (gen, [sl])
+        elif gen == have[0]:
+            have[1].append(sl)
+    return dict((pool, sls) for pool, (gen, sls) in newest.items())
+
+
+def node_devices(slices_by_pool, node_name, driver=GPU_DRIVER):
+    """[(pool, device dict)] the driver publishes for a node (pool named after the node, or nodeName)."""
+    out = []
+    for pool, sls in sorted(slices_by_pool.items()):
+        for sl in sls:
+            spec = sl.get("spec") or {}
+            if spec.get("nodeName") != node_name and pool != node_name:
+                continue
+            for dev in spec.get("devices") or []:
+                out.append((pool, dev))
+    return out
+
+
+def allocated_devices(claims):
+    """{(driver, pool, device): "namespace/claim"} from ResourceClaim status.allocation."""
+    out = {}
+    for claim in claims:
+        meta = _meta(claim)
+        alloc = (claim.get("status") or {}).get("allocation") or {}
+        for res in (alloc.get("devices") or {}).get("results") or []:
+            key = (res.get("driver"), res.get("pool"), res.get("device"))
+            out.setdefault(key, "%s/%s" % (meta.get("namespace"), meta.get("name")))
+    return out
+
+
+def published_layout(devices):
+    """{GPU index: None (full GPU) or {profile: count}} from a node's gpu.nvidia.com devices."""
+    out = {}
+    for _pool, dev in devices:
+        name = dev.get("name") or ""
+        dtype = _attr(dev, "type")
+        m = _FULL.match(name)
+        if dtype == "gpu" and m:
+            out[int(m.group(1))] = None
+            continue
+        m = _MIG.match(name)
+        if dtype == "mig" and m:
+            idx = int(m.group(1))
+            layout = out.get(idx) or {}
+            profile = _attr(dev, "profile") or "unknown"
+            layout[profile] = layout.get(profile, 0) + 1
+            out[idx] = layout
+    return out
+
+
+def expected_layout(pool):
+    """{GPU index: None (full GPU) or {profile: count}} the inventory wants, or None when not fixed
+    (dynamic MIG: the driver creates MIG devices on demand). A GPU with MIG on and no instances
+    publishes nothing and is left out."""
+    if pool.mig.mode == "dynamic":
+        return None
+    out = {}
+    for idx in range(pool.gpu.per_node):
+        layout = pool.layout_for(idx) if pool.mig.mode == "static" else None
+        if pool.mig.mode == "static" and layout is not None:
+            layout = dict((p, c) for p, c in layout.items() if c)
+            if not layout:
+                continue
+        out[idx] = layout
+    return out
+
+
+def describe_gpu(layout):
+    if layout is None:
+        return "full GPU"
+    return "MIG " + " + ".join("%s x%d" % (p, c) for p, c in sorted(layout.items()))
+
+
+def layout_differences(expected, published):
+    """Human lines for each GPU index whose published devices differ from the expected ones."""
+    lines = []
+    for idx in sorted(set(expected) | set(published)):
+        want, have = expected.get(idx, "nothing"), published.get(idx, "nothing")
+        if want == have:
+            continue
+        lines.append("GPU %d: wants %s, publishes %s" % (
+            idx, describe_gpu(want) if want != "nothing" else "nothing",
+            describe_gpu(have) if have != "nothing" else "nothing"))
+    return lines
+
+
+def _count(bucket, allocated):
+    bucket["total"] += 1
+    bucket["allocated" if allocated else "free"] += 1
+
+
+def _bucket():
+    return {"total": 0, "allocated": 0, "free": 0}
+
+
+# ---- the report ---------------------------------------------------------------------------------------
+
+def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
+    """({pool: [nodes]}, mismatches) - like node_pool's assignment, but a problem is reported, not raised."""
+    out, owner, mismatches = {}, {}, []
+    matchers = []
+    for pool in pools:
+        out[pool.name] = []
+        try:
+            matchers.append((pool, node_matcher(pool, nodegroup_label, name_pattern)))
+        except Problems:
+            mismatches.append(_mm(pool.name, None, "no_node_selector",
+                                  "pool %s has no node_selector and no nodegroup, so its nodes cannot be found; add a "
+                                  "node_selector to the pool (or give name_pattern)" % pool.name))
+    for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
+        name = _meta(node).get("name")
+        for pool, match in matchers:
+            if not match(node):
+                continue
+            if name in owner:
+                mismatches.append(_mm(pool.name, name, "node_in_two_pools",
+                                      "node %s matches pools %s and %s; make their node_selector or nodegroups "
+                                      "disjoint" % (name, owner[name], pool.name)))
+                continue
+            owner[name] = pool.name
+            out[pool.name].append(node)
+    return out, mismatches, dict((p.name, m.describe) for p, m in matchers)
+
+
+def _mm(pool, node, kind, message, **extra):
+    out = {"pool": pool, "node": node, "kind": kind, "message": message}
+    out.update(extra)
+    return out
+
+
+def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
+    """Report and mismatches of one present pool (see build_report)."""
+    expected = expected_layout(pool)
+    static = pool.mig.mode == "static"
+    config_name = pool.mig_config_name if static else None
+    rep = {"mig_mode": pool.mig.mode, "gpu_model": pool.gpu.model, "gpus_per_node": pool.gpu.per_node,
+           "selector": selector, "config_name": config_name,
+           "expected_nodes": pool.nodegroup.node_count if pool.nodegroup is not None else None,
+           "expected_layout": _str_keys(expected), "nodes": [], "gpus": _bucket(), "mig_devices": {},
+           "devices": _bucket(), "ready_nodes": 0}
+    mismatches = []
+    for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
+        name = _meta(node).get("name")
+        labels = _meta(node).get("labels") or {}
+        devs = node_devices(slices_by_pool, name)
+        published = published_layout(devs)
+        row = {"name": name, "ready": node_ready(node),
+               "schedulable": not (node.get("spec") or {}).get("unschedulable", False),
+               "mig_config": labels.get(CONFIG_LABEL), "mig_state": labels.get(STATE_LABEL),
+               "published": bool(devs), "layout": _str_keys(published),
+               "gpus": _bucket(), "mig_devices": {}, "allocated": []}
+        for pool_name, dev in devs:
+            key = (GPU_DRIVER, pool_name, dev.get("name"))
+            is_alloc = key in allocated
+            if is_alloc:
+                row["allocated"].append({"device": dev.get("name"), "claim": allocated[key]})
+            dtype = _attr(dev, "type")
+            if dtype == "mig":
+                profile = _attr(dev, "profile") or "unknown"
+                _count(row["mig_devices"].setdefault(profile, _bucket()), is_alloc)
+                _count(rep["mig_devices"].setdefault(profile, _bucket()), is_alloc)
+            elif dtype == "gpu":
+                _count(row["gpus"], is_alloc)
+                _count(rep["gpus"], is_alloc)
+            else:
+                continue
+            _count(rep["devices"], is_alloc)
+        rep["nodes"].append(row)
+        if row["ready"]:
+            rep["ready_nodes"] += 1
+        else:
+            mismatches.append(_mm(pool.name, name, "node_not_ready", "node %s is NotReady; its GPUs cannot be used "
+                                  "(check the kubelet and the machine)" % name))
+        if row["mig_state"] == "failed":
+            mismatches.append(_mm(pool.name, name, "mig_failed",
+                                  "node %s: the MIG manager reports %s=failed for config %s; read the nvidia-mig-manager "
+                                  "log on the node, fix the cause, then rerun gpupool.core.mig_layout with "
+                                  "retry_failed: true" % (name, STATE_LABEL, row["mig_config"])))
+        if static and row["mig_config"] != config_name:
+            mismatches.append(_mm(pool.name, name, "mig_config_label",
+                                  "node %s has %s=%s, the pool's config is %s; run gpupool.core.mig_layout"
+                                  % (name, CONFIG_LABEL, row["mig_config"] or "(not set)", config_name)))
+        if not devs:
+            mismatches.append(_mm(pool.name, name, "not_published",
+                                  "node %s publishes no %s devices (no ResourceSlice); check that the NVIDIA DRA "
+                                  "driver's kubelet plugin runs there (its node affinity needs nvidia.com/gpu.present"
+                                  "=true or an NFD PCI label, and it must tolerate the node's taints)" % (name, GPU_DRIVER)))
+        elif expected is not None:
+            diffs = layout_differences(expected, published)
+            if diffs:
+                hint = ("run gpupool.core.mig_layout, or wait while %s=%s" % (STATE_LABEL, row["mig_state"])
+                        if row["mig_state"] in ("pending", "rebooting") else
+                        "run gpupool.core.mig_layout" if static else "disable MIG on the node (mig.mode is off)")
+                mismatches.append(_mm(pool.name, name, "wrong_layout", "node %s: %s; %s" % (name, "; ".join(diffs), hint),
+                                      expected=_str_keys(expected), published=_str_keys(published)))
+    want = rep["expected_nodes"]
+    found = len(rep["nodes"])
+    if want is not None and found < want:
+        mismatches.insert(0, _mm(pool.name, None, "missing_nodes",
+                                 "pool %s has %d of the %d nodes of its nodegroup (found: %s); check the nodegroup "
+                                 "(gpupool.core.nodegroup_info) and that the nodes joined the cluster"
+                                 % (pool.name, found, want, ", ".join(r["name"] for r in rep["nodes"]) or "none"),
+                                 expected=want, found=found))
+    elif want is not None and found > want:
+        mismatches.insert(0, _mm(pool.name, None, "extra_nodes",
+                                 "pool %s has %d nodes but its nodegroup's node_count is %d; a resize may be in progress, "
+                                 "or nodes of another group match the pool" % (pool.name, found, want),
+                                 expected=want, found=found))
+    rep["mismatches"] = mismatches
+    return rep
+
+
+def _str_keys(layouts):
+    if layouts is None:
+        return None
+    return dict((str(k), (dict(v) if v is not None else None)) for k, v in sorted(layouts.items()))
+
+
+def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
+    """{"pools": {name: report}, "mismatches": [...], "totals": {...}} for the present pools in scope.
+
+    pools: pool objects in scope (default: every present pool of the cluster)."""
+    scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
+    assigned, mismatches, selectors = assign(scope, nodes, nodegroup_label, name_pattern)
+    slices_by_pool = current_slices(slices)
+    allocated = allocated_devices(claims)
+    reports = {}
+    for pool in scope:
+        rep = pool_report(pool, assigned.get(pool.name, []), slices_by_pool, allocated, selectors.get(pool.name))
+        reports[pool.name] = rep
+        mismatches += rep["mismatches"]
+    order = dict((k, i) for i, k in enumerate(KINDS))
+    pool_order = dict((p.name, i) for i, p in enumerate(scope))
+    mismatches.sort(key=lambda m: (pool_order.get(m["pool"], 0), order.get(m["kind"], 99), m["node"] or ""))
+    totals = {"nodes": sum(len(r["nodes"]) for r in reports.values()),
+              "ready_nodes": sum(r["ready_nodes"] for r in reports.values()),
+              "gpus": _sum(r["gpus"] for r in reports.values()),
+              "mig_devices": {}, "devices": _sum(r["devices"] for r in reports.values())}
+    for r in reports.values():
+        for profile, b in r["mig_devices"].items():
+            t = totals["mig_devices"].setdefault(profile, _bucket())
+            for k in t:
+                t[k] += b[k]
+    return {"pools": reports, "mismatches": mismatches, "totals": totals}
+
+
+def _sum(buckets):
+    out = _bucket()
+    for b in buckets:
+        for k in out:
+            out[k] += b[k]
+    return out
+
+
+def summary(report):
+    """A few lines a person reads: per pool nodes, devices and free counts, then the mismatches."""
+    lines = []
+    for name, rep in report["pools"].items():
+        want = rep["expected_nodes"]
+        nodes = "%d/%d nodes Ready" % (rep["ready_nodes"], len(rep["nodes"]))
+        if want is not None:
+            nodes += " (nodegroup wants %d)" % want
+        parts = []
+        if rep["gpus"]["total"]:
+            parts.append("%d full GPU(s), %d free" % (rep["gpus"]["total"], rep["gpus"]["free"]))
+        for profile, b in sorted(rep["mig_devices"].items()):
+            parts.append("%d x %s, %d free" % (b["total"], profile, b["free"]))
+        devices = "; ".join(parts) or "no devices published"
+        state = "OK" if not rep["mismatches"] else "%d mismatch(es)" % len(rep["mismatches"])
+        lines.append("%s: %s; %s; %s" % (name, nodes, devices, state))
+    for mm in report["mismatches"]:
+        lines.append("  - [%s] %s" % (mm["kind"], mm["message"]))
+    if not report["pools"]:
+        lines.append("no pools in scope")
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument-spec pieces and doc fragments say the same thing, option by option, and modules are built on the base."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+import yaml
+
+from ansible_collections.gpupool.core.plugins.doc_fragments import k8s_auth, openstack
+from ansible_collections.gpupool.core.plugins.module_utils import argument_specs
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONNECTION_OPTIONS
+
+FRAGMENTS = {
+    "AUTH": k8s_auth.ModuleDocFragment.DOCUMENTATION,
+    "POOLS": k8s_auth.ModuleDocFragment.POOLS,
+    "APPLY": k8s_auth.ModuleDocFragment.APPLY,
+    "NODES": k8s_auth.ModuleDocFragment.NODES,
+    "WAIT": k8s_auth.ModuleDocFragment.WAIT,
+    "OPENSTACK": openstack.ModuleDocFragment.DOCUMENTATION,
+}
+MODULES = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "modules"
+
+
+def documented(option: dict) -> dict:
+    return {key: option.get(key) for key in ("type", "default", "required", "aliases", "choices", "elements")}
+
+
+def specified(option: dict) -> dict:
+    out = {key: option.get(key) for key in ("type", "default", "required", "aliases", "choices", "elements")}
+    out["type"] = out["type"] or "str"
+    return out
+
+
+def normalize(option: dict) -> dict:
+    out = dict(option)
+    out["required"] = bool(out.get("required"))
+    out["aliases"] = sorted(out.get("aliases") or [])
+    out["choices"] = sorted(out.get("choices") or [])
+    return out
+
+
+@pytest.mark.parametrize("piece", sorted(FRAGMENTS))
+def test_every_piece_matches_its_doc_fragment(piece):
+    doc = yaml.safe_load(FRAGMENTS[piece])["options"]
+    spec = argument_specs.PIECES[piece]
+    assert sorted(doc) == sorted(spec), "options differ between %s and its doc fragment" % piece
+    for name in spec:
+        assert normalize(documented(doc[name])) == normalize(specified(spec[name])), (piece, name)
+
+
+def test_kubernetes_connection_options_are_the_auth_piece():
+    assert tuple(argument_specs.AUTH) == CONNECTION_OPTIONS
+
+
+def test_compose_allows_only_a_new_default_for_a_shared_option():
+    spec = argument_specs.compose(argument_specs.WAIT, wait_timeout=dict(type="int", default=1800))
+    assert spec["wait_timeout"] == {"type": "int", "default": 1800} and spec["wait"]["default"] is False
+    with pytest.raises(ValueError, match="wait_timeout re-declares type"):
+        argument_specs.compose(argument_specs.WAIT, wait_timeout=dict(type="str", default="1"))
+    with pytest.raises(ValueError, match="in two shared pieces"):
+        argument_specs.compose(argument_specs.WAIT, argument_specs.WAIT)
+
+
+@pytest.mark.parametrize("path", sorted(MODULES.glob("*.py")), ids=lambda p: p.stem)
+def test_every_module_is_a_subclass_of_the_base_with_run(path):
+    tree = ast.parse(path.read_text())
+    bases = {"GpupoolModule", "PoolModule", "KubernetesModule", "MagnumModule", "NvmlModule"}
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)
+               and any(isinstance(b, ast.Name) and b.id in bases for b in n.bases)]
+    assert len(classes) == 1, "%s must define exactly one module class on the base" % path.name
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in classes[0].body)
+    assert "AnsibleModule(" not in path.read_text(), "%s builds its own AnsibleModule" % path.name
