@@ -65,10 +65,14 @@ PLAYBOOK = """---
 
 def objects(plan: ClusterPlan, cluster_data: dict) -> dict:
     """{config_maps, nodes, device_classes, compute_domains}: plain dicts for the playbook's loops."""
-    from ansible_collections.gpupool.core.plugins.module_utils import mig_rollout_plan as mrp
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        MANAGED_BY, cluster_compute_domains, cluster_device_classes, desired_node_taints)
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import POOL_LABEL, load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted
+    from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+        CONFIG_LABEL, CONFIGS_ANNOTATION, MANAGED_BY, POOL_LABEL)
+    from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import desired_node_taints
     data = dict(cluster_data)
     if "magnum" in data:
         data["magnum"] = dict(data["magnum"], cloud="kubernetes-core")
@@ -77,21 +81,21 @@ def objects(plan: ClusterPlan, cluster_data: dict) -> dict:
     out["device_classes"] = [d.obj for d in cluster_device_classes(cluster)]
     out["compute_domains"] = [d.obj for d in cluster_compute_domains(cluster)]
     static = [p for p in cluster.pools if p.state == "present" and p.mig.mode == "static"]
-    configs = mrp.desired_configs(static)
+    configs = mig_rollout.desired_configs(static)
     if configs:
-        doc, names, _changes = mrp.merge_document(mrp.parse_document(None),
-                                                  {n: c["entries"] for n, c in configs.items()}, [])
+        doc, names, _changes = mig_rollout.merge_document(mig_parted.parse_document(None),
+                                                          {n: c["entries"] for n, c in configs.items()}, [])
         mm = cluster.mig_manager
         out["config_maps"].append({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": mm.config_map, "namespace": mm.namespace, "labels": dict(MANAGED_BY),
-                         "annotations": {mrp.CONFIGS_ANNOTATION: ",".join(names)}},
-            "data": {mrp.CONFIG_KEY: mrp.render_document(doc)}})
+                         "annotations": {CONFIGS_ANNOTATION: ",".join(names)}},
+            "data": {mig_parted.CONFIG_KEY: mig_parted.render_document(doc)}})
     for pool in cluster.pools:
         labels = dict(pool.node_labels)
         labels[POOL_LABEL] = pool.name
         if pool.mig.mode == "static":
-            labels[mrp.CONFIG_LABEL] = pool.mig_config_name
+            labels[CONFIG_LABEL] = pool.mig_config_name
         for node in plan.pool_nodes(pool.name):
             out["nodes"].append({"apiVersion": "v1", "kind": "Node",
                                  "metadata": {"name": node.name, "labels": dict(labels)},

@@ -31,9 +31,9 @@ DISCOVERED_GROUPS = ("resource.k8s.io", "resource.nvidia.com")
 
 def _objects(plan: ClusterPlan) -> int:
     """DeviceClasses + ComputeDomains + the MIG ConfigMap the cluster's pools want."""
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s_objects import (
-        cluster_compute_domains, cluster_device_classes)
-    from ansible_collections.gpupool.core.plugins.module_utils.pool_model import load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
     data = dict(plan.cluster)
     if "magnum" in data:
         data["magnum"] = dict(data["magnum"], cloud="limits")

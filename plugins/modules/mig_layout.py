@@ -32,6 +32,10 @@ description:
     C(nvidia.com/mig.config.state=success), uncordon. When the config's content changed but its name did not, the
     label is removed and set again after O(relabel_delay) seconds, because the MIG manager only acts on label
     changes."
+  - "Requests: the cordon is decided from the plan's node LIST (no read per node) and sent with the node's
+    C(resourceVersion) as precondition (a node changed meanwhile is read again); without O(drain) and for a first
+    config the cordon and the config label go in one write. A wave is watched with one LIST of the nodes carrying
+    the config label per round, first after 1 s, then less and less often up to O(wait_sleep)."
   - "A node that ends in state C(failed) stops the rollout: the task fails naming the node, the nodes of later
     waves are not touched, and the failed node stays cordoned. A node already in state C(failed) for the wanted
     config stops the run before any write unless O(retry_failed=true)."
@@ -67,7 +71,7 @@ options:
     type: int
     default: 1800
   wait_sleep:
-    description: Seconds between two reads of a wave's nodes while waiting.
+    description: Longest pause between two reads of a wave's nodes while waiting (the first read comes after 1 s).
     type: float
     default: 5
   relabel_delay:
@@ -209,6 +213,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction 
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 
 class Stop(GpupoolError):
@@ -445,31 +450,27 @@ class Rollout:
     def run_wave(self, plan, entry):
         wave = entry["nodes"]
         config, digest = plan["config_name"], plan["digest"]
+        actions = entry["actions"]
         entry["started"] = time.time()
         entry["cordoned"] = []
+        entry["labelled"] = {}
         try:
             if self.cordon:
                 for name in wave:
-                    node = self.engine.get(NODE, name)
-                    if node is None:
-                        continue
-                    st = plan_mig_rollout.node_state(node)
-                    if not st["unschedulable"]:
-                        self.patch_node(name, plan_mig_rollout.cordon_patch())
-                        entry["cordoned"].append(name)
-                    elif st["cordoned_by_us"]:
-                        entry["cordoned"].append(name)  # left cordoned by an earlier failed run: ours to undo
+                    # Cordon and label in one write when nothing has to happen in between (no drain, no
+                    # relabel): the MIG manager may start at once, the node takes no new pods from then on.
+                    together = not self.drain and actions[name] == plan_mig_rollout.CONFIGURE
+                    self.cordon_node(name, entry, (config, digest) if together else None)
             if self.drain:
                 self.evict(wave, entry)
-            actions = entry["actions"]
             relabel = [n for n in wave if actions[n] == plan_mig_rollout.RECONFIGURE]
             for name in relabel:
                 self.patch_node(name, plan_mig_rollout.unlabel_patch())
             if relabel:
                 time.sleep(self.p["relabel_delay"])
-            entry["labelled"] = {}
             for name in wave:
-                if actions[name] in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE):
+                if actions[name] in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE) \
+                        and name not in entry["labelled"]:
                     self.patch_node(name, plan_mig_rollout.label_patch(config, digest))
                     entry["labelled"][name] = time.time()
             states = self.wait(wave, config, entry)
@@ -494,27 +495,60 @@ class Rollout:
             raise Stop(self.failure_message(plan, entry, bad, states))
         entry["result"] = "success"
 
+    def cordon_node(self, name, entry, label=None, attempts=5):
+        """Cordon one node of a wave (and set its config label when `label` is (config, digest)), deciding from
+        the node as the plan's LIST (or a later wave's LIST) read it: no GET per node. A node changed since
+        then is refused by the resourceVersion precondition; only then is it read again."""
+        node = self.nodes_by_name.get(name)
+        for _attempt in range(attempts):
+            if node is None:
+                return
+            patch, ours = plan_mig_rollout.cordon_and_label_patch(node, True, *(label or (None, None)))
+            try:
+                if patch is not None:
+                    self.patch_node(name, patch)
+            except Conflict:
+                node = self.engine.get(NODE, name)
+                continue
+            if ours:
+                entry["cordoned"].append(name)
+            if label is not None:
+                entry["labelled"][name] = time.time()
+            return
+        raise K8sError("Node %s kept changing while gpupool cordoned it (%d attempts)" % (name, attempts),
+                       hint="rerun; if it persists, find the controller rewriting the node")
+
     def wait(self, wave, config, entry):
-        deadline = time.monotonic() + self.p["wait_timeout"]
+        """Watch one wave: ONE LIST of the nodes labelled with the config per round (not a GET per node), polled
+        after 1 s and then less and less often, up to wait_sleep; a wave node missing from the LIST (deleted,
+        or relabelled by someone else) is read on its own to tell which."""
         states = {}
-        while True:
-            now = dict((n, self.engine.get(NODE, n)) for n in wave if n not in states)
+        now = {}
+        selector = "%s=%s" % (model_names.CONFIG_LABEL, config)
+
+        def probe():
+            listed = dict((n["metadata"]["name"], n) for n in self.engine.list(NODE, label_selector=selector))
+            self.nodes_by_name.update(listed)  # the freshest view, for later waves' preconditions
+            now.clear()
+            for name in wave:
+                if name not in states:
+                    now[name] = listed[name] if name in listed else self.engine.get(NODE, name)
             for name, prog in plan_mig_rollout.wave_progress(now, config).items():
                 if prog == "done":
                     states[name] = "success"
                 elif prog in ("failed", "gone", "relabelled"):
                     states[name] = prog
-            if len(states) == len(wave):
-                return states
-            if time.monotonic() >= deadline:
-                for name in wave:
-                    if name not in states:
-                        node = now.get(name) or {}
-                        st = (node.get("metadata") or {}).get("labels", {}).get(model_names.STATE_LABEL)
-                        states[name] = "timeout"
-                        entry.setdefault("last_state", {})[name] = st
-                return states
-            time.sleep(self.p["wait_sleep"])
+            return len(states) == len(wave), "%d/%d node(s) of the wave finished" % (len(states), len(wave))
+
+        first = min(1.0, self.p["wait_sleep"])
+        Waiter(self.p["wait_timeout"], first, backoff=1.5, max_sleep=self.p["wait_sleep"]).until(probe)
+        for name in wave:
+            if name not in states:
+                node = now.get(name) or {}
+                entry.setdefault("last_state", {})[name] = \
+                    (node.get("metadata") or {}).get("labels", {}).get(model_names.STATE_LABEL)
+                states[name] = "timeout"
+        return states
 
     def failure_message(self, plan, entry, bad, states):
         later = []

@@ -51,6 +51,9 @@ DRA_PLUGIN_NODE_LABELS = (
 # Node taints are an atomic list (server-side apply cannot share it): the taints
 # gpupool set are recorded here, so a later run removes only its own.
 TAINTS_ANNOTATION = "gpupool.io/taints"
+# The node labels node_pool set, recorded the same way, so labels and taints go in one merge patch
+# (server-side apply would need a second request for the taints) and a later run removes only its own.
+LABELS_ANNOTATION = "gpupool.io/labels"
 
 
 def dns_safe(text):

@@ -240,6 +240,30 @@ def cordon_patch():
     return {"metadata": {"annotations": {CORDON_ANNOTATION: CORDON_VALUE}}, "spec": {"unschedulable": True}}
 
 
+def cordon_and_label_patch(node, cordon, config_name=None, digest=None):
+    """(patch, cordoned by us) for one node at the start of its wave, from the node as last read:
+    cordon it when it is schedulable (a node someone else cordoned is left to them), and, when
+    `config_name` is given, set the config label in the same write. The node's resourceVersion is the
+    precondition: if it changed since it was read (someone cordoned it meanwhile), the API server
+    refuses the write and the caller decides again from a fresh read. (None, ...) when nothing to write."""
+    st = node_state(node)
+    patch, ours = {}, False
+    if cordon:
+        if not st["unschedulable"]:
+            patch, ours = cordon_patch(), True
+        elif st["cordoned_by_us"]:
+            ours = True  # left cordoned by an earlier failed run: ours to undo
+    if config_name is not None:
+        label = label_patch(config_name, digest)
+        meta = patch.setdefault("metadata", {})
+        meta.setdefault("annotations", {}).update(label["metadata"]["annotations"])
+        meta["labels"] = label["metadata"]["labels"]
+    if not patch:
+        return None, ours
+    patch["metadata"]["resourceVersion"] = _meta(node).get("resourceVersion")
+    return patch, ours
+
+
 def uncordon_patch():
     return {"metadata": {"annotations": {CORDON_ANNOTATION: None}}, "spec": {"unschedulable": None}}
 
