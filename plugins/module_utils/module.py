@@ -26,9 +26,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, OPENSTACK, POOLS, compose
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, LEASE, OPENSTACK, POOLS, compose
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import RunLease
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import YAML_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
@@ -82,6 +83,12 @@ class GpupoolModule:
         """Waits and drains are skipped in check mode: nothing was written that could be waited for."""
         return not self.check_mode
 
+    def hide_secrets(self, cloud: Any) -> None:
+        """Passwords and credential secrets inside a cloud dict never reach the output (masked wherever they
+        appear: the invocation at -vvv, returned data, messages)."""
+        for secret in secrets_in(cloud):
+            self.ansible.no_log_values.add(secret)
+
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
@@ -132,6 +139,14 @@ class PoolModule(GpupoolModule):
     def full_argument_spec(cls) -> Dict[str, dict]:
         return compose(POOLS, *cls.shared, **cls.argument_spec)
 
+    def __init__(self) -> None:
+        super().__init__()
+        # The cluster dict may carry a Magnum cloud with its password or application credential secret.
+        cluster = self.params.get("cluster")
+        magnum = cluster.get("magnum") if isinstance(cluster, dict) else None
+        if isinstance(magnum, dict):
+            self.hide_secrets(magnum.get("cloud"))
+
     def prepare(self) -> None:
         super().prepare()
         # The model refuses a bad inventory before any connection is made.
@@ -148,7 +163,7 @@ class KubernetesModule(PoolModule):
 
     @classmethod
     def full_argument_spec(cls) -> Dict[str, dict]:
-        return compose(POOLS, AUTH, *cls.shared, **cls.argument_spec)
+        return compose(POOLS, AUTH, LEASE, *cls.shared, **cls.argument_spec)
 
     def __init__(self) -> None:
         super().__init__()
@@ -162,7 +177,18 @@ class KubernetesModule(PoolModule):
             client = k8s_connect(self.params, self.cluster)
             self._engine = ApplyEngine(client, check_mode=self.check_mode,
                                        force_conflicts=bool(self.params.get("force_conflicts")))
+            self.hold_run_lease(client)
         return self._engine
+
+    def hold_run_lease(self, client) -> None:
+        """With O(run_lease): before anything else, make sure this run still holds its lease (a second run, or
+        one that took over an expired lease, stops here before writing), renewing it when it is getting old."""
+        lease = self.params.get("run_lease")
+        if not lease:
+            return
+        run_lease = RunLease(client, lease["namespace"], lease["name"], lease["holder"], lease["duration"],
+                             check_mode=self.check_mode)
+        self.lease_result = run_lease.hold()
 
     @property
     def client(self):
@@ -203,11 +229,6 @@ class MagnumModule(GpupoolModule):
     def __init__(self) -> None:
         super().__init__()
         self.hide_secrets(self.params.get("cloud"))
-
-    def hide_secrets(self, cloud: Any) -> None:
-        """Passwords and credential secrets inside a cloud dict never reach the output."""
-        for secret in secrets_in(cloud):
-            self.ansible.no_log_values.add(secret)
 
     def connect(self, cloud: Any = None):
         params = dict(self.params)

@@ -93,6 +93,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes
@@ -327,6 +328,8 @@ class Rollout:
         refuse the write (409) if anyone changed the ConfigMap since we read it; we then read and merge again.
         """
         live, doc, owned, new_doc, names, changes = self.cm
+        if live is None and not self.configs:
+            return  # no static MIG pool and no ConfigMap: nothing to store (and no GPU Operator needed)
         for attempt in range(attempts):
             cm_changed = live is None or new_doc != doc or sorted(owned) != sorted(names)
             self.cm_result["configs"] = dict((n, c) for n, c in changes.items())

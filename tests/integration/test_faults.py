@@ -186,6 +186,28 @@ def test_apiserver_killed_mid_converge_then_rerun_converges_with_nothing_duplica
     assert cp.audit.since(mark).writes(user=USER) == []
 
 
+# ---- check mode on a changed inventory ------------------------------------------------------------------
+def test_check_mode_on_a_changed_inventory_writes_nothing(own_cp, kubeconfig, tmp_path):
+    """Runs right after the converge above (the cluster is converged on inventory())."""
+    from tests.integration.playbook import run_playbook
+    import yaml
+    assert converged(own_cp) == []
+    changed = inventory(kubeconfig, {"team": "vision", "generation": "3"})
+    changed["pools"][1]["device_classes"]["extra"].append({"name": "faults-h100-cc9", "min_compute_capability": "9.0"})
+    changed["pools"][1]["taints"] = [{"key": "reserved", "value": "training", "effect": "NoExecute"}]
+    hosts = yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {"faults": {
+        "ansible_connection": "local", "ansible_python_interpreter": h.PYTHON, "gpupool_cluster": changed}}}}}})
+    mark = own_cp.audit.mark()
+    res = run_playbook(str(ROOT / "playbooks" / "site.yml"), hosts, tmp_path, check=True, diff=True)
+    window = own_cp.audit.since(mark)
+    assert res.rc == 0, res.stdout[-4000:]
+    assert res.changed("faults") >= 2  # node_pool and device_class say what would change
+    assert window.writes(user=USER) == []
+    assert window.select(verbs={"patch"}, user=USER, include_dry_run=True)  # the server dry-ran them
+    assert "faults-h100-cc9" in res.stdout and "reserved" in res.stdout  # --diff shows what would change
+    assert converged(own_cp) == []
+
+
 # ---- an overloaded API between the client and the apiserver ----------------------------------------------
 @pytest.fixture
 def proxy(own_cp, kubeconfig, tmp_path):
@@ -342,26 +364,3 @@ def test_mig_node_that_never_finishes_stops_the_rollout_at_its_wave(sandbox, tmp
         h.delete_nodes(cp, names[:1])
         for name in names[1:]:
             sandbox.nodes.remove_node(name)
-
-
-# ---- check mode on a changed inventory ------------------------------------------------------------------
-def test_check_mode_on_a_changed_inventory_writes_nothing(own_cp, kubeconfig, tmp_path):
-    from tests.integration.playbook import run_playbook
-    import yaml
-    proc, log = site(own_cp, tmp_path, kubeconfig, "base")
-    proc.wait(timeout=300)
-    assert proc.returncode == 0, log.read_text()[-3000:]
-    changed = inventory(kubeconfig, {"team": "vision", "generation": "3"})
-    changed["pools"][1]["device_classes"]["extra"].append({"name": "faults-h100-cc9", "min_compute_capability": "9.0"})
-    changed["pools"][1]["taints"] = [{"key": "reserved", "value": "training", "effect": "NoExecute"}]
-    hosts = yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {"faults": {
-        "ansible_connection": "local", "ansible_python_interpreter": h.PYTHON, "gpupool_cluster": changed}}}}}})
-    mark = own_cp.audit.mark()
-    res = run_playbook(str(ROOT / "playbooks" / "site.yml"), hosts, tmp_path, check=True, diff=True)
-    window = own_cp.audit.since(mark)
-    assert res.rc == 0, res.stdout[-4000:]
-    assert res.changed("faults") >= 2  # node_pool and device_class say what would change
-    assert window.writes(user=USER) == []
-    assert window.select(verbs={"patch"}, user=USER, include_dry_run=True)  # the server dry-ran them
-    assert "faults-h100-cc9" in res.stdout and "reserved" in res.stdout  # --diff shows what would change
-    assert converged(own_cp) == []

@@ -379,7 +379,7 @@ class ApplyEngine(object):
         res.after = node_view(node)
         current = node
         for attempt in range(attempts):
-            patch, reasons = node_patch(current, labels, taints)
+            patch, reasons = node_patch(current, labels, taints, self.field_manager)
             if patch is not None and not self.force_conflicts:
                 self._refuse_label_conflicts(current, patch, pool)
             if patch is None:
@@ -411,12 +411,12 @@ class ApplyEngine(object):
         """A label another field manager set to another value is not taken over silently (as server-side apply
         would refuse it): the same sentence as an apply conflict, unless force_conflicts."""
         live = (node.get("metadata") or {}).get("labels") or {}
-        owned = gpupool_label_keys(node)
+        owned = gpupool_label_keys(node, self.field_manager)
         clashes = []
         for key, value in sorted(((patch.get("metadata") or {}).get("labels") or {}).items()):
             if value is None or key in owned or live.get(key) in (None, value):
                 continue
-            for manager in label_owners(node, key):
+            for manager in label_owners(node, key, self.field_manager):
                 clashes.append("metadata.labels.%s=%s owned by field manager %r" % (key, live[key], manager))
         if clashes:
             ref = "Node %s%s" % (node["metadata"]["name"], " (pool %s)" % pool if pool else "")

@@ -56,6 +56,14 @@ TAINTS_ANNOTATION = "gpupool.io/taints"
 LABELS_ANNOTATION = "gpupool.io/labels"
 
 
+def labels_annotation(field_manager=None):
+    """Where a field manager's node label keys are recorded (another module labelling nodes with its own field
+    manager keeps its own record, so neither removes the other's labels)."""
+    if field_manager in (None, FIELD_MANAGER):
+        return LABELS_ANNOTATION
+    return "%s.%s" % (LABELS_ANNOTATION, dns_safe(field_manager)[:40])
+
+
 def dns_safe(text):
     """A MIG profile name as part of an object name: 1g.5gb+me -> 1g.5gb-me."""
     return re.sub(r"[^a-z0-9.-]", "-", text.lower()).strip("-.")

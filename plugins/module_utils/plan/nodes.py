@@ -15,7 +15,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import DR
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_PRESENT_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import LABELS_ANNOTATION
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import labels_annotation
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
@@ -153,31 +154,32 @@ def taints_annotation(desired):
     return ",".join(sorted(taint_id(t) for t in desired))
 
 
-def recorded_labels(node):
-    text = ((node.get("metadata") or {}).get("annotations") or {}).get(LABELS_ANNOTATION) or ""
+def recorded_labels(node, field_manager=FIELD_MANAGER):
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(labels_annotation(field_manager)) or ""
     return [k for k in text.split(",") if k]
 
 
-def gpupool_label_keys(node):
+def gpupool_label_keys(node, field_manager=FIELD_MANAGER):
     """Label keys node_pool set on the node: the recorded ones, plus those its server-side applies owned
     before labels were recorded (so the first run after an upgrade still removes labels it set)."""
-    return set(recorded_labels(node)) | owned_label_keys(node)
+    return set(recorded_labels(node, field_manager)) | owned_label_keys(node, field_manager)
 
 
-def node_patch(node, labels, taints=None):
+def node_patch(node, labels, taints=None, field_manager=FIELD_MANAGER):
     """The one JSON merge patch that makes gpupool's labels on `node` exactly `labels` and gpupool's taints
     exactly `taints` (None: taints left alone), keeping everyone else's. Returns (patch, reasons); the patch
     is None when nothing differs. It carries the node's resourceVersion: if anyone changed the node since it
-    was read, the API server refuses it (409) and the caller reads the node again."""
+    was read, the API server refuses it (409) and the caller reads the node again. `field_manager`: whose
+    labels these are (each records its own keys)."""
     meta = node.get("metadata") or {}
     live = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     set_labels = dict((k, v) for k, v in sorted(labels.items()) if live.get(k) != v)
-    dropped = sorted(k for k in gpupool_label_keys(node) - set(labels) if k in live)
+    dropped = sorted(k for k in gpupool_label_keys(node, field_manager) - set(labels) if k in live)
     reasons = ["metadata.labels.%s differs" % k for k in set_labels] + ["metadata.labels.%s no longer set" % k
                                                                          for k in dropped]
     set_labels.update((k, None) for k in dropped)
-    recorded = {LABELS_ANNOTATION: ",".join(sorted(labels)) or None}
+    recorded = {labels_annotation(field_manager): ",".join(sorted(labels)) or None}
     spec = None
     if taints is not None:
         new_taints, changed = merge_taints((node.get("spec") or {}).get("taints"), set(recorded_taints(node)), taints)

@@ -37,7 +37,7 @@ def node_view(node):
         return None
     meta = node.get("metadata") or {}
     ours = dict((k, v) for k, v in (meta.get("annotations") or {}).items()
-                if k in (TAINTS_ANNOTATION, LABELS_ANNOTATION))
+                if k == TAINTS_ANNOTATION or k == LABELS_ANNOTATION or k.startswith(LABELS_ANNOTATION + "."))
     view = {"metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
             "spec": {"taints": list((node.get("spec") or {}).get("taints") or [])}}
     if ours:

@@ -59,3 +59,11 @@ def test_a_released_node_loses_everything_gpupool_set_and_nothing_else():
     assert patch == {"metadata": {"resourceVersion": "42", "labels": {"gpupool.io/pool": None},
                                   "annotations": {LABELS_ANNOTATION: None, TAINTS_ANNOTATION: None}},
                      "spec": {"taints": [FOREIGN]}}
+
+
+def test_another_field_manager_keeps_its_own_record():
+    n = node({"gpupool.io/pool": "a", "site": "cern"}, [GPU],
+             {LABELS_ANNOTATION: "gpupool.io/pool,site", TAINTS_ANNOTATION: "node-role.kubernetes.io/gpu:NoSchedule"})
+    patch, _ = node_patch(n, {"nvidia.com/mig.config": "all-1g.5gb"}, None, field_manager="gpupool-mig")
+    assert patch["metadata"]["labels"] == {"nvidia.com/mig.config": "all-1g.5gb"}  # node_pool's labels stay
+    assert patch["metadata"]["annotations"] == {LABELS_ANNOTATION + ".gpupool-mig": "nvidia.com/mig.config"}
