@@ -34,16 +34,25 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
-from ansible_collections.gpupool.core.plugins.module_utils.openstack.connection import (
-    OPENSTACKSDK_IMPORT_ERROR, MINIMUM_SDK_VERSION, connect_from_params, secrets_in,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
 
-# requirement text and import error of each optional library, for missing_required_lib()
-LIBRARIES = {
-    "pydantic": ("pydantic>=2.6", PYDANTIC_IMPORT_ERROR),
-    "yaml": ("PyYAML", YAML_IMPORT_ERROR),
-    "openstacksdk": ("openstacksdk>=%s" % MINIMUM_SDK_VERSION, OPENSTACKSDK_IMPORT_ERROR),
-}
+def _openstack():
+    """openstack/connection.py, imported only by modules that talk to OpenStack: importing openstacksdk costs most
+    of a second of CPU, which every Kubernetes module run would otherwise pay for nothing."""
+    from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection
+    return connection
+
+
+def _library(name: str) -> Tuple[str, Any]:
+    """(requirement text, import error or None) of an optional library, for missing_required_lib()."""
+    if name == "pydantic":
+        return "pydantic>=2.6", PYDANTIC_IMPORT_ERROR
+    if name == "yaml":
+        return "PyYAML", YAML_IMPORT_ERROR
+    if name == "openstacksdk":
+        connection = _openstack()
+        return "openstacksdk>=%s" % connection.MINIMUM_SDK_VERSION, connection.OPENSTACKSDK_IMPORT_ERROR
+    raise KeyError(name)
 
 
 class GpupoolModule:
@@ -95,7 +104,7 @@ class GpupoolModule:
 
     def check_libraries(self) -> None:
         for name in self.required_libraries:
-            requirement, error = LIBRARIES[name]
+            requirement, error = _library(name)
             if error is not None:
                 raise MissingLibrary(requirement, traceback=str(error))
 
@@ -235,7 +244,7 @@ class MagnumModule(GpupoolModule):
         if cloud is not None:
             self.hide_secrets(cloud)
             params["cloud"] = cloud
-        return connect_from_params(params)
+        return _openstack().connect_from_params(params)
 
 
 class NvmlModule(GpupoolModule):
