@@ -22,8 +22,8 @@ description:
     Every Kubernetes module given the returned C(lease) as its C(run_lease) option checks before its first request
     that its run still holds the lease and renews it once a third of O(duration) has passed, so a run whose lease
     expired and was taken over stops instead of writing."
-  - O(state=released) deletes the lease if this run holds it (with its C(resourceVersion) as precondition: a lease
-    another run took over is left alone).
+  - "O(state=released) deletes the lease if this run holds it (with its C(resourceVersion) as precondition: a lease
+    another run took over is left alone)."
   - In check mode nothing is written; the result says what a real run would do, and a lease held by another run
     still fails the task.
 author:
@@ -97,8 +97,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 action:
-  description: C(created), C(taken) (free or expired), C(renewed), C(released), C(not held), or C(would be ...) in check
-    mode.
+  description: C(created), C(taken) (free or expired), C(renewed), C(released), C(not held), or C(would be ...) in
+    check mode.
   returned: always
   type: str
   sample: created
