@@ -286,7 +286,10 @@ def main() -> int:
     OUT.mkdir(parents=True)
     rows = []
     t0 = time.monotonic()
+    only = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]  # e.g. BENCH_ONLY=1c/6p/2000n
     for i, point in enumerate(SIZES[size]):
+        if only and point.label not in only:
+            continue
         tools = ["gpupool"] + (["kubernetes.core"] if point.compare and compare else [])
         for tool in tools:
             rows += run_tool(point, tool, OUT / ("%d-%s" % (i, tool.replace(".", "-"))))

@@ -21,7 +21,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NOD
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import gpupool_label_keys
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_patch
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import owned_selector
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import pool_of
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import differences
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import label_owners
@@ -232,7 +231,8 @@ class ApplyEngine(object):
 
     # ---- converge ------------------------------------------------------------------------------------
     def live_by_name(self, kind, namespaces):
-        """{(namespace, name): obj} from one LIST per namespace (one for cluster-scoped kinds)."""
+        """{(namespace, name): obj} from one LIST per namespace (one for cluster-scoped kinds; None in `namespaces`
+        for a namespaced kind: one LIST of all namespaces)."""
         live = {}
         for ns in sorted(set(namespaces), key=lambda n: n or ""):
             if (kind, ns) not in self._live:  # cached until this engine writes that kind
@@ -255,7 +255,11 @@ class ApplyEngine(object):
             namespaces = [None]
         elif prune is not None and prune.namespaces:
             namespaces += list(prune.namespaces)
-        live = self.live_by_name(kind, namespaces)
+        # A namespaced kind spread over several namespaces, or pruned in all of them: ONE cluster-wide LIST
+        # serves both the comparison and the prune (not one LIST per namespace plus a labelled one for pruning).
+        every_namespace = kind.namespaced and ((prune is not None and prune.namespaces is None)
+                                               or len(set(namespaces)) > 1)
+        live = self.live_by_name(kind, [None] if every_namespace else namespaces)
         for key in [k for k in self._live if k[0] == kind]:
             del self._live[key]  # what follows may write
         results, errors = [], []
@@ -278,10 +282,7 @@ class ApplyEngine(object):
         if errors:  # never prune while the desired state could not be applied
             raise ConvergeError("\n".join(errors), results)
         if prune is not None:
-            if kind.namespaced and prune.namespaces is None:
-                candidates = self.list(kind, None, owned_selector(prune.pools))
-            else:
-                candidates = list(live.values())
+            candidates = list(live.values())  # prune.covers() keeps gpupool's, of the pools and namespaces in scope
             for obj in sorted(candidates, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"])):
                 meta = obj["metadata"]
                 key = (meta.get("namespace") if kind.namespaced else None, meta["name"])
