@@ -167,6 +167,22 @@ class ControlPlane:
         if remove and self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def kill_apiserver(self) -> None:
+        """SIGKILL kube-apiserver, as a crash would (fault tests); etcd and the data stay."""
+        pid = self.pids.pop("kube-apiserver")
+        if _pid_is(pid, self._marker):
+            os.kill(pid, signal.SIGKILL)
+            while _pid_is(pid, self._marker):
+                _reap(pid)
+                time.sleep(0.02)
+        self.save_state()
+
+    def restart_apiserver(self) -> None:
+        """Start kube-apiserver again after kill_apiserver(), on the same port with the same settings:
+        kubeconfigs minted before still work, the audit log goes on in the same file."""
+        self._start_apiserver(port=self.ports["apiserver"])
+        self.save_state()
+
     def __enter__(self):
         return self.start()
 
@@ -237,13 +253,15 @@ class ControlPlane:
                     raise
         raise RuntimeError("etcd did not start, see " + str(self.workdir / "etcd.log"))
 
-    def _start_apiserver(self) -> None:
+    def _start_apiserver(self, port: int | None = None) -> None:
+        """port: reuse this port (a restart: clients keep their kubeconfigs); None picks a free one."""
         d = self.workdir / "pki"
         (self.workdir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
         self.gates = {**feature_gates(Path(self.bins["kube-apiserver"])), **self.extra_gates}
         self.runtime_config = list(RUNTIME_CONFIG)
+        fixed = port
         for _attempt in range(len(RUNTIME_CONFIG) + 3):
-            port = free_port()
+            port = fixed if fixed is not None else free_port()
             self.ports["apiserver"] = port
             self.server = f"https://127.0.0.1:{port}"
             self._write_kubeconfig(self.kubeconfig, ADMIN_USER, [ADMIN_GROUP])
@@ -283,6 +301,8 @@ class ControlPlane:
                     self.runtime_config.remove(refused[0])
                 elif "address already in use" not in e.log:  # a port race: take another port
                     raise
+                elif fixed is not None:  # a restart: the old socket is still closing
+                    time.sleep(0.5)
         raise RuntimeError("kube-apiserver did not start, see " + str(self.workdir / "kube-apiserver.log"))
 
     def _apiserver_ready(self) -> bool:

@@ -34,6 +34,7 @@ import json
 import logging
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -77,9 +78,10 @@ class MagnumEmulator:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "MagnumEmulator":
+        """Start (or, after stop(), restart on the same port: the cloud's state is kept, as Magnum's
+        database outlives its API and conductor processes)."""
         handler = type("Handler", (_Handler,), {"emu": self})
-        self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]
         self._stop.clear()
         self._threads = [threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -99,6 +101,9 @@ class MagnumEmulator:
         if self._httpd:
             self._httpd.shutdown()
             self._httpd.server_close()
+            # A stopped API answers nothing: kept-alive client connections are cut, as a dying
+            # process's are (otherwise their handler threads would go on serving them).
+            self._httpd.drop_connections()
         for t in self._threads:
             t.join(timeout=5)
 
@@ -217,6 +222,38 @@ class MagnumEmulator:
             elif f.error_rate > 0 and self.cloud.rng.random() < f.error_rate:
                 status = f.error_status
             return f.latency, status
+
+
+class _Server(ThreadingHTTPServer):
+    """ThreadingHTTPServer that knows its open connections, so stop() can cut them."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open: set = set()
+        self._open_lock = threading.Lock()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open.discard(request)
+
+    def drop_connections(self) -> None:
+        with self._open_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        LOG.debug("connection from %s ended with an error", client_address, exc_info=True)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -26,6 +26,11 @@ AUTH = dict(
     request_retries=dict(type="int", default=5),
 )
 
+# The run this task belongs to (fragment k8s_auth.lease): every Kubernetes module checks its lease.
+LEASE = dict(
+    run_lease=dict(type="dict"),
+)
+
 # The validated inventory and the pools to work on (fragment k8s_auth.pools).
 # `pools` is a list; Ansible also turns a comma-separated string or a single name into one.
 POOLS = dict(
@@ -73,7 +78,7 @@ OPENSTACK = dict(
     interface=dict(type="str", default="public", choices=["admin", "internal", "public"], aliases=["endpoint_type"]),
 )
 
-PIECES = {"AUTH": AUTH, "POOLS": POOLS, "APPLY": APPLY, "NODES": NODES, "WAIT": WAIT, "DRAIN": DRAIN,
+PIECES = {"AUTH": AUTH, "LEASE": LEASE, "POOLS": POOLS, "APPLY": APPLY, "NODES": NODES, "WAIT": WAIT, "DRAIN": DRAIN,
           "OPENSTACK": OPENSTACK}
 
 

@@ -41,6 +41,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes

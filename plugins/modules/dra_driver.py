@@ -89,6 +89,7 @@ options:
     type: str
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - ansible.builtin.action_common_attributes
 attributes:

@@ -32,6 +32,10 @@ description:
     C(nvidia.com/mig.config.state=success), uncordon. When the config's content changed but its name did not, the
     label is removed and set again after O(relabel_delay) seconds, because the MIG manager only acts on label
     changes."
+  - "Requests: the cordon is decided from the plan's node LIST (no read per node) and sent with the node's
+    C(resourceVersion) as precondition (a node changed meanwhile is read again); without O(drain) and for a first
+    config the cordon and the config label go in one write. A wave is watched with one LIST of the nodes carrying
+    the config label per round, first after 1 s, then less and less often up to O(wait_sleep)."
   - "A node that ends in state C(failed) stops the rollout: the task fails naming the node, the nodes of later
     waves are not touched, and the failed node stays cordoned. A node already in state C(failed) for the wanted
     config stops the run before any write unless O(retry_failed=true)."
@@ -59,7 +63,7 @@ options:
     type: int
     default: 1800
   wait_sleep:
-    description: Seconds between two reads of a wave's nodes while waiting.
+    description: Longest pause between two reads of a wave's nodes while waiting (the first read comes after 1 s).
     type: float
     default: 5
   relabel_delay:
@@ -81,6 +85,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.nodes
   - gpupool.core.k8s_auth.drain
@@ -203,6 +208,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction 
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 
 class Stop(GpupoolError):
@@ -307,6 +313,8 @@ class Rollout:
         refuse the write (409) if anyone changed the ConfigMap since we read it; we then read and merge again.
         """
         live, doc, owned, new_doc, names, changes = self.cm
+        if live is None and not self.configs:
+            return  # no static MIG pool and no ConfigMap: nothing to store (and no GPU Operator needed)
         for attempt in range(attempts):
             cm_changed = live is None or new_doc != doc or sorted(owned) != sorted(names)
             self.cm_result["configs"] = dict((n, c) for n, c in changes.items())
@@ -382,8 +390,10 @@ class Rollout:
     def run_wave(self, plan, entry):
         wave = entry["nodes"]
         config, digest = plan["config_name"], plan["digest"]
+        actions = entry["actions"]
         entry["started"] = time.time()
         entry["cordoned"] = []
+        entry["labelled"] = {}
         try:
             if self.cordon:
                 for name in wave:
@@ -401,9 +411,9 @@ class Rollout:
                 self.patch_node(name, plan_mig_rollout.unlabel_patch())
             if relabel:
                 time.sleep(self.p["relabel_delay"])
-            entry["labelled"] = {}
             for name in wave:
-                if actions[name] in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE):
+                if actions[name] in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE) \
+                        and name not in entry["labelled"]:
                     self.patch_node(name, plan_mig_rollout.label_patch(config, digest))
                     entry["labelled"][name] = time.time()
             states = self.wait(wave, config, entry)
@@ -429,26 +439,36 @@ class Rollout:
         entry["result"] = "success"
 
     def wait(self, wave, config, entry):
-        deadline = time.monotonic() + self.p["wait_timeout"]
+        """Watch one wave: ONE LIST of the nodes labelled with the config per round (not a GET per node), polled
+        after 1 s and then less and less often, up to wait_sleep; a wave node missing from the LIST (deleted,
+        or relabelled by someone else) is read on its own to tell which."""
         states = {}
-        while True:
-            now = dict((n, self.engine.get(NODE, n)) for n in wave if n not in states)
+        now = {}
+        selector = "%s=%s" % (model_names.CONFIG_LABEL, config)
+
+        def probe():
+            listed = dict((n["metadata"]["name"], n) for n in self.engine.list(NODE, label_selector=selector))
+            self.nodes_by_name.update(listed)  # the freshest view, for later waves' preconditions
+            now.clear()
+            for name in wave:
+                if name not in states:
+                    now[name] = listed[name] if name in listed else self.engine.get(NODE, name)
             for name, prog in plan_mig_rollout.wave_progress(now, config).items():
                 if prog == "done":
                     states[name] = "success"
                 elif prog in ("failed", "gone", "relabelled"):
                     states[name] = prog
-            if len(states) == len(wave):
-                return states
-            if time.monotonic() >= deadline:
-                for name in wave:
-                    if name not in states:
-                        node = now.get(name) or {}
-                        st = (node.get("metadata") or {}).get("labels", {}).get(model_names.STATE_LABEL)
-                        states[name] = "timeout"
-                        entry.setdefault("last_state", {})[name] = st
-                return states
-            time.sleep(self.p["wait_sleep"])
+            return len(states) == len(wave), "%d/%d node(s) of the wave finished" % (len(states), len(wave))
+
+        first = min(1.0, self.p["wait_sleep"])
+        Waiter(self.p["wait_timeout"], first, backoff=1.5, max_sleep=self.p["wait_sleep"]).until(probe)
+        for name in wave:
+            if name not in states:
+                node = now.get(name) or {}
+                entry.setdefault("last_state", {})[name] = \
+                    (node.get("metadata") or {}).get("labels", {}).get(model_names.STATE_LABEL)
+                states[name] = "timeout"
+        return states
 
     def failure_message(self, plan, entry, bad, states):
         later = []

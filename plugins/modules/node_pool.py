@@ -17,16 +17,19 @@ description:
     it. A node matched by two pools is an error."
   - "Labels: the pool's C(node_labels), C(gpupool.io/pool=<pool>), and C(nvidia.com/gpu.present=true) when no Node
     Feature Discovery or GPU Feature Discovery label that the NVIDIA DRA kubelet plugin's node affinity needs is
-    present (O(set_gpu_present)). Applied with server-side apply (field manager C(gpupool)), so labels set by
-    others stay; a label another manager owns with a different value is a conflict unless O(force_conflicts)."
+    present (O(set_gpu_present)). Labels set by others stay; a label another field manager set to a different value
+    is a conflict unless O(force_conflicts). The label keys gpupool set are recorded in the C(gpupool.io/labels)
+    annotation, so a label dropped from the inventory is removed and nobody else's is."
   - "Taints: C(node-role.kubernetes.io/gpu=true:NoSchedule) (unless the pool sets C(gpu_taint: false)) and the
     pool's C(taints). C(spec.taints) is an atomic list in server-side apply, so gpupool reads the taints, keeps
     everyone else's, adds or updates its own and removes those it set before but no longer wants (recorded in the
-    C(gpupool.io/taints) annotation), in one merge patch with a C(resourceVersion) precondition (retried when the
-    node changed meanwhile)."
+    C(gpupool.io/taints) annotation)."
+  - "One write per node that differs: labels, taints and both annotations go in ONE JSON merge patch (field manager
+    C(gpupool)) with the node's C(resourceVersion) as precondition, recomputed from a fresh read when the node
+    changed meanwhile; a node already right gets no request."
   - Nodes that carry C(gpupool.io/pool=<pool>) for a pool in scope but no longer belong to it (pool removed, set to
     C(absent), selector changed) get gpupool's labels and taints removed.
-  - Nodes are never created or deleted (label writes carry the node's uid as a precondition).
+  - Nodes are never created or deleted (a merge patch never creates; a node deleted meanwhile is reported as vanished).
 author:
   - gpupool.core developers (@gpupool)
 options:
@@ -56,6 +59,7 @@ options:
     default: 10.0
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.wait
   - gpupool.core.k8s_auth.nodes
@@ -133,9 +137,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import PO
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
-    assign_nodes, desired_node_labels, desired_node_taints, node_labels_of, node_matcher, node_ready,
+    assign_nodes, desired_node_labels, desired_node_taints, gpupool_label_keys, node_labels_of, node_matcher,
+    node_ready,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 
@@ -191,7 +195,7 @@ class NodePoolModule(KubernetesModule):
         for pool in self.present:
             for node in self.assigned[pool.name]:
                 member[node["metadata"]["name"]] = pool.name
-                labels = desired_node_labels(pool, node, owned_label_keys(node), self.p["set_gpu_present"])
+                labels = desired_node_labels(pool, node, gpupool_label_keys(node), self.p["set_gpu_present"])
                 errors += self._one(node, labels, desired_node_taints(pool), pool.name, "updated")
         scope_names = set(pool.name for pool in self.scope)
         for node in nodes:

@@ -31,6 +31,7 @@ options:
     default: false
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes

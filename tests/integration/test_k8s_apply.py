@@ -29,7 +29,9 @@ ADMIN = "gpupool-admin"
 
 
 def engine(cp, **kw):
-    return ApplyEngine(connect({"kubeconfig": str(cp.kubeconfig)}), **kw)
+    client = connect({"kubeconfig": str(cp.kubeconfig)})
+    client.discovery_cache.enabled = False  # these tests count every request, discovery included
+    return ApplyEngine(client, **kw)
 
 
 def cluster(*pools):
@@ -281,7 +283,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         window = control_plane.audit.since(mark)
         assert [r.action for r in real] == ["updated", "updated"]
         assert [r.after for r in dry] == [r.after for r in real]
-        assert h.write_counts(window) == {("patch", "nodes"): 4}  # per node: taints (merge) + labels (apply)
+        assert h.write_counts(window) == {("patch", "nodes"): 2}  # per node: ONE merge patch, labels and taints
         node = h.core(control_plane).read_node("apply-node-0")
         assert node.metadata.labels["team"] == "x" and node.metadata.labels["site"] == "cern"
         assert node.metadata.labels["gpupool.io/pool"] == "apply-np"
@@ -313,7 +315,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         res = e.converge_node(stale, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
         assert res.action == "updated"
         codes = [ev["responseStatus"]["code"] for ev in control_plane.audit.since(mark).writes(user=ADMIN)]
-        assert codes == [409, 200, 200]  # stale taint patch, retried after a GET; then the label apply
+        assert codes == [409, 200]  # the stale patch, retried after a GET (labels and taints in one patch)
         node = h.core(control_plane).read_node("apply-node-1")
         assert taint_keys(node) == ["example.com/maintenance"]
         assert node.metadata.labels["late"] == "1" and "site" not in node.metadata.labels
@@ -341,8 +343,7 @@ def taint_keys(node):
 
 
 def ka_owned(node):
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
-    return owned_label_keys(node)
+    return plan_nodes.gpupool_label_keys(node)
 
 
 # ---- retries and timeouts (a local HTTP stand-in: the real client stack, scripted server answers) -----------
@@ -399,6 +400,13 @@ def test_retries_with_backoff_on_429_5xx_and_connection_resets(scripted):
     with pytest.raises(K8sError) as err:
         client.request("GET", "/version")
     assert err.value.status == 503 and "still failing after retries" in str(err.value)
+    assert "overloaded or failing" in str(err.value) and "rerun" in str(err.value)
+    # Given up once: the rest of the run is not sent (no second full back-off per object).
+    seen = len(Script.seen)
+    with pytest.raises(K8sError) as err:
+        client.request("GET", "/apis")
+    assert len(Script.seen) == seen and "not sent: GET /apis" in str(err.value) and err.value.status == 503
+    client = connect({"host": scripted, "api_key": "t", "request_timeout": 2, "request_retries": 4})
     Script.answers[:] = [404]
     with pytest.raises(K8sError) as err:
         client.request("GET", "/version")

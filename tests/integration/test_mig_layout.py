@@ -173,10 +173,15 @@ def test_first_rollout_check_mode_writes_nothing_and_predicts_the_real_diff(bed)
         assert lab["nvidia.com/mig.config"] == CONFIG and lab["nvidia.com/mig.config.state"] == "success"
         assert layouts(sandbox, name) == {0: FIRST, 1: FIRST}
         assert not node(cp, name)["spec"].get("unschedulable")  # uncordoned again
-    # writes: one ConfigMap write; per node cordon + label + uncordon
+    # writes: one ConfigMap write; per node cordon and label in one write, then the uncordon
     counts = h.write_counts(window, ADMIN)
-    assert counts == {("patch", "configmaps"): 1, ("patch", "nodes"): 9} or \
-        counts == {("create", "configmaps"): 1, ("patch", "nodes"): 9}, counts
+    assert counts == {("patch", "configmaps"): 1, ("patch", "nodes"): 6} or \
+        counts == {("create", "configmaps"): 1, ("patch", "nodes"): 6}, counts
+    # reads: no GET per node before cordoning, the waves watched by label-selected LISTs
+    node_gets = [e for e in window.select(verbs={"get"}, user=ADMIN, resource="nodes")]
+    assert node_gets == [], [e["requestURI"] for e in node_gets]
+    lists = [e["requestURI"] for e in window.select(verbs={"list"}, user=ADMIN, resource="nodes")]
+    assert len([u for u in lists if "labelSelector=nvidia.com%2Fmig.config%3D" in u]) >= 3  # at least one per wave
 
 
 def mig_config_of(cp, name):

@@ -91,8 +91,10 @@ def test_modules_work_under_the_documented_clusterrole_and_others_get_a_clear_40
         assert nodes_denied["failed"] and nodes_denied["msg"].startswith(
             'nodes is forbidden: User "gpupool-nobody" cannot list resource "nodes" in API group "" at the cluster '
             'scope; the identity running gpupool needs the ClusterRole')
-        # discovery (/apis/resource.k8s.io) is open to every authenticated user; the LISTs are refused
-        assert sorted(e["responseStatus"]["code"] for e in window.select(user="gpupool-nobody")) == [200, 403, 403]
+        # discovery (/apis/resource.k8s.io) is open to every authenticated user (the earlier runs of this playbook
+        # may have left it in the discovery cache: then it is not asked again); the LISTs are refused
+        codes = sorted(e["responseStatus"]["code"] for e in window.select(user="gpupool-nobody"))
+        assert codes in ([200, 403, 403], [403, 403]), codes
         assert window.select(user="gpupool-admin") == []  # module_defaults reached every module
     finally:
         h.delete_nodes(cp, list(nodes))

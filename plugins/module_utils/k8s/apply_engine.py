@@ -17,15 +17,13 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Con
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import merge_taints
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import recorded_taints
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import taints_annotation
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import gpupool_label_keys
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_patch
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import owned_selector
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import pool_of
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import differences
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import label_owners
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import needs_apply
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import node_view
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
@@ -233,7 +231,8 @@ class ApplyEngine(object):
 
     # ---- converge ------------------------------------------------------------------------------------
     def live_by_name(self, kind, namespaces):
-        """{(namespace, name): obj} from one LIST per namespace (one for cluster-scoped kinds)."""
+        """{(namespace, name): obj} from one LIST per namespace (one for cluster-scoped kinds; None in `namespaces`
+        for a namespaced kind: one LIST of all namespaces)."""
         live = {}
         for ns in sorted(set(namespaces), key=lambda n: n or ""):
             if (kind, ns) not in self._live:  # cached until this engine writes that kind
@@ -256,7 +255,11 @@ class ApplyEngine(object):
             namespaces = [None]
         elif prune is not None and prune.namespaces:
             namespaces += list(prune.namespaces)
-        live = self.live_by_name(kind, namespaces)
+        # A namespaced kind spread over several namespaces, or pruned in all of them: ONE cluster-wide LIST
+        # serves both the comparison and the prune (not one LIST per namespace plus a labelled one for pruning).
+        every_namespace = kind.namespaced and ((prune is not None and prune.namespaces is None)
+                                               or len(set(namespaces)) > 1)
+        live = self.live_by_name(kind, [None] if every_namespace else namespaces)
         for key in [k for k in self._live if k[0] == kind]:
             del self._live[key]  # what follows may write
         results, errors = [], []
@@ -279,10 +282,7 @@ class ApplyEngine(object):
         if errors:  # never prune while the desired state could not be applied
             raise ConvergeError("\n".join(errors), results)
         if prune is not None:
-            if kind.namespaced and prune.namespaces is None:
-                candidates = self.list(kind, None, owned_selector(prune.pools))
-            else:
-                candidates = list(live.values())
+            candidates = list(live.values())  # prune.covers() keeps gpupool's, of the pools and namespaces in scope
             for obj in sorted(candidates, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"])):
                 meta = obj["metadata"]
                 key = (meta.get("namespace") if kind.namespaced else None, meta["name"])
@@ -366,63 +366,64 @@ class ApplyEngine(object):
 
     # ---- nodes -----------------------------------------------------------------------------------------
     def converge_node(self, node, labels, taints=None, pool=None, attempts=5):
-        """Make this field manager's labels on one Node exactly `labels` and gpupool's taints exactly
-        `taints` (None: leave taints alone), keeping everyone else's.
+        """Make gpupool's labels on one Node exactly `labels` and gpupool's taints exactly `taints` (None:
+        leave taints alone), keeping everyone else's: ONE JSON merge patch per node that differs (labels,
+        taints and the annotations recording gpupool's keys together), none for a node already right.
 
-        Labels belong to the field manager: another module that labels nodes (e.g. MIG configs) must use
-        its own ApplyEngine(field_manager=...), or its apply would drop node_pool's labels.
+        The patch carries the resourceVersion the node was read at: a node changed meanwhile (409) is read
+        again and the patch recomputed; a node deleted meanwhile is reported as vanished, never re-created.
         Returns a Result whose before/after are node_view()s.
         """
         name = node["metadata"]["name"]
         res = Result("Node", name, None, pool)
         res.before = node_view(node)
+        res.after = node_view(node)
         current = node
-        after_view = node_view(node)
-        for attempt in range(attempts if taints is not None else 0):
-            ours_before = set(recorded_taints(current))
-            new_taints, taints_changed = merge_taints((current.get("spec") or {}).get("taints"), ours_before, taints)
-            want_ann = taints_annotation(taints) or None
-            have_ann = ((current["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION)) or None
-            if not (taints_changed or want_ann != have_ann):
+        for attempt in range(attempts):
+            patch, reasons = node_patch(current, labels, taints, self.field_manager)
+            if patch is not None and not self.force_conflicts:
+                self._refuse_label_conflicts(current, patch, pool)
+            if patch is None:
+                res.after = node_view(current)
                 break
-            patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"],
-                                  "annotations": {TAINTS_ANNOTATION: want_ann}},
-                     "spec": {"taints": new_taints or None}}
             try:
                 out = self.merge_patch(NODE, name, patch)
-                after_view["spec"]["taints"] = list((out.get("spec") or {}).get("taints") or [])
-                ann = (out["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION)
-                after_view["metadata"].pop("annotations", None)
-                if ann is not None:
-                    after_view["metadata"]["annotations"] = {TAINTS_ANNOTATION: ann}
-                if not self.check_mode:
-                    current = out
-                break
+            except NotFound:
+                res.action, res.notes = "vanished", ["node was deleted meanwhile"]
+                return res
             except Conflict:
                 if attempt + 1 == attempts:
-                    raise K8sError("Node %s kept changing while gpupool updated its taints (%d attempts)" % (
-                        name, attempts), hint="rerun; if it persists, find the controller rewriting the node")
+                    raise K8sError("Node %s kept changing while gpupool updated its labels and taints (%d attempts)"
+                                   % (name, attempts), hint="rerun; if it persists, find the controller rewriting "
+                                                            "the node")
                 current = self.get(NODE, name)
                 if current is None:
                     res.action, res.notes = "vanished", ["node was deleted meanwhile"]
                     return res
-        obj = {"apiVersion": "v1", "kind": "Node",
-               "metadata": {"name": name, "uid": node["metadata"]["uid"], "labels": dict(labels)}}
-        needed, reasons = needs_apply(obj, current, self.field_manager)
-        if needed:
-            try:
-                out = self.apply(NODE, obj)
-            except Conflict as err:
-                if "uid" in (err.message or "") and not conflict_owners(err):
-                    res.action, res.notes = "vanished", ["node was deleted meanwhile"]
-                    return res
-                raise
-            after_view["metadata"]["labels"] = dict(out["metadata"].get("labels") or {})
-            res.notes = reasons
-        res.after = after_view
+                continue
+            res.after, res.notes = node_view(out), reasons
+            break
         res.changed = res.before != res.after
         res.action = "updated" if res.changed else "unchanged"
         return res
+
+
+    def _refuse_label_conflicts(self, node, patch, pool):
+        """A label another field manager set to another value is not taken over silently (as server-side apply
+        would refuse it): the same sentence as an apply conflict, unless force_conflicts."""
+        live = (node.get("metadata") or {}).get("labels") or {}
+        owned = gpupool_label_keys(node, self.field_manager)
+        clashes = []
+        for key, value in sorted(((patch.get("metadata") or {}).get("labels") or {}).items()):
+            if value is None or key in owned or live.get(key) in (None, value):
+                continue
+            for manager in label_owners(node, key, self.field_manager):
+                clashes.append("metadata.labels.%s=%s owned by field manager %r" % (key, live[key], manager))
+        if clashes:
+            ref = "Node %s%s" % (node["metadata"]["name"], " (pool %s)" % pool if pool else "")
+            raise K8sError("%s: %s, not by %r. Another tool manages these labels; gpupool will not take them over "
+                           "silently. Either stop managing them there, or rerun with force_conflicts: true to make "
+                           "gpupool set them" % (ref, "; ".join(clashes), self.field_manager), status=409)
 
 
 def _missing_api_hint(kind):

@@ -13,7 +13,11 @@ TLS) with
 * retries with exponential backoff and jitter on 429 (honouring Retry-After),
   500/502/503/504 and connection errors (refused, reset, timed out); the
   kubernetes package's own urllib3 retries are switched off so the budget is ours;
-* API discovery (`preferred_version`) from /apis/<group>;
+* one request budget per client: once a request gave up because the API server could not be reached
+  or kept answering 429/5xx after every retry, later requests of the same module run fail at once
+  with the same sentence instead of spending the whole retry budget again, node after node;
+* API discovery (`preferred_version`) from /apis/<group>, shared by the modules of one playbook run
+  through a small on-disk cache (see `DiscoveryCache`), so each group is discovered once per run;
 * errors turned into `K8sError` whose `describe()` is a sentence a person can act on
   (401: check credentials, 403: bind the gpupool ClusterRole, connection refused:
   check the address).
@@ -183,6 +187,8 @@ class K8sClient(object):
         self.source = source
         self._sleep = sleep
         self._groups = {}
+        self._gave_up = None  # the K8sError after which no request is sent any more (see request())
+        self.discovery_cache = DiscoveryCache(self.host)
         self.requests = 0  # requests sent (retries included): for tests and benchmarks
 
     # ---- raw --------------------------------------------------------------------------------
@@ -203,6 +209,11 @@ class K8sClient(object):
         `retry_status`: the HTTP statuses retried here. An Eviction passes it without 429, because there 429
         means "a PodDisruptionBudget says not now", which the drain waits out with its own deadline."""
         import urllib3
+        if self._gave_up is not None:
+            # The API server was unreachable or overloaded a moment ago, after every retry: one sentence,
+            # not the same back-off again for each of the remaining objects.
+            raise K8sError("%s; not sent: %s %s" % (self._gave_up.message, method, path), status=self._gave_up.status,
+                           method=method, path=path, hint=self._gave_up.hint)
         url = self.host + path
         if query:
             url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None], doseq=True)
@@ -220,14 +231,16 @@ class K8sClient(object):
                     method, url, body=data, headers=self._headers(content_type), timeout=timeout,
                     retries=False, preload_content=True)
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt <= self.retries:
+                if attempt <= self.retries and self._gave_up is None:
                     self._backoff(attempt, None)
                     continue
-                raise K8sError("cannot reach the Kubernetes API at %s (%s %s): %s after %d attempt(s)"
-                               % (self.host, method, path, _connection_reason(exc), attempt),
-                               method=method, path=path,
-                               hint="check that the API server is up and that host/kubeconfig (%s) point at it"
-                                    % (self.source or "default"))
+                self._gave_up = K8sError(
+                    "cannot reach the Kubernetes API at %s (%s %s): %s after %d attempt(s)"
+                    % (self.host, method, path, _connection_reason(exc), attempt), method=method, path=path,
+                    hint="check that the API server is up and that host/kubeconfig (%s) point at it, then rerun: "
+                         "the run stopped at the first request that could not be sent, and a rerun continues from "
+                         "what is in the cluster" % (self.source or "default"))
+                raise self._gave_up
             status = resp.status
             raw = resp.data or b""
             if 200 <= status < 300:
@@ -237,10 +250,13 @@ class K8sClient(object):
                     return json.loads(raw.decode("utf-8"))
                 except ValueError:
                     return {"raw": raw.decode("utf-8", "replace")}
-            if status in retry_status and attempt <= self.retries:
+            if status in retry_status and attempt <= self.retries and self._gave_up is None:
                 self._backoff(attempt, resp.headers.get("Retry-After"))
                 continue
-            raise _error(method, path, status, resp.reason, raw, self)
+            err = _error(method, path, status, resp.reason, raw, self)
+            if status in RETRY_STATUS:
+                self._gave_up = err
+            raise err
 
     def _backoff(self, attempt, retry_after):
         delay = min(8.0, 0.25 * (2 ** (attempt - 1)))
@@ -259,11 +275,18 @@ class K8sClient(object):
             if group in ("", "core"):
                 self._groups[group] = ["v1"]
             else:
+                cached = self.discovery_cache.get(group)
+                if cached:
+                    self._groups[group] = cached
+                    return cached
                 try:
                     doc = self.request("GET", "/apis/%s" % group)
                     self._groups[group] = [v["version"] for v in doc.get("versions", [])]
                 except NotFound:
                     self._groups[group] = []
+                # Only a served group is remembered: a CRD installed a moment later is seen at once.
+                if self._groups[group]:
+                    self.discovery_cache.put(group, self._groups[group])
         return self._groups[group]
 
     def preferred_version(self, group, candidates):
@@ -302,6 +325,62 @@ class K8sClient(object):
                 return items
 
 
+DISCOVERY_TTL = 300.0
+
+
+class DiscoveryCache(object):
+    """The API versions each group serves, shared by the module runs of one playbook run.
+
+    Every task of a playbook is its own process, so without it each module that needs resource.k8s.io
+    discovers it again. One small JSON file per API server address under the temp directory
+    (``gpupool-discovery-<uid>/``, mode 0700) keeps served versions for DISCOVERY_TTL seconds, as kubectl
+    keeps its discovery cache: API versions change with upgrades, not between two tasks. Only groups that
+    are served are kept. A cache that cannot be read or written is no cache (discovery as without it);
+    GPUPOOL_DISCOVERY_CACHE=off switches it off.
+    """
+
+    def __init__(self, host, directory=None, ttl=DISCOVERY_TTL, clock=time.time):
+        import hashlib
+        import tempfile
+        self.enabled = os.environ.get("GPUPOOL_DISCOVERY_CACHE", "on").lower() not in ("0", "off", "false", "no")
+        base = directory or os.path.join(tempfile.gettempdir(), "gpupool-discovery-%d" % os.getuid())
+        self.directory = base
+        self.path = os.path.join(base, hashlib.sha256(host.encode("utf-8")).hexdigest()[:24] + ".json")
+        self.ttl = ttl
+        self._clock = clock
+
+    def _load(self):
+        try:
+            with open(self.path) as f:
+                data = json.load(f)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def get(self, group):
+        if not self.enabled:
+            return None
+        entry = self._load().get(group)
+        if not isinstance(entry, dict) or self._clock() - float(entry.get("at", 0)) > self.ttl:
+            return None
+        versions = entry.get("versions")
+        return list(versions) if isinstance(versions, list) and versions else None
+
+    def put(self, group, versions):
+        if not self.enabled:
+            return
+        try:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            data = self._load()
+            data[group] = {"versions": list(versions), "at": self._clock()}
+            tmp = "%s.%d.tmp" % (self.path, os.getpid())
+            with open(tmp, "w") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)  # atomic: a concurrent reader sees the old or the new file
+        except OSError:
+            pass
+
+
 def _connection_reason(exc):
     text = str(exc)
     for marker in ("Connection refused", "Connection reset", "timed out", "Name or service not known",
@@ -331,5 +410,8 @@ def _error(method, path, status, reason, raw, client):
         cls = Conflict
     elif status in RETRY_STATUS:
         message = "%s (HTTP %d, still failing after retries)" % (message, status)
+        hint = ("the API server at %s is overloaded or failing; wait until it recovers (or raise request_retries "
+                "and request_timeout), then rerun: the run stopped there and a rerun continues from what is in the "
+                "cluster" % client.host)
     return cls(message, status=status, reason=body.get("reason") or reason, method=method, path=path,
                body=body, hint=hint)

@@ -52,6 +52,17 @@ DRA_PLUGIN_NODE_LABELS = (
 # Node taints are an atomic list (server-side apply cannot share it): the taints
 # gpupool set are recorded here, so a later run removes only its own.
 TAINTS_ANNOTATION = "gpupool.io/taints"
+# The node labels node_pool set, recorded the same way, so labels and taints go in one merge patch
+# (server-side apply would need a second request for the taints) and a later run removes only its own.
+LABELS_ANNOTATION = "gpupool.io/labels"
+
+
+def labels_annotation(field_manager=None):
+    """Where a field manager's node label keys are recorded (another module labelling nodes with its own field
+    manager keeps its own record, so neither removes the other's labels)."""
+    if field_manager in (None, FIELD_MANAGER):
+        return LABELS_ANNOTATION
+    return "%s.%s" % (LABELS_ANNOTATION, dns_safe(field_manager)[:40])
 
 
 def dns_safe(text):

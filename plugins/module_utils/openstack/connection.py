@@ -14,6 +14,7 @@ from __future__ import annotations
 import traceback
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import SECRET_KEYS, secrets_in  # noqa: F401
 
 try:
     import openstack
@@ -92,19 +93,4 @@ def connect_from_params(params):
             % (" for cloud '%s'" % cloud_name if cloud_name else "", type(exc).__name__, exc))
 
 
-SECRET_KEYS = ("password", "secret", "token", "application_credential_secret", "client_key", "key")
-
-
-def secrets_in(value):
-    """Secret values inside a cloud dict (passwords, tokens, credential secrets), for no_log."""
-    found = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, (dict, list)):
-                found.extend(secrets_in(item))
-            elif item and any(word in str(key).lower() for word in SECRET_KEYS) and isinstance(item, str):
-                found.append(item)
-    elif isinstance(value, list):
-        for item in value:
-            found.extend(secrets_in(item))
-    return found
+# secrets_in() lives in secrets.py (no openstacksdk import): every pool module hides a cloud's secrets.

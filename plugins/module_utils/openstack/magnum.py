@@ -11,7 +11,8 @@ TLS) as plain REST. Three things the SDK does not do for us:
   header; every call sends ``OpenStack-API-Version: container-infra <v>`` explicitly, because the
   SDK's own microversion support writes the long service type, which Magnum rejects with 406 before
   release 2026.1;
-- retries with backoff on 5xx and connection errors (writes only on 502/503/504, not on 500, and
+- retries with backoff on 429 (honouring Retry-After), 5xx and connection errors (writes only on
+  429/502/503/504, not on 500: a 429 or a gateway error means the request was not carried out; and
   on failed connects/timeouts: every write here is idempotent, a repeated create shows up as 409);
 - waiting for the asynchronous status (``*_IN_PROGRESS`` -> ``*_COMPLETE`` / ``*_FAILED``).
 """
@@ -42,8 +43,9 @@ FAILED_HINTS = {
     "UPDATE_FAILED": "Fix the cause and run the task again; Magnum accepts a new update after UPDATE_FAILED.",
     "DELETE_FAILED": "Fix the cause and run the task with state=absent again.",
 }
-RETRY_READ = frozenset((500, 502, 503, 504))
-RETRY_WRITE = frozenset((502, 503, 504))
+RETRY_READ = frozenset((429, 500, 502, 503, 504))
+RETRY_WRITE = frozenset((429, 502, 503, 504))
+MAX_RETRY_AFTER = 60.0
 
 
 def _sleep(seconds):  # patched by the unit tests
@@ -80,6 +82,14 @@ class OperationFailed(MagnumError):
 
 class WaitTimeout(MagnumError):
     """The nodegroup did not reach the expected state in time."""
+
+
+def _retry_after(resp):
+    """Seconds the server asked to wait (Retry-After in seconds), 0 when it did not say."""
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("Retry-After") or 0)))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def error_detail(resp):
@@ -176,8 +186,9 @@ class MagnumClient(object):
             if resp.status_code in ok:
                 return resp
             if resp.status_code in retryable and attempt <= self.retries:
-                self._retry_note(method, path, attempt, delay, "HTTP %d" % resp.status_code)
-                _sleep(delay)
+                wait = max(delay, _retry_after(resp))
+                self._retry_note(method, path, attempt, wait, "HTTP %d" % resp.status_code)
+                _sleep(wait)
                 delay = min(delay * 2, self.max_backoff)
                 continue
             raise self._http_error(method, path, resp, attempt)

@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Nodes: which pool a node belongs to, the labels and taints it should carry, and how to merge taints
-without touching anyone else's (``spec.taints`` is an atomic list in server-side apply).
+"""Nodes: which pool a node belongs to, the labels and taints it should carry, and the one JSON merge
+patch that sets them without touching anyone else's (``spec.taints`` is an atomic list in server-side
+apply, so labels and taints go together in a merge patch; the keys gpupool set are recorded in
+annotations so a later run removes only its own).
 """
 from __future__ import annotations
 
@@ -13,9 +15,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import DR
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_PRESENT_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import labels_annotation
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import node_lookup_problem
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
 
 
 def node_labels_of(node):
@@ -149,3 +154,50 @@ def merge_taints(live, ours_before, desired):
 
 def taints_annotation(desired):
     return ",".join(sorted(taint_id(t) for t in desired))
+
+
+def recorded_labels(node, field_manager=FIELD_MANAGER):
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(labels_annotation(field_manager)) or ""
+    return [k for k in text.split(",") if k]
+
+
+def gpupool_label_keys(node, field_manager=FIELD_MANAGER):
+    """Label keys node_pool set on the node: the recorded ones, plus those its server-side applies owned
+    before labels were recorded (so the first run after an upgrade still removes labels it set)."""
+    return set(recorded_labels(node, field_manager)) | owned_label_keys(node, field_manager)
+
+
+def node_patch(node, labels, taints=None, field_manager=FIELD_MANAGER):
+    """The one JSON merge patch that makes gpupool's labels on `node` exactly `labels` and gpupool's taints
+    exactly `taints` (None: taints left alone), keeping everyone else's. Returns (patch, reasons); the patch
+    is None when nothing differs. It carries the node's resourceVersion: if anyone changed the node since it
+    was read, the API server refuses it (409) and the caller reads the node again. `field_manager`: whose
+    labels these are (each records its own keys)."""
+    meta = node.get("metadata") or {}
+    live = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    set_labels = dict((k, v) for k, v in sorted(labels.items()) if live.get(k) != v)
+    dropped = sorted(k for k in gpupool_label_keys(node, field_manager) - set(labels) if k in live)
+    reasons = ["metadata.labels.%s differs" % k for k in set_labels] + ["metadata.labels.%s no longer set" % k
+                                                                         for k in dropped]
+    set_labels.update((k, None) for k in dropped)
+    recorded = {labels_annotation(field_manager): ",".join(sorted(labels)) or None}
+    spec = None
+    if taints is not None:
+        new_taints, changed = merge_taints((node.get("spec") or {}).get("taints"), set(recorded_taints(node)), taints)
+        if changed:
+            spec = {"taints": new_taints or None}
+            reasons.append("spec.taints differs")
+        recorded[TAINTS_ANNOTATION] = taints_annotation(taints) or None
+    set_annotations = dict((k, v) for k, v in recorded.items() if (annotations.get(k) or None) != v)
+    if not (set_labels or set_annotations or spec):
+        return None, []
+    patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}}
+    if set_labels:
+        patch["metadata"]["labels"] = set_labels
+    if set_annotations:
+        patch["metadata"]["annotations"] = set_annotations
+        reasons += ["metadata.annotations.%s differs" % k for k in sorted(set_annotations)]
+    if spec is not None:
+        patch["spec"] = spec
+    return patch, reasons

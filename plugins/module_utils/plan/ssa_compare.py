@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import LABELS_ANNOTATION
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
 
 
@@ -31,15 +32,16 @@ def strip(obj, keep_status=True):
 
 
 def node_view(node):
-    """What gpupool touches on a Node: labels, its taints annotation, taints."""
+    """What gpupool touches on a Node: labels, taints and the two annotations recording gpupool's."""
     if node is None:
         return None
     meta = node.get("metadata") or {}
-    ann = (meta.get("annotations") or {}).get(TAINTS_ANNOTATION)
+    ours = dict((k, v) for k, v in (meta.get("annotations") or {}).items()
+                if k == TAINTS_ANNOTATION or k == LABELS_ANNOTATION or k.startswith(LABELS_ANNOTATION + "."))
     view = {"metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
             "spec": {"taints": list((node.get("spec") or {}).get("taints") or [])}}
-    if ann is not None:
-        view["metadata"]["annotations"] = {TAINTS_ANNOTATION: ann}
+    if ours:
+        view["metadata"]["annotations"] = ours
     return view
 
 
@@ -148,3 +150,13 @@ def needs_apply(desired, live, manager=FIELD_MANAGER):
 
 def owned_label_keys(obj, manager=FIELD_MANAGER):
     return set(p[2] for p in owned_paths(obj, manager) if len(p) == 3 and p[:2] == ("metadata", "labels"))
+
+
+def label_owners(obj, key, exclude=FIELD_MANAGER):
+    """Field managers other than `exclude` whose managedFields own label `key` on `obj`."""
+    out = []
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        manager = entry.get("manager")
+        if manager != exclude and ("metadata", "labels", key) in fields_v1_paths(entry.get("fieldsV1") or {}):
+            out.append(manager)
+    return sorted(set(out))

@@ -16,6 +16,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CON
 
 FRAGMENTS = {
     "AUTH": k8s_auth.ModuleDocFragment.DOCUMENTATION,
+    "LEASE": k8s_auth.ModuleDocFragment.LEASE,
     "POOLS": k8s_auth.ModuleDocFragment.POOLS,
     "APPLY": k8s_auth.ModuleDocFragment.APPLY,
     "NODES": k8s_auth.ModuleDocFragment.NODES,
