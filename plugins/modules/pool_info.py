@@ -176,7 +176,8 @@ mismatches:
     kind:
       description:
         - C(missing_nodes), C(extra_nodes), C(node_not_ready), C(mig_failed), C(mig_config_label), C(not_published),
-          C(wrong_layout), C(node_in_two_pools) or C(no_node_selector).
+          C(wrong_layout), C(node_in_two_pools), C(no_node_selector) or C(orphaned_node) (a node of a pool that
+          left the inventory, see RV(orphaned); C(pool) is the pool it left).
       type: str
     message:
       description: What is wrong and what to do.
@@ -184,6 +185,44 @@ mismatches:
   sample:
     - {pool: gpu-a100-mig, node: null, kind: missing_nodes, expected: 2, found: 1,
        message: "pool gpu-a100-mig has 1 of the 2 nodes of its nodegroup (found: a100-0); check the nodegroup ..."}
+orphaned:
+  description:
+    - Nodes labelled for a pool that no present pool claims any more (removed from the inventory, absent, or no
+      longer selected), on every run until they are gone. Each is also a C(orphaned_node) mismatch.
+    - With O(pools), only the orphans of those pools.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+    pool:
+      description: The pool it left (its C(gpupool.io/pool) label).
+      type: str
+    reason:
+      description: Why it is an orphan.
+      type: str
+    schedulable:
+      description: Whether ordinary pods can still be scheduled there (it should be false; gpupool.core.node_pool
+        cordons orphans).
+      type: bool
+    cordoned_by:
+      description: The C(gpupool.io/cordoned-by) annotation (C(node-pool), C(nodegroup), C(mig-layout)) or null.
+      type: str
+    labelled:
+      description: Whether it carries C(gpupool.io/orphaned=true).
+      type: bool
+    taints:
+      description: gpupool's taints still on it, as C(key=value:effect).
+      type: list
+      elements: str
+    nodegroup:
+      description: Its Magnum nodegroup (label C(magnum.openstack.org/nodegroup)), or null.
+      type: str
+  sample: [{name: cern-gpu-old-0, pool: gpu-old, reason: pool gpu-old is no longer in the inventory,
+            schedulable: false, cordoned_by: node-pool, labelled: true,
+            taints: ["node-role.kubernetes.io/gpu=true:NoSchedule"], nodegroup: gpu-old}]
 totals:
   description: Sums over the pools in scope (nodes, ready_nodes, gpus, mig_devices, devices).
   returned: always
@@ -237,6 +276,7 @@ class PoolInfoModule(KubernetesModule):
         text = summary(report)
         out = dict(pools=report["pools"], mismatches=report["mismatches"], totals=report["totals"],
                    driver=report["driver"],
+                   orphaned=report["orphaned"],
                    ok=not report["mismatches"], summary=text,
                    resource_api_version=("resource.k8s.io/%s" % version) if version else None)
         if p["fail_on_mismatch"] and report["mismatches"]:

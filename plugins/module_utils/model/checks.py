@@ -14,6 +14,7 @@ from typing import Callable, List, Tuple
 from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import compute_domain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.device_class_checks import device_class_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_checks import dra_driver_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.drain_checks import drain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import _gate_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import gpu_model_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks import mig_layout_problems
@@ -75,6 +76,7 @@ CHECKS: List[Check] = [
     time_slicing_interval_problems,
     sharing_problems,
     taint_problems,
+    drain_problems,
     mig_config_problems,
     device_class_problems,
     compute_domain_problems,

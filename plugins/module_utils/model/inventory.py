@@ -13,6 +13,7 @@ import re
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
+from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import parse as parse_selector
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_TAINT
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_KEY_RULE
@@ -220,6 +221,48 @@ class NvLink(Strict):
     imex_nodes: List[str] = Field(default_factory=list, description="host_imex: member node addresses.")
 
 
+def _selector(value):
+    if value is not None:
+        parse_selector(value)  # ValueError: the message names the requirement that is wrong
+    return value
+
+
+class DrainPolicy(Strict):
+    """How nodes are drained before a shrink removes them, their MIG layout changes or their nodegroup is deleted.
+
+    A drain cordons the nodes, evicts the pods that use GPUs (through the Eviction API, so PodDisruptionBudgets
+    apply) and waits for them to go."""
+    enabled: bool = Field(True, description="Drain first. Off: nodes are removed or reconfigured with their GPU "
+                                            "pods still running.")
+    timeout: int = Field(600, ge=1, le=86400, description="Seconds for one drain (the nodes a shrink or a delete "
+                         "removes, or one MIG wave): evictions a PodDisruptionBudget refuses and waiting for the "
+                         "evicted pods to go.")
+    grace_period: Optional[int] = Field(None, ge=0, le=86400, description="Grace period of evicted pods, in seconds; "
+                                        "default: each pod's own terminationGracePeriodSeconds.")
+    skip_pods: Optional[str] = Field(None, description="Label selector (kubectl syntax, e.g. `gpupool.io/drain=skip` "
+                                     "or `app in (monitor)`) of GPU pods never evicted: they are named in a warning "
+                                     "and stay until their node goes or changes under them.")
+    when_budget_blocks: Literal["wait", "fail"] = Field(
+        "wait", description="A PodDisruptionBudget refuses an eviction: `wait` tries again until `timeout`, then "
+        "fails; `fail` fails at once. Either way the node stays cordoned and nothing is removed or reconfigured.")
+
+    _v_selector = field_validator("skip_pods")(classmethod(lambda cls, v: _selector(v)))
+
+
+class PoolDrain(Strict):
+    """A pool's changes to the cluster's drain policy: only the keys given here differ from `drain` of the cluster."""
+    enabled: Optional[bool] = Field(None, description="Default: the cluster's drain.enabled.")
+    timeout: Optional[int] = Field(None, ge=1, le=86400, description="Default: the cluster's drain.timeout.")
+    grace_period: Optional[int] = Field(None, ge=0, le=86400, description="Default: the cluster's "
+                                        "drain.grace_period; null here: each pod's own.")
+    skip_pods: Optional[str] = Field(None, description="Default: the cluster's drain.skip_pods; null here: no pod "
+                                                       "is skipped.")
+    when_budget_blocks: Optional[Literal["wait", "fail"]] = Field(None, description="Default: the cluster's "
+                                                                                     "drain.when_budget_blocks.")
+
+    _v_selector = field_validator("skip_pods")(classmethod(lambda cls, v: _selector(v)))
+
+
 class Pool(Strict):
     """One GPU pool: a set of identical GPU nodes and how their GPUs are offered."""
     name: str = Field(..., description="DNS label; names the nodegroup, labels and classes.")
@@ -236,6 +279,8 @@ class Pool(Strict):
     passthrough: bool = Field(False, description="Publish VFIO devices (DRA PassthroughSupport).")
     device_classes: DeviceClasses = Field(default_factory=DeviceClasses)
     nvlink: NvLink = Field(default_factory=NvLink)
+    drain: Optional[PoolDrain] = Field(None, description="Changes to the cluster's drain policy for this pool's "
+                                                         "nodes (only the keys given).")
 
     # Where the pool is in gpupool_cluster.pools, for messages; set when the cluster is validated.
     _index: Optional[int] = PrivateAttr(None)
@@ -292,6 +337,8 @@ class Magnum(Strict):
     cloud: Union[str, Dict[str, object]] = Field(..., description="clouds.yaml cloud name or a cloud dict.")
     cluster: str = Field(..., description="Magnum cluster name or UUID.")
     labels: Dict[str, Union[str, int, bool, float]] = Field(default_factory=dict)
+    prune_nodegroups: bool = Field(False, description="Delete (after a drain) the nodegroups of pools removed from "
+                                   "the inventory. Off: they stay, their nodes cordoned and reported as orphaned.")
 
 
 class MigManager(Strict):
@@ -309,6 +356,8 @@ class Cluster(Strict):
     magnum: Optional[Magnum] = Field(None, description="OpenStack Magnum cluster that hosts the nodegroups.")
     dra_driver: DraDriver = Field(default_factory=DraDriver, description="NVIDIA DRA driver Helm release.")
     mig_manager: MigManager = Field(default_factory=MigManager, description="Where static MIG configs go.")
+    drain: DrainPolicy = Field(default_factory=DrainPolicy, description="How nodes are drained before they go away "
+                               "or their GPUs change; a pool's `drain` changes it for its nodes.")
     pools: List[Pool] = Field(default_factory=list, description="The GPU pools.")
     allow_empty: bool = Field(False, description="Accept a cluster without any present pool. Without it, `pools: []` "
                                                  "(or every pool absent) is refused: the modules would prune every "

@@ -11,6 +11,7 @@ from typing import Dict, List, Tuple
 from ansible_collections.gpupool.core.plugins.module_utils.model.checks import empty_cluster_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.checks import semantic_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import got
+from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy, policy_dict
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, Pool, ValidationError
@@ -88,6 +89,7 @@ def dump_cluster(cluster: Cluster) -> dict:
         gpu = pool.catalog_gpu
         raw["gpu"]["catalog_key"] = gpu.key if gpu else None
         raw["nodegroup_name"] = nodegroup_name(pool)
+        raw["drain_effective"] = policy_dict(drain_policy(cluster, pool))
     data["dra_driver"]["feature_gates_effective"] = effective_gates(cluster)
     return data
 

@@ -177,4 +177,12 @@ CORDON_ANNOTATION = "gpupool.io/cordoned-by"
 CORDON_VALUE = "mig-layout"
 
 
+# A node whose pool left the inventory (or is absent): node_pool keeps it cordoned (annotated with this module name)
+# and tainted, and labels it so that people and the pool report find it; gpupool.io/pool keeps the pool it left.
+ORPHANED_LABEL = "gpupool.io/orphaned"
+
+
+ORPHAN_CORDON = "node-pool"
+
+
 CONFIGS_ANNOTATION = "gpupool.io/mig-configs"  # on the ConfigMap: config names gpupool wrote there

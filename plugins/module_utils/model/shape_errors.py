@@ -52,6 +52,7 @@ EXAMPLES: Dict[str, str] = {
     "node_labels": "node_labels: {example.com/team: ml}",
     "node_selector": "node_selector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}",
     "labels": "labels: {nvidia_gpu_enabled: 'true'}",
+    "drain": "drain: {timeout: 900, skip_pods: gpupool.io/drain=skip, when_budget_blocks: fail}",
 }
 
 # What each pydantic type error expects, in words.

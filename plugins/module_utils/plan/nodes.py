@@ -201,3 +201,40 @@ def node_patch(node, labels, taints=None, field_manager=FIELD_MANAGER):
     if spec is not None:
         patch["spec"] = spec
     return patch, reasons
+
+
+# Labels a node can carry from birth: Magnum (node_labels, microversion 1.14) passes them to kubelet --node-labels,
+# and Magnum refuses keys in the kubernetes.io / k8s.io namespaces except those kubelet may set on its own Node
+# (reference magnum-nodegroups.md §1; the allowed ones as in k8s.io/kubelet/pkg/apis/well_known_labels.go:
+# the [*.]kubelet.kubernetes.io and [*.]node.kubernetes.io namespaces and a few well-known keys).
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+KUBELET_LABELS = frozenset((
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region", "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone"))
+
+
+def kubelet_may_set(key):
+    """Whether a label key can be set at registration (kubelet --node-labels), so Magnum accepts it in node_labels."""
+    prefix = key.rsplit("/", 1)[0] if "/" in key else ""
+    restricted = prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io") or prefix == "k8s.io" \
+        or prefix.endswith(".k8s.io")
+    if not restricted or key in KUBELET_LABELS:
+        return True
+    return any(prefix == ns or prefix.endswith("." + ns) for ns in KUBELET_LABEL_NAMESPACES)
+
+
+def birth_node_labels(pool):
+    """The Kubernetes labels a pool's Magnum nodegroup gives its nodes at creation: the pool label and the pool's
+    node_labels that kubelet may set; the rest (and nvidia.com/gpu.present, which depends on what NFD finds) come
+    from node_pool once the node has joined."""
+    labels = dict((k, v) for k, v in pool.node_labels.items() if kubelet_may_set(k))
+    labels[POOL_LABEL] = pool.name
+    return labels
+
+
+def birth_node_taints(pool):
+    """The taints a pool's nodes carry from birth (kubelet --register-with-taints): all of the pool's, so no pod
+    lands on a new GPU node before node_pool has run."""
+    return desired_node_taints(pool)

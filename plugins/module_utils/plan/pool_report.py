@@ -33,6 +33,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import P
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import pool_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_matcher, node_ready
+from ansible_collections.gpupool.core.plugins.module_utils.plan.orphans import orphan_message, orphan_rows
 
 GPU_DRIVER = "gpu.nvidia.com"
 CONFIG_LABEL = "nvidia.com/mig.config"
@@ -46,7 +47,7 @@ PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 # Mismatch kinds, in the order they are reported.
 KINDS = ("no_node_selector", "node_in_two_pools", "missing_nodes", "extra_nodes", "gate_missing",
          "compute_domain_missing", "compute_domain_not_ready", "node_not_ready", "mig_failed", "mig_config_label",
-         "not_published", "wrong_layout")
+         "not_published", "wrong_layout", "orphaned_node")
 PLUGIN_SUFFIX = "-kubelet-plugin"
 
 
@@ -431,9 +432,16 @@ def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NOD
         rep["mismatches"] = extra + rep["mismatches"]
         reports[pool.name] = rep
         mismatches += rep["mismatches"]
+    # Nodes of pools that left (removed, absent, no longer selected): listed on every run until they are gone.
+    members = [_meta(n).get("name") for group in assigned.values() for n in group]
+    # A run limited to some pools (fewer than the inventory's) only reports the orphans of those.
+    limited = pools is not None and set(p.name for p in pools) != set(p.name for p in cluster.pools)
+    orphaned = orphan_rows(cluster, nodes, members, [p.name for p in pools] if limited else None)
+    for row in orphaned:
+        mismatches.append(_mm(row["pool"], row["name"], "orphaned_node", orphan_message(row)))
     order = dict((k, i) for i, k in enumerate(KINDS))
     pool_order = dict((p.name, i) for i, p in enumerate(scope))
-    mismatches.sort(key=lambda m: (pool_order.get(m["pool"], 0), order.get(m["kind"], 99), m["node"] or ""))
+    mismatches.sort(key=lambda m: (pool_order.get(m["pool"], len(scope)), order.get(m["kind"], 99), m["node"] or ""))
     totals = {"nodes": sum(len(r["nodes"]) for r in reports.values()),
               "ready_nodes": sum(r["ready_nodes"] for r in reports.values()),
               "gpus": _sum(r["gpus"] for r in reports.values()),
@@ -443,7 +451,7 @@ def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NOD
             t = totals["mig_devices"].setdefault(profile, _bucket())
             for k in t:
                 t[k] += b[k]
-    return {"pools": reports, "mismatches": mismatches, "totals": totals, "driver": plugin}
+    return {"pools": reports, "mismatches": mismatches, "totals": totals, "driver": plugin, "orphaned": orphaned}
 
 
 def _sum(buckets):
