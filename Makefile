@@ -14,7 +14,8 @@ export GPUPOOL_CACHE ?= $(HOME)/.cache/gpupool
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PYTEST_ARGS ?=
 
-.PHONY: bench help venv collection binaries fakenvml test unit integration sanity units lint molecule ee-context demo sandbox-up sandbox-down clean docs
+
+.PHONY: style format bench help venv collection binaries fakenvml test unit integration sanity units lint molecule ee-context demo sandbox-up sandbox-down clean docs
 
 help:
 	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
@@ -47,11 +48,21 @@ integration: venv collection binaries fakenvml
 	$(VENV)/bin/python -m pytest tests/integration $(PYTEST_ARGS)
 
 test: venv collection binaries fakenvml
+	$(MAKE) -s style
 	$(VENV)/bin/python -m pytest tests $(PYTEST_ARGS)
 	$(MAKE) -s sanity units lint molecule
 
 sanity units: venv
 	$(VENV)/bin/python tools/run_ansible_test.py $@
+
+# ruff: formatting and lint rules of pyproject.toml, checked (make format applies them).
+style: venv
+	$(VENV)/bin/ruff format --check --quiet plugins tests testbed tools bench conftest.py
+	$(VENV)/bin/ruff check --quiet plugins tests testbed tools bench conftest.py
+
+format: venv
+	$(VENV)/bin/ruff check --fix --unsafe-fixes --quiet plugins tests testbed tools bench conftest.py
+	$(VENV)/bin/ruff format --quiet plugins tests testbed tools bench conftest.py
 
 lint: venv collection
 	$(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule awx

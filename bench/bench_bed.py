@@ -17,6 +17,7 @@ collection's own nodegroups role (see docs/performance.md for why).
 No DRA driver simulator runs: no ResourceSlices are published, so the pool report reads empty
 slice lists (its reads are still counted) and reports the pools as not yet published.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,10 @@ import yaml
 
 from bench.inventory_generator import ClusterPlan
 from testbed.controlplane import ControlPlane
-from testbed.mig_manager_simulator import IDENTITY as MIG_IDENTITY, MigManagerSimulator
-from testbed.node_simulator import IDENTITY as NODE_IDENTITY, GpuInventory, NodeSimulator
+from testbed.mig_manager_simulator import IDENTITY as MIG_IDENTITY
+from testbed.mig_manager_simulator import MigManagerSimulator
+from testbed.node_simulator import IDENTITY as NODE_IDENTITY
+from testbed.node_simulator import GpuInventory, NodeSimulator
 from testbed.simulator_client import Kube, simulator_kubeconfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,15 +64,28 @@ class ClusterBed:
     def start(self) -> None:
         self.cp.start()
         self.cp.kubectl("apply", "-f", str(CD_CRD))
-        self.cp.kubectl("wait", "--for=condition=Established", "crd/computedomains.resource.nvidia.com",
-                        "--timeout=60s")
-        for ns in sorted({MIG_NAMESPACE} | {p.get("nvlink", {}).get("compute_domain", {}).get("namespace", "default")
-                                            for p in self.plan.cluster["pools"]} - {"default"}):
+        self.cp.kubectl(
+            "wait", "--for=condition=Established", "crd/computedomains.resource.nvidia.com", "--timeout=60s"
+        )
+        for ns in sorted(
+            {MIG_NAMESPACE}
+            | {
+                p.get("nvlink", {}).get("compute_domain", {}).get("namespace", "default")
+                for p in self.plan.cluster["pools"]
+            }
+            - {"default"}
+        ):
             self.cp.kubectl("create", "namespace", ns)
         self.register_nodes()
         mig_kube = Kube(simulator_kubeconfig(self.cp, MIG_IDENTITY), "nvidia-mig-manager-simulator")
-        self.mig = MigManagerSimulator(mig_kube, self.inventory, config_map=MIG_CONFIG_MAP, namespace=MIG_NAMESPACE,
-                                       delay=self.mig_delay, log=lambda _m: None)
+        self.mig = MigManagerSimulator(
+            mig_kube,
+            self.inventory,
+            config_map=MIG_CONFIG_MAP,
+            namespace=MIG_NAMESPACE,
+            delay=self.mig_delay,
+            log=lambda _m: None,
+        )
         self._loop_kube = Kube(simulator_kubeconfig(self.cp, MIG_IDENTITY), "nvidia-mig-manager-simulator")
         self._thread = threading.Thread(target=self._loop, name="bench-mig-%s" % self.plan.name, daemon=True)
         self._thread.start()
@@ -81,8 +97,10 @@ class ClusterBed:
         def register(spec):
             if not hasattr(local, "sim"):  # one client per thread (Kube is not thread-safe)
                 local.sim = NodeSimulator(Kube(kubeconfig, "node-simulator"), self.inventory, log=lambda _m: None)
-            local.sim.register_node(spec.name, spec.flavor, cluster_uuid=self.plan.name, nodegroup=None,
-                                    labels=spec.labels)
+            local.sim.register_node(
+                spec.name, spec.flavor, cluster_uuid=self.plan.name, nodegroup=None, labels=spec.labels
+            )
+
         with ThreadPoolExecutor(REGISTER_THREADS) as pool:
             list(pool.map(register, self.plan.nodes))
 
@@ -92,8 +110,9 @@ class ClusterBed:
         # half second would load the shared 2 cores more than the runs being measured).
         while not self._stop.wait(self.poll):
             try:
-                nodes = self._loop_kube.list("/api/v1/nodes",
-                                             label_selector="nvidia.com/mig.config,nvidia.com/mig.config.state!=success")
+                nodes = self._loop_kube.list(
+                    "/api/v1/nodes", label_selector="nvidia.com/mig.config,nvidia.com/mig.config.state!=success"
+                )
                 self.mig.tick(nodes)
             except Exception as exc:  # the next poll retries (an apiserver restart, a slow response)
                 self.errors = (self.errors + ["%s: %s" % (type(exc).__name__, exc)])[-20:]
@@ -106,8 +125,14 @@ class ClusterBed:
 
 
 class BenchBed:
-    def __init__(self, plans: list[ClusterPlan], workdir: str | os.PathLike, magnum: bool = False,
-                 mig_delay: float = 0.5, poll: float = 0.5):
+    def __init__(
+        self,
+        plans: list[ClusterPlan],
+        workdir: str | os.PathLike,
+        magnum: bool = False,
+        mig_delay: float = 0.5,
+        poll: float = 0.5,
+    ):
         self.plans = plans
         self.workdir = Path(workdir)
         self.magnum_enabled = magnum
@@ -134,12 +159,23 @@ class BenchBed:
         return self
 
     def _start_magnum(self) -> None:
-        from testbed.magnum_emulator import MagnumEmulator
         from testbed import gpu_flavors
-        seeds = [{"name": plan.name, "labels": {"nvidia_gpu_enabled": "true"}, "master_count": 1, "node_count": 1,
-                  "flavor_id": "m2.large", "api_address": self.clusters[plan.name].cp.server} for plan in self.plans]
-        self.magnum = MagnumEmulator(delay=0.05, conductor_lag=0.01, clusters=seeds,
-                                     flavors=sorted(gpu_flavors.FLAVOR_TABLE)).start()
+        from testbed.magnum_emulator import MagnumEmulator
+
+        seeds = [
+            {
+                "name": plan.name,
+                "labels": {"nvidia_gpu_enabled": "true"},
+                "master_count": 1,
+                "node_count": 1,
+                "flavor_id": "m2.large",
+                "api_address": self.clusters[plan.name].cp.server,
+            }
+            for plan in self.plans
+        ]
+        self.magnum = MagnumEmulator(
+            delay=0.05, conductor_lag=0.01, clusters=seeds, flavors=sorted(gpu_flavors.FLAVOR_TABLE)
+        ).start()
 
     def stop(self) -> None:
         if self.magnum is not None:
@@ -169,15 +205,23 @@ class BenchBed:
             data["magnum"]["cloud"] = self.magnum.cloud_config()
         return data
 
-    def write_inventory(self, directory: str | os.PathLike, user: str, clusters: dict[str, dict] | None = None,
-                        extra_vars: dict | None = None) -> Path:
+    def write_inventory(
+        self,
+        directory: str | os.PathLike,
+        user: str,
+        clusters: dict[str, dict] | None = None,
+        extra_vars: dict | None = None,
+    ) -> Path:
         """An Ansible inventory: one host per cluster, its gpupool_cluster in host_vars (as in inventories/)."""
         directory = Path(directory)
         (directory / "host_vars").mkdir(parents=True, exist_ok=True)
-        hosts = {plan.name: {"ansible_connection": "local",
-                             "ansible_python_interpreter": "{{ ansible_playbook_python }}"} for plan in self.plans}
-        (directory / "hosts.yml").write_text(yaml.safe_dump(
-            {"all": {"children": {"gpupool_clusters": {"hosts": hosts}}}}, sort_keys=False))
+        hosts = {
+            plan.name: {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+            for plan in self.plans
+        }
+        (directory / "hosts.yml").write_text(
+            yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": hosts}}}}, sort_keys=False)
+        )
         for plan in self.plans:
             host = directory / "host_vars" / plan.name
             host.mkdir(exist_ok=True)

@@ -13,6 +13,7 @@ run per object: minutes at a few hundred objects); gpupool runs every point.
 
 Writes .build/bench/report.md (the table), results.json and cost-vs-nodes.png, prints the table.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,10 +68,19 @@ class Point:
 SIZES = {
     # a smoke run of the whole machinery (seconds, not a measurement)
     "tiny": [Point(1, 3, 9, compare=True), Point(2, 4, 8, magnum=True)],
-    "small": [Point(1, 6, 50), Point(1, 6, 200, compare=True, kubernetes_core_scenarios=("first", "noop")),
-              Point(2, 10, 200, magnum=True)],
-    "full": [Point(1, 6, 50), Point(1, 6, 200, compare=True), Point(1, 6, 500), Point(1, 6, 1000),
-             Point(1, 6, 2000), Point(10, 50, 2000, magnum=True)],
+    "small": [
+        Point(1, 6, 50),
+        Point(1, 6, 200, compare=True, kubernetes_core_scenarios=("first", "noop")),
+        Point(2, 10, 200, magnum=True),
+    ],
+    "full": [
+        Point(1, 6, 50),
+        Point(1, 6, 200, compare=True),
+        Point(1, 6, 500),
+        Point(1, 6, 1000),
+        Point(1, 6, 2000),
+        Point(10, 50, 2000, magnum=True),
+    ],
 }
 
 
@@ -80,11 +90,18 @@ def _log(msg: str) -> None:
 
 def ansible_env() -> dict:
     env = dict(os.environ)
-    env.update({"ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
-                "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0",
-                "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
-                "ANSIBLE_DEPRECATION_WARNINGS": "false",
-                "PYTHONPATH": os.pathsep.join([str(ROOT / ".build" / "collections"), str(ROOT)])})
+    env.update(
+        {
+            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
+            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_LOCALHOST_WARNING": "false",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
+            "ANSIBLE_DEPRECATION_WARNINGS": "false",
+            "PYTHONPATH": os.pathsep.join([str(ROOT / ".build" / "collections"), str(ROOT)]),
+        }
+    )
     return env
 
 
@@ -97,6 +114,7 @@ def playbook_cmd(inventory: Path, playbook: Path) -> list[str]:
 def have_kubernetes_core() -> bool:
     try:
         import ansible_collections.kubernetes.core  # noqa: F401
+
         return True
     except ImportError:
         return False
@@ -106,6 +124,7 @@ def forget_discovery() -> None:
     """Remove gpupool's on-disk discovery cache (k8s/client.py DiscoveryCache): one run must not profit from
     the one before it."""
     import tempfile
+
     shutil.rmtree(os.path.join(tempfile.gettempdir(), "gpupool-discovery-%d" % os.getuid()), ignore_errors=True)
 
 
@@ -124,8 +143,7 @@ def run_tool(point: Point, tool: str, workdir: Path) -> list[dict]:
             run = measure.run_measured(playbook_cmd(setup, workdir / "nodegroups.yml"), ansible_env(), str(ROOT))
             if run.rc != 0:
                 raise RuntimeError("creating the nodegroups failed:\n" + run.stdout[-4000:])
-            _log("%s: %d nodegroups created in Magnum (%.0fs, not measured)" % (
-                point.label, point.pools, run.wall))
+            _log("%s: %d nodegroups created in Magnum (%.0fs, not measured)" % (point.label, point.pools, run.wall))
         for scenario in SCENARIOS:
             if tool != "gpupool" and scenario not in point.kubernetes_core_scenarios:
                 continue
@@ -142,8 +160,14 @@ def run_tool(point: Point, tool: str, workdir: Path) -> list[dict]:
                 for plan in plans:
                     data = bed.cluster_data(plan, user, clusters.get(plan.name))
                     host = inventory / "host_vars" / plan.name / "kubernetes_core.yml"
-                    host.write_text(yaml.safe_dump({"bench_kubeconfig": data["kubeconfig"],
-                                                    "bench_objects": kubernetes_core_playbook.objects(plan, data)}))
+                    host.write_text(
+                        yaml.safe_dump(
+                            {
+                                "bench_kubeconfig": data["kubeconfig"],
+                                "bench_objects": kubernetes_core_playbook.objects(plan, data),
+                            }
+                        )
+                    )
                 playbook = workdir / "kubernetes-core.yml"
                 playbook.write_text(kubernetes_core_playbook.PLAYBOOK)
             forget_discovery()  # each measured run discovers the API groups itself (once, then its cache serves it)
@@ -156,18 +180,47 @@ def run_tool(point: Point, tool: str, workdir: Path) -> list[dict]:
             requests.update(measure.magnum_requests(bed.magnum, magnum_since))
             limit = physical_limits.limits(plans, scenario, change_at)
             changed = sum(r.get("changed", 0) for r in run.recap.values())
-            row = {"point": point.label, "clusters": point.clusters, "pools": point.pools, "nodes": point.nodes,
-                   "objects_total": physical_limits.object_count(plans), "mig_nodes": sum(p.mig_nodes for p in plans),
-                   "magnum": point.magnum, "tool": tool, "scenario": scenario, "rc": run.rc,
-                   "wall_s": round(run.wall, 2), "cpu_s": round(run.cpu, 2), "peak_mib": round(run.peak_mib, 1),
-                   "changed_tasks": changed, "limit": limit, **requests}
+            row = {
+                "point": point.label,
+                "clusters": point.clusters,
+                "pools": point.pools,
+                "nodes": point.nodes,
+                "objects_total": physical_limits.object_count(plans),
+                "mig_nodes": sum(p.mig_nodes for p in plans),
+                "magnum": point.magnum,
+                "tool": tool,
+                "scenario": scenario,
+                "rc": run.rc,
+                "wall_s": round(run.wall, 2),
+                "cpu_s": round(run.cpu, 2),
+                "peak_mib": round(run.peak_mib, 1),
+                "changed_tasks": changed,
+                "limit": limit,
+                **requests,
+            }
             rows.append(row)
-            _log("%s %s %s: rc=%d %.1fs wall, %.1fs CPU, %.0f MiB, reads %d+%d disc (limit %d), writes %d "
-                 "(limit %d), objects %d%s" % (
-                     point.label, tool, scenario, run.rc, run.wall, run.cpu, run.peak_mib, requests["reads"],
-                     requests["discovery"], limit["reads"], requests["writes"], limit["writes"], requests["objects"],
-                     ", Magnum %d reads %d writes" % (requests["magnum_reads"], requests["magnum_writes"])
-                     if point.magnum else ""))
+            _log(
+                "%s %s %s: rc=%d %.1fs wall, %.1fs CPU, %.0f MiB, reads %d+%d disc (limit %d), writes %d "
+                "(limit %d), objects %d%s"
+                % (
+                    point.label,
+                    tool,
+                    scenario,
+                    run.rc,
+                    run.wall,
+                    run.cpu,
+                    run.peak_mib,
+                    requests["reads"],
+                    requests["discovery"],
+                    limit["reads"],
+                    requests["writes"],
+                    limit["writes"],
+                    requests["objects"],
+                    ", Magnum %d reads %d writes" % (requests["magnum_reads"], requests["magnum_writes"])
+                    if point.magnum
+                    else "",
+                )
+            )
             if run.rc != 0:
                 _log("the run failed; last lines:\n" + run.stdout[-3000:])
     finally:
@@ -183,16 +236,32 @@ def _ratio(value: int, limit: int) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| size (clusters/pools/nodes) | objects | tool | run | wall s | CPU s | peak MiB | reads (+discovery) "
-            "/ limit | writes / limit | objects modified | run lease requests | Magnum reads/writes | rc |")
+    head = (
+        "| size (clusters/pools/nodes) | objects | tool | run | wall s | CPU s | peak MiB | reads (+discovery) "
+        "/ limit | writes / limit | objects modified | run lease requests | Magnum reads/writes | rc |"
+    )
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
     for r in rows:
         reads = r["reads"] + r["discovery"]
-        lines.append("| %s | %d | %s | %s | %.1f | %.1f | %.0f | %s (%d disc) | %s | %d | %s | %s | %d |" % (
-            r["point"], r["objects_total"], r["tool"], r["scenario"], r["wall_s"], r["cpu_s"], r["peak_mib"],
-            _ratio(reads, r["limit"]["reads"]), r["discovery"], _ratio(r["writes"], r["limit"]["writes"]),
-            r["objects"], r.get("lease", 0) if r["tool"] == "gpupool" else "-",
-            "%d/%d" % (r["magnum_reads"], r["magnum_writes"]) if r["magnum"] else "-", r["rc"]))
+        lines.append(
+            "| %s | %d | %s | %s | %.1f | %.1f | %.0f | %s (%d disc) | %s | %d | %s | %s | %d |"
+            % (
+                r["point"],
+                r["objects_total"],
+                r["tool"],
+                r["scenario"],
+                r["wall_s"],
+                r["cpu_s"],
+                r["peak_mib"],
+                _ratio(reads, r["limit"]["reads"]),
+                r["discovery"],
+                _ratio(r["writes"], r["limit"]["writes"]),
+                r["objects"],
+                r.get("lease", 0) if r["tool"] == "gpupool" else "-",
+                "%d/%d" % (r["magnum_reads"], r["magnum_writes"]) if r["magnum"] else "-",
+                r["rc"],
+            )
+        )
     return "\n".join(lines)
 
 
@@ -201,29 +270,45 @@ def comparisons(rows: list[dict]) -> str:
     for r in rows:
         if r["tool"] != "kubernetes.core":
             continue
-        g = next((x for x in rows if x["tool"] == "gpupool" and x["point"] == r["point"]
-                  and x["scenario"] == r["scenario"]), None)
+        g = next(
+            (x for x in rows if x["tool"] == "gpupool" and x["point"] == r["point"] and x["scenario"] == r["scenario"]),
+            None,
+        )
         if g:
-            out.append("- %s %s: gpupool %.1f s vs kubernetes.core %.1f s (%.1f %%), writes %d vs %d" % (
-                r["point"], r["scenario"], g["wall_s"], r["wall_s"], 100.0 * g["wall_s"] / max(r["wall_s"], 1e-9),
-                g["writes"], r["writes"]))
+            out.append(
+                "- %s %s: gpupool %.1f s vs kubernetes.core %.1f s (%.1f %%), writes %d vs %d"
+                % (
+                    r["point"],
+                    r["scenario"],
+                    g["wall_s"],
+                    r["wall_s"],
+                    100.0 * g["wall_s"] / max(r["wall_s"], 1e-9),
+                    g["writes"],
+                    r["writes"],
+                )
+            )
     return "\n".join(out)
 
 
 def memory_per_node(rows: list[dict]) -> str:
-    series = sorted((r for r in rows if r["tool"] == "gpupool" and r["scenario"] == "noop" and r["clusters"] == 1),
-                    key=lambda r: r["nodes"])
+    series = sorted(
+        (r for r in rows if r["tool"] == "gpupool" and r["scenario"] == "noop" and r["clusters"] == 1),
+        key=lambda r: r["nodes"],
+    )
     out = []
     for prev, cur in zip(series, series[1:]):
         slope = (cur["peak_mib"] - prev["peak_mib"]) * 1024 * 1024 / (cur["nodes"] - prev["nodes"])
-        out.append("- no-op peak memory %d → %d nodes: %.0f → %.0f MiB, %.0f bytes per added node" % (
-            prev["nodes"], cur["nodes"], prev["peak_mib"], cur["peak_mib"], slope))
+        out.append(
+            "- no-op peak memory %d → %d nodes: %.0f → %.0f MiB, %.0f bytes per added node"
+            % (prev["nodes"], cur["nodes"], prev["peak_mib"], cur["peak_mib"], slope)
+        )
     return "\n".join(out)
 
 
 def plot(rows: list[dict], path: Path) -> bool:
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -238,17 +323,38 @@ def plot(rows: list[dict], path: Path) -> bool:
                 continue
             xs = [n for n, _ in pts]
             ax_time.plot(xs, [r["wall_s"] for _, r in pts], style, marker=marker, label="%s %s" % (tool, scenario))
-            ax_req.plot(xs, [r["reads"] + r["discovery"] + r["writes"] for _, r in pts], style, marker=marker,
-                        label="%s %s" % (tool, scenario))
+            ax_req.plot(
+                xs,
+                [r["reads"] + r["discovery"] + r["writes"] for _, r in pts],
+                style,
+                marker=marker,
+                label="%s %s" % (tool, scenario),
+            )
     for scenario, style in (("first", "-"), ("noop", "--")):
         pts = sorted((r["nodes"], r) for r in single if r["tool"] == "gpupool" and r["scenario"] == scenario)
         if pts:
-            ax_req.plot([n for n, _ in pts], [r["limit"]["reads"] + r["limit"]["writes"] for _, r in pts], style,
-                        color="grey", alpha=0.6, label="physical limit, %s" % scenario)
-    ax_time.set(xlabel="GPU nodes (one cluster, 6 pools)", ylabel="wall time (s)", title="Converge wall time",
-                xscale="log", yscale="log")
-    ax_req.set(xlabel="GPU nodes (one cluster, 6 pools)", ylabel="API requests (reads + writes)",
-               title="API requests against the physical limit", xscale="log", yscale="log")
+            ax_req.plot(
+                [n for n, _ in pts],
+                [r["limit"]["reads"] + r["limit"]["writes"] for _, r in pts],
+                style,
+                color="grey",
+                alpha=0.6,
+                label="physical limit, %s" % scenario,
+            )
+    ax_time.set(
+        xlabel="GPU nodes (one cluster, 6 pools)",
+        ylabel="wall time (s)",
+        title="Converge wall time",
+        xscale="log",
+        yscale="log",
+    )
+    ax_req.set(
+        xlabel="GPU nodes (one cluster, 6 pools)",
+        ylabel="API requests (reads + writes)",
+        title="API requests against the physical limit",
+        xscale="log",
+        yscale="log",
+    )
     for ax in (ax_time, ax_req):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
@@ -259,6 +365,7 @@ def plot(rows: list[dict], path: Path) -> bool:
 
 def machine() -> str:
     import platform
+
     model = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -267,9 +374,14 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    return "%d CPU(s) %s, %.0f GiB RAM, %s, Python %s" % (measure.cpu_count(), model, mem, platform.platform(),
-                                                           platform.python_version())
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return "%d CPU(s) %s, %.0f GiB RAM, %s, Python %s" % (
+        measure.cpu_count(),
+        model,
+        mem,
+        platform.platform(),
+        platform.python_version(),
+    )
 
 
 def main() -> int:
@@ -279,8 +391,11 @@ def main() -> int:
         return 2
     compare = os.environ.get("BENCH_COMPARE", "1") != "0"
     if compare and not have_kubernetes_core():
-        print("kubernetes.core is not importable: run through `make bench` (installs requirements-bench.txt) or "
-              "set BENCH_COMPARE=0", file=sys.stderr)
+        print(
+            "kubernetes.core is not importable: run through `make bench` (installs requirements-bench.txt) or "
+            "set BENCH_COMPARE=0",
+            file=sys.stderr,
+        )
         return 2
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
@@ -294,8 +409,15 @@ def main() -> int:
         for tool in tools:
             rows += run_tool(point, tool, OUT / ("%d-%s" % (i, tool.replace(".", "-"))))
             (OUT / "results.json").write_text(json.dumps(rows, indent=1))
-    report = ["# Converge benchmark (BENCH_SIZE=%s)" % size, "", "Machine: " + machine(),
-              "Total bench time: %.0f s" % (time.monotonic() - t0), "", table(rows), ""]
+    report = [
+        "# Converge benchmark (BENCH_SIZE=%s)" % size,
+        "",
+        "Machine: " + machine(),
+        "Total bench time: %.0f s" % (time.monotonic() - t0),
+        "",
+        table(rows),
+        "",
+    ]
     extra = comparisons(rows)
     if extra:
         report += ["gpupool against kubernetes.core (wall time share, writes):", extra, ""]

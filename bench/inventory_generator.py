@@ -9,6 +9,7 @@ ComputeDomain. Every third pool is a MIG pool and the MIG pools together hold `m
 nodes (a third by default), the other pools the rest. The clusters' `kubeconfig` and `magnum.cloud`
 are filled in by the bench bed once its control planes and Magnum emulator run.
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,14 +23,26 @@ NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
 CHANGE_LABEL = "bench.gpupool.io/generation"
 
 SHAPES = {
-    "t4": {"flavor": "g2.5xlarge", "gpu": {"model": "T4", "per_node": 1},
-           "extra": {"sharing": {"time_slicing": {"interval": "Medium"}}}},
-    "a100-mig": {"flavor": "g4.p2.40g", "gpu": {"model": "A100-40GB", "per_node": 2},
-                 "extra": {"mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}}},
-    "h100": {"flavor": "g5.h100x4", "gpu": {"model": "H100-80GB", "per_node": 4},
-             "extra": {"device_classes": {"extra": [{"name": "{pool}-big-memory", "min_memory": "80Gi"}]}}},
-    "gb200": {"flavor": "g6.gb200x4", "gpu": {"model": "GB200", "per_node": 4},
-              "extra": {"nvlink": {"mode": "compute_domain", "compute_domain": {"namespace": "default"}}}},
+    "t4": {
+        "flavor": "g2.5xlarge",
+        "gpu": {"model": "T4", "per_node": 1},
+        "extra": {"sharing": {"time_slicing": {"interval": "Medium"}}},
+    },
+    "a100-mig": {
+        "flavor": "g4.p2.40g",
+        "gpu": {"model": "A100-40GB", "per_node": 2},
+        "extra": {"mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}},
+    },
+    "h100": {
+        "flavor": "g5.h100x4",
+        "gpu": {"model": "H100-80GB", "per_node": 4},
+        "extra": {"device_classes": {"extra": [{"name": "{pool}-big-memory", "min_memory": "80Gi"}]}},
+    },
+    "gb200": {
+        "flavor": "g6.gb200x4",
+        "gpu": {"model": "GB200", "per_node": 4},
+        "extra": {"nvlink": {"mode": "compute_domain", "compute_domain": {"namespace": "default"}}},
+    },
 }
 OTHER_SHAPES = ("t4", "h100", "gb200")
 
@@ -67,8 +80,14 @@ def _split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def generate(clusters: int = 1, pools: int = 6, nodes: int = 200, mig_share: float = 1 / 3,
-             magnum: bool = False, waves_per_mig_pool: int = 2) -> list[ClusterPlan]:
+def generate(
+    clusters: int = 1,
+    pools: int = 6,
+    nodes: int = 200,
+    mig_share: float = 1 / 3,
+    magnum: bool = False,
+    waves_per_mig_pool: int = 2,
+) -> list[ClusterPlan]:
     """`pools` pools over `clusters` clusters (round robin) and `nodes` GPU nodes over the pools.
 
     magnum: pools get Magnum nodegroups (and the clusters a `magnum` section); otherwise they find
@@ -107,11 +126,14 @@ def generate(clusters: int = 1, pools: int = 6, nodes: int = 200, mig_share: flo
             pool["node_selector"] = {SELECTOR_LABEL: name}
             labels = {SELECTOR_LABEL: name}
         plan.cluster["pools"].append(pool)
-        plan.nodes += [NodeSpec("%s-%s-%04d" % (plan.name, name, i), shape["flavor"], name, dict(labels))
-                       for i in range(count)]
+        plan.nodes += [
+            NodeSpec("%s-%s-%04d" % (plan.name, name, i), shape["flavor"], name, dict(labels)) for i in range(count)
+        ]
     for plan in plans:
-        biggest = max([len(plan.pool_nodes(p["name"])) for p in plan.cluster["pools"]
-                       if p.get("mig", {}).get("mode") == "static"] or [1])
+        biggest = max(
+            [len(plan.pool_nodes(p["name"])) for p in plan.cluster["pools"] if p.get("mig", {}).get("mode") == "static"]
+            or [1]
+        )
         plan.cluster["mig_manager"] = {"max_unavailable": max(1, math.ceil(biggest / waves_per_mig_pool))}
         if magnum:
             plan.cluster["magnum"] = {"cloud": None, "cluster": plan.name, "labels": {"nvidia_gpu_enabled": "true"}}

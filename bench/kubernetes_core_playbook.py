@@ -13,6 +13,7 @@ What it leaves out, so its figures are a floor for a real playbook: no rolling M
 cordon, no waiting for the MIG manager: every MIG node is relabelled at once), no pruning, no
 pool report, no inventory validation.
 """
+
 from __future__ import annotations
 
 from bench.inventory_generator import ClusterPlan
@@ -68,11 +69,16 @@ def objects(plan: ClusterPlan, cluster_data: dict) -> dict:
     from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted
     from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
     from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
-        CONFIG_LABEL, CONFIGS_ANNOTATION, MANAGED_BY, POOL_LABEL)
+        CONFIG_LABEL,
+        CONFIGS_ANNOTATION,
+        MANAGED_BY,
+        POOL_LABEL,
+    )
     from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout
     from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
     from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
     from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import desired_node_taints
+
     data = dict(cluster_data)
     if "magnum" in data:
         data["magnum"] = dict(data["magnum"], cloud="kubernetes-core")
@@ -83,21 +89,35 @@ def objects(plan: ClusterPlan, cluster_data: dict) -> dict:
     static = [p for p in cluster.pools if p.state == "present" and p.mig.mode == "static"]
     configs = mig_rollout.desired_configs(static)
     if configs:
-        doc, names, _changes = mig_rollout.merge_document(mig_parted.parse_document(None),
-                                                          {n: c["entries"] for n, c in configs.items()}, [])
+        doc, names, _changes = mig_rollout.merge_document(
+            mig_parted.parse_document(None), {n: c["entries"] for n, c in configs.items()}, []
+        )
         mm = cluster.mig_manager
-        out["config_maps"].append({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": mm.config_map, "namespace": mm.namespace, "labels": dict(MANAGED_BY),
-                         "annotations": {CONFIGS_ANNOTATION: ",".join(names)}},
-            "data": {mig_parted.CONFIG_KEY: mig_parted.render_document(doc)}})
+        out["config_maps"].append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": mm.config_map,
+                    "namespace": mm.namespace,
+                    "labels": dict(MANAGED_BY),
+                    "annotations": {CONFIGS_ANNOTATION: ",".join(names)},
+                },
+                "data": {mig_parted.CONFIG_KEY: mig_parted.render_document(doc)},
+            }
+        )
     for pool in cluster.pools:
         labels = dict(pool.node_labels)
         labels[POOL_LABEL] = pool.name
         if pool.mig.mode == "static":
             labels[CONFIG_LABEL] = pool.mig_config_name
         for node in plan.pool_nodes(pool.name):
-            out["nodes"].append({"apiVersion": "v1", "kind": "Node",
-                                 "metadata": {"name": node.name, "labels": dict(labels)},
-                                 "spec": {"taints": desired_node_taints(pool)}})
+            out["nodes"].append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": node.name, "labels": dict(labels)},
+                    "spec": {"taints": desired_node_taints(pool)},
+                }
+            )
     return out

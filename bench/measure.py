@@ -8,6 +8,7 @@ split among them) over the tree, sampled every 50 ms from /proc/<pid>/smaps_roll
 Requests come from each apiserver's audit log, filtered by the client identity the run used, and
 from the Magnum emulator's request log.
 """
+
 from __future__ import annotations
 
 import os
@@ -69,6 +70,7 @@ def run_measured(cmd: list[str], env: dict, cwd: str, timeout: float = 3600) -> 
                 break
             peak[0] = max(peak[0], sum(_pss_kib(p) for p in pids))
             done.wait(0.05)
+
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
@@ -119,19 +121,29 @@ def classify(events: list[dict]) -> dict:
             continue
         by_kind.setdefault(key, {}).setdefault(verb, 0)
         by_kind[key][verb] += 1
-    return {"reads": reads, "discovery": discovery, "writes": writes, "lease": lease, "written": objects,
-            "by_kind": by_kind}
+    return {
+        "reads": reads,
+        "discovery": discovery,
+        "writes": writes,
+        "lease": lease,
+        "written": objects,
+        "by_kind": by_kind,
+    }
 
 
 # What "objects modified" looks at: every kind a converge writes (resource, list path).
-SNAPSHOT_KINDS = (("nodes", "/api/v1/nodes"), ("deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses"),
-                  ("computedomains", "/apis/resource.nvidia.com/v1beta1/computedomains"),
-                  ("configmaps", "/api/v1/configmaps"))
+SNAPSHOT_KINDS = (
+    ("nodes", "/api/v1/nodes"),
+    ("deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses"),
+    ("computedomains", "/apis/resource.nvidia.com/v1beta1/computedomains"),
+    ("configmaps", "/api/v1/configmaps"),
+)
 
 
 def snapshot(bed) -> dict:
     """{cluster: {(resource, namespace, name): resourceVersion}}, read as the admin (not counted)."""
     from testbed.simulator_client import Kube
+
     out = {}
     for name, cluster in bed.clusters.items():
         kube = Kube(cluster.cp.kubeconfig, "bench-snapshot")
@@ -153,8 +165,7 @@ def api_requests(bed, marks: dict, user: str, before: dict | None = None, after:
     total = {"reads": 0, "discovery": 0, "writes": 0, "lease": 0, "objects": 0, "by_kind": {}}
     for name, mark in marks.items():
         window = bed.clusters[name].cp.audit.since(mark)
-        events = [e for e in window.requests if e.get("user", {}).get("username") == user
-                  and not _dry_run(e)]
+        events = [e for e in window.requests if e.get("user", {}).get("username") == user and not _dry_run(e)]
         counts = classify(events)
         for k in ("reads", "discovery", "writes", "lease"):
             total[k] += counts[k]
@@ -171,6 +182,7 @@ def api_requests(bed, marks: dict, user: str, before: dict | None = None, after:
 
 def _dry_run(event: dict) -> bool:
     from testbed.audit import is_dry_run
+
     return is_dry_run(event)
 
 

@@ -19,6 +19,7 @@ one-pool change (one more node label on one pool) writes = one per node of that 
 Magnum (when the inventory has it): one GET of the cluster's nodegroups per cluster and run
     (Keystone's token request is not a Magnum request and is not counted).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,6 +35,7 @@ def _objects(plan: ClusterPlan) -> int:
     from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
     from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
     from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
+
     data = dict(plan.cluster)
     if "magnum" in data:
         data["magnum"] = dict(data["magnum"], cloud="limits")
@@ -47,8 +49,11 @@ def _has_mig(plan: ClusterPlan) -> bool:
 
 def waves(plan: ClusterPlan) -> int:
     per_wave = plan.cluster.get("mig_manager", {}).get("max_unavailable", 1)
-    return sum(math.ceil(len(plan.pool_nodes(p["name"])) / per_wave) for p in plan.cluster["pools"]
-               if p.get("mig", {}).get("mode") == "static")
+    return sum(
+        math.ceil(len(plan.pool_nodes(p["name"])) / per_wave)
+        for p in plan.cluster["pools"]
+        if p.get("mig", {}).get("mode") == "static"
+    )
 
 
 def noop_reads(plan: ClusterPlan) -> int:

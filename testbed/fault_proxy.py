@@ -19,6 +19,7 @@ to the proxy with the kubeconfig `FaultProxy.kubeconfig` writes.
     proxy.log        # [(method, path, what happened)] what happened: an int status, "hang"
     proxy.stop()
 """
+
 from __future__ import annotations
 
 import base64
@@ -35,8 +36,13 @@ from pathlib import Path
 
 import yaml
 
-STATUS_TEXT = {429: "TooManyRequests", 500: "InternalError", 502: "BadGateway", 503: "ServiceUnavailable",
-               504: "Timeout"}
+STATUS_TEXT = {
+    429: "TooManyRequests",
+    500: "InternalError",
+    502: "BadGateway",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
 HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
 
@@ -86,24 +92,36 @@ class FaultProxy:
 
     def write_kubeconfig(self, path: str | os.PathLike) -> Path:
         """A kubeconfig that points at the proxy (plain HTTP, no credentials: the proxy adds them)."""
-        cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "fault-proxy",
-               "clusters": [{"name": "fault-proxy", "cluster": {"server": self.url}}],
-               "users": [{"name": "fault-proxy", "user": {}}],
-               "contexts": [{"name": "fault-proxy", "context": {"cluster": "fault-proxy", "user": "fault-proxy"}}]}
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "fault-proxy",
+            "clusters": [{"name": "fault-proxy", "cluster": {"server": self.url}}],
+            "users": [{"name": "fault-proxy", "user": {}}],
+            "contexts": [{"name": "fault-proxy", "context": {"cluster": "fault-proxy", "user": "fault-proxy"}}],
+        }
         path = Path(path)
         path.write_text(yaml.safe_dump(cfg))
         return path
 
     # ---- faults ----------------------------------------------------------------------------------
-    def inject(self, *, status: int | None = None, hang: float | None = None, count: int = 1,
-               retry_after: int | None = None, match: str = "") -> None:
+    def inject(
+        self,
+        *,
+        status: int | None = None,
+        hang: float | None = None,
+        count: int = 1,
+        retry_after: int | None = None,
+        match: str = "",
+    ) -> None:
         """The next `count` requests whose "METHOD /path?query" matches `match` (a regex) get `status`
         (with Retry-After when given) or no answer for `hang` seconds before the connection closes."""
         if (status is None) == (hang is None):
             raise ValueError("give exactly one of status or hang")
         with self._lock:
-            self.faults.append({"status": status, "hang": hang, "count": count, "retry_after": retry_after,
-                                "match": re.compile(match)})
+            self.faults.append(
+                {"status": status, "hang": hang, "count": count, "retry_after": retry_after, "match": re.compile(match)}
+            )
 
     def clear(self) -> None:
         with self._lock:
@@ -152,11 +170,23 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None:
             status = fault["status"]
             self.proxy._record(self.command, self.path, status)
-            message = ("Too many requests, please try again later." if status == 429
-                       else "injected fault: the API server is unavailable")
-            payload = json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                  "message": message, "reason": STATUS_TEXT.get(status, "InternalError"),
-                                  "details": {"retryAfterSeconds": fault["retry_after"] or 0}, "code": status}).encode()
+            message = (
+                "Too many requests, please try again later."
+                if status == 429
+                else "injected fault: the API server is unavailable"
+            )
+            payload = json.dumps(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": message,
+                    "reason": STATUS_TEXT.get(status, "InternalError"),
+                    "details": {"retryAfterSeconds": fault["retry_after"] or 0},
+                    "code": status,
+                }
+            ).encode()
             self.send_response(status)
             if fault["retry_after"] is not None:
                 self.send_header("Retry-After", str(fault["retry_after"]))

@@ -10,6 +10,7 @@ its own, .build/ansible-test-venv, once; ansible-test's --requirements would
 fetch a pip bootstrap script from outside the package registries, so we do
 that part here and run ansible-test with --local in that venv.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,13 +21,26 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEST = os.path.join(ROOT, ".build", "ansible-test", "ansible_collections", "gpupool", "core")
-SKIP = ("testbed/", "tools/", "bench/", "tests/integration/", "tests/fixtures/", ".ci/", "conftest.py", "extensions/molecule/",
-        "tests/__init__.py", "pyproject.toml", "Makefile", "ansible.cfg")
+SKIP = (
+    "testbed/",
+    "tools/",
+    "bench/",
+    "tests/integration/",
+    "tests/fixtures/",
+    ".ci/",
+    "conftest.py",
+    "extensions/molecule/",
+    "tests/__init__.py",
+    "pyproject.toml",
+    "Makefile",
+    "ansible.cfg",
+)
 
 
 def shipped_files():
-    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout.split("\n")
+    out = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split("\n")
     return [f for f in out if f and not f.startswith(SKIP) and os.path.isfile(os.path.join(ROOT, f))]
 
 
@@ -47,6 +61,7 @@ VENV = os.path.join(ROOT, ".build", "ansible-test-venv")
 def ensure_venv():
     import ansible
     import ansible_test
+
     stamp = os.path.join(VENV, ".stamp-" + ansible.__version__)
     if os.path.exists(stamp):
         return
@@ -66,7 +81,9 @@ def ensure_venv():
 def install_pip_bootstrap():
     """ansible-test bootstraps pip in each venv with a script it downloads; give it ours."""
     import re
+
     import ansible_test
+
     src = open(os.path.join(os.path.dirname(ansible_test.__file__), "_internal", "python_requirements.py")).read()
     version = re.search(r"default_packages = dict\(\s*pip='([0-9.]+)'", src).group(1)
     cache = os.path.expanduser("~/.ansible/test/cache/get_pip_%s.py" % version.replace(".", "_"))
@@ -83,8 +100,11 @@ def main(argv):
     cmd = [os.path.join(VENV, "bin", "ansible-test"), what, "--local", "--python", py, "--color", "no"]
     print("[ansible-test] %s (in %s)" % (" ".join(cmd[1:]), DEST), flush=True)
     t0 = time.time()
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.dirname(os.path.dirname(os.path.dirname(DEST))),
-               PATH=os.path.join(VENV, "bin") + os.pathsep + os.environ.get("PATH", ""))
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=os.path.dirname(os.path.dirname(os.path.dirname(DEST))),
+        PATH=os.path.join(VENV, "bin") + os.pathsep + os.environ.get("PATH", ""),
+    )
     env.pop("PYTHONPATH", None)
     rc = subprocess.call(cmd, cwd=DEST, env=env)
     print("[ansible-test] %s finished rc=%d in %.0fs" % (what, rc, time.time() - t0), flush=True)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 
-class ModuleDocFragment(object):
+class ModuleDocFragment:
     # Connection options shared by every gpupool.core Kubernetes module (action group gpupool.core.k8s).
     DOCUMENTATION = r"""
 options:

@@ -21,6 +21,7 @@ Subclasses: `PoolModule` (cluster + pools, validated by the model before anythin
 (OpenStack connection + Magnum client), `MagnumPoolModule` (a Magnum module over the inventory's
 cluster + pools, or standalone over flat options) and `NvmlModule` (an NVML session on a GPU node).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -37,10 +38,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.inventory impor
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
 
+
 def _openstack():
     """openstack/connection.py, imported only by modules that talk to OpenStack: importing openstacksdk costs most
     of a second of CPU, which every Kubernetes module run would otherwise pay for nothing."""
     from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection
+
     return connection
 
 
@@ -65,8 +68,9 @@ class GpupoolModule:
     required_libraries: Tuple[str, ...] = ()
 
     def __init__(self) -> None:
-        self.ansible = AnsibleModule(argument_spec=self.full_argument_spec(), supports_check_mode=True,
-                                     **self.module_kwargs)
+        self.ansible = AnsibleModule(
+            argument_spec=self.full_argument_spec(), supports_check_mode=True, **self.module_kwargs
+        )
         self.params = self.ansible.params
         self.check_mode = self.ansible.check_mode
         self.diff_mode = bool(self.ansible._diff)
@@ -105,8 +109,11 @@ class GpupoolModule:
 
     def require_at_least(self, **minimums: int) -> None:
         """Numeric options with a lower bound (an argument spec cannot say it), checked before any request."""
-        problems = [(name, "must be at least %d, got %s" % (low, self.params[name]))
-                    for name, low in minimums.items() if self.params.get(name) is not None and self.params[name] < low]
+        problems = [
+            (name, "must be at least %d, got %s" % (low, self.params[name]))
+            for name, low in minimums.items()
+            if self.params.get(name) is not None and self.params[name] < low
+        ]
         if problems:
             raise Problems(problems, subject="in the module options")
 
@@ -196,8 +203,9 @@ class KubernetesModule(PoolModule):
         """Connected on first use, so inventory problems fail before any request."""
         if self._engine is None:
             client = k8s_connect(self.params, self.cluster)
-            self._engine = ApplyEngine(client, check_mode=self.check_mode,
-                                       force_conflicts=bool(self.params.get("force_conflicts")))
+            self._engine = ApplyEngine(
+                client, check_mode=self.check_mode, force_conflicts=bool(self.params.get("force_conflicts"))
+            )
             self.hold_run_lease(client)
         return self._engine
 
@@ -207,8 +215,9 @@ class KubernetesModule(PoolModule):
         lease = self.params.get("run_lease")
         if not lease:
             return
-        run_lease = RunLease(client, lease["namespace"], lease["name"], lease["holder"], lease["duration"],
-                             check_mode=self.check_mode)
+        run_lease = RunLease(
+            client, lease["namespace"], lease["name"], lease["holder"], lease["duration"], check_mode=self.check_mode
+        )
         self.lease_result = run_lease.hold()
 
     @property
@@ -287,18 +296,41 @@ class MagnumPoolModule(MagnumModule):
                 raise MissingLibrary(requirement, reason="to read the cluster inventory", traceback=str(error))
             given = [name for name in self.standalone_options if self.params.get(name) is not None]
             if given:
-                raise Problems([(name, "is for standalone use (cluster given as a Magnum cluster name); with the "
-                                 "inventory as cluster, set it in the pool's nodegroup instead") for name in given],
-                               subject="in the module options")
+                raise Problems(
+                    [
+                        (
+                            name,
+                            "is for standalone use (cluster given as a Magnum cluster name); with the "
+                            "inventory as cluster, set it in the pool's nodegroup instead",
+                        )
+                        for name in given
+                    ],
+                    subject="in the module options",
+                )
             self.cluster = load_cluster(cluster)
             self.selected = select_pools(self.cluster, self.params["pools"])
         elif not isinstance(cluster, str) or not cluster:
-            raise Problems([("cluster", "must be the cluster inventory (a mapping, usually {{ gpupool_cluster }}) or "
-                             "the name or uuid of a Magnum cluster, got %s" % type(cluster).__name__)],
-                           subject="in the module options")
+            raise Problems(
+                [
+                    (
+                        "cluster",
+                        "must be the cluster inventory (a mapping, usually {{ gpupool_cluster }}) or "
+                        "the name or uuid of a Magnum cluster, got %s" % type(cluster).__name__,
+                    )
+                ],
+                subject="in the module options",
+            )
         elif self.params["pools"]:
-            raise Problems([("pools", "selects pools of a cluster inventory; with cluster given as a Magnum "
-                             "cluster name there are no pools to select")], subject="in the module options")
+            raise Problems(
+                [
+                    (
+                        "pools",
+                        "selects pools of a cluster inventory; with cluster given as a Magnum "
+                        "cluster name there are no pools to select",
+                    )
+                ],
+                subject="in the module options",
+            )
 
 
 class NvmlModule(GpupoolModule):

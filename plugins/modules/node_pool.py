@@ -159,7 +159,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.module import Kuberne
 from ansible_collections.gpupool.core.plugins.module_utils.plan import orphans as plan_orphans
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
-    assign_nodes, desired_node_labels, desired_node_taints, gpupool_label_keys, node_matcher,
+    assign_nodes,
+    desired_node_labels,
+    desired_node_taints,
+    gpupool_label_keys,
+    node_matcher,
     node_ready,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
@@ -197,12 +201,24 @@ class NodePoolModule(KubernetesModule):
             if short:
                 raise GpupoolError(
                     "timed out after %ds waiting for Ready nodes: %s. Check the nodegroups (openstack coe nodegroup "
-                    "list), that the nodes joined (kubectl get nodes -L %s) and their kubelets" % (
-                        self.p["wait_timeout"], "; ".join("pool %s has %d of %d (nodes found: %s)" % (
-                            pool.name, self.ready.get(pool.name, 0), self.wanted_ready(pool),
-                            ", ".join(n["metadata"]["name"] for n in self.assigned.get(pool.name, [])) or "none")
-                            for pool in short), self.p["nodegroup_label"]),
-                    wait_log=info["wait_log"], pools=self.pools_info())
+                    "list), that the nodes joined (kubectl get nodes -L %s) and their kubelets"
+                    % (
+                        self.p["wait_timeout"],
+                        "; ".join(
+                            "pool %s has %d of %d (nodes found: %s)"
+                            % (
+                                pool.name,
+                                self.ready.get(pool.name, 0),
+                                self.wanted_ready(pool),
+                                ", ".join(n["metadata"]["name"] for n in self.assigned.get(pool.name, [])) or "none",
+                            )
+                            for pool in short
+                        ),
+                        self.p["nodegroup_label"],
+                    ),
+                    wait_log=info["wait_log"],
+                    pools=self.pools_info(),
+                )
         info["pools"] = self.pools_info()
         info["orphaned"] = [self.orphaned[name] for name in sorted(self.orphaned)]
         return info
@@ -239,11 +255,12 @@ class NodePoolModule(KubernetesModule):
             if plan_orphans.needs_orphan_cordon(node):
                 errors += self._cordon(node, left, plan_orphans.orphan_cordon_patch(), "orphaned")
             if self.node_results[name].changed:
-                self.warn("node %s: %s, so it is kept cordoned with gpupool's taints and labelled %s=true instead "
-                          "of being handed back schedulable; see the pool report for how to remove or reuse it"
-                          % (name, self.orphaned[name]["reason"], ORPHANED_LABEL))
-        self.ready = dict((pool.name, sum(1 for n in self.assigned[pool.name] if node_ready(n)))
-                          for pool in self.present)
+                self.warn(
+                    "node %s: %s, so it is kept cordoned with gpupool's taints and labelled %s=true instead "
+                    "of being handed back schedulable; see the pool report for how to remove or reuse it"
+                    % (name, self.orphaned[name]["reason"], ORPHANED_LABEL)
+                )
+        self.ready = {pool.name: sum(1 for n in self.assigned[pool.name] if node_ready(n)) for pool in self.present}
         if errors:
             raise ConvergeError("\n".join(errors), list(self.node_results.values()))
         return nodes
@@ -297,6 +314,7 @@ class NodePoolModule(KubernetesModule):
 
     def wait(self, info):
         """Re-converge and count Ready nodes until every pool has enough; returns the pools still short."""
+
         def probe():
             if probe.rounds:  # run() has just converged: the first round only counts
                 self.converge_nodes()
@@ -304,9 +322,16 @@ class NodePoolModule(KubernetesModule):
             short = [pool for pool in self.present if self.ready.get(pool.name, 0) < self.wanted_ready(pool)]
             probe.short = short
             return not short, ", ".join(
-                "%s %d/%d Ready (%d node(s) found)" % (pool.name, self.ready.get(pool.name, 0), self.wanted_ready(pool),
-                                                       len(self.assigned.get(pool.name, [])))
-                for pool in self.present)
+                "%s %d/%d Ready (%d node(s) found)"
+                % (
+                    pool.name,
+                    self.ready.get(pool.name, 0),
+                    self.wanted_ready(pool),
+                    len(self.assigned.get(pool.name, [])),
+                )
+                for pool in self.present
+            )
+
         probe.rounds = 0
         result = Waiter(self.p["wait_timeout"], self.p["wait_sleep"]).until(probe)
         info["wait_log"] = result.log
@@ -315,9 +340,11 @@ class NodePoolModule(KubernetesModule):
     def pools_info(self):
         out = {}
         for pool in self.present:
-            out[pool.name] = {"nodes": [n["metadata"]["name"] for n in self.assigned.get(pool.name, [])],
-                              "ready": self.ready.get(pool.name, 0),
-                              "selector": node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe}
+            out[pool.name] = {
+                "nodes": [n["metadata"]["name"] for n in self.assigned.get(pool.name, [])],
+                "ready": self.ready.get(pool.name, 0),
+                "selector": node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe,
+            }
         return out
 
 

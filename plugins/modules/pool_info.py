@@ -247,7 +247,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
-    COMPUTE_DOMAIN, DAEMON_SET, NODE, RESOURCE_CLAIM, RESOURCE_SLICE,
+    COMPUTE_DOMAIN,
+    DAEMON_SET,
+    NODE,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import build_report, summary
 
@@ -261,8 +265,10 @@ class PoolInfoModule(KubernetesModule):
         nodes = self.engine.list(NODE)
         version = self.engine.version(RESOURCE_SLICE, required=False)
         if version is None:
-            self.warn("the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
-                      "published; every node is reported as not published")
+            self.warn(
+                "the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
+                "published; every node is reported as not published"
+            )
             slices, claims = [], []
         else:
             slices = self.engine.list(RESOURCE_SLICE)
@@ -270,18 +276,33 @@ class PoolInfoModule(KubernetesModule):
         daemonsets = self.engine.list(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
         cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
         compute_domains = self.engine.list(COMPUTE_DOMAIN) if cd_version else []
-        report = build_report(self.cluster, nodes, slices, claims, self.selected, p["nodegroup_label"],
-                              p["name_pattern"], daemonsets=daemonsets, compute_domains=compute_domains,
-                              compute_domains_served=cd_version is not None)
+        report = build_report(
+            self.cluster,
+            nodes,
+            slices,
+            claims,
+            self.selected,
+            p["nodegroup_label"],
+            p["name_pattern"],
+            daemonsets=daemonsets,
+            compute_domains=compute_domains,
+            compute_domains_served=cd_version is not None,
+        )
         text = summary(report)
-        out = dict(pools=report["pools"], mismatches=report["mismatches"], totals=report["totals"],
-                   driver=report["driver"],
-                   orphaned=report["orphaned"],
-                   ok=not report["mismatches"], summary=text,
-                   resource_api_version=("resource.k8s.io/%s" % version) if version else None)
+        out = dict(
+            pools=report["pools"],
+            mismatches=report["mismatches"],
+            totals=report["totals"],
+            driver=report["driver"],
+            orphaned=report["orphaned"],
+            ok=not report["mismatches"],
+            summary=text,
+            resource_api_version=("resource.k8s.io/%s" % version) if version else None,
+        )
         if p["fail_on_mismatch"] and report["mismatches"]:
-            raise GpupoolError("%d mismatch(es) between the inventory and the cluster:\n%s"
-                               % (len(report["mismatches"]), text), **out)
+            raise GpupoolError(
+                "%d mismatch(es) between the inventory and the cluster:\n%s" % (len(report["mismatches"]), text), **out
+            )
         return out
 
     def partial_result(self):

@@ -191,8 +191,9 @@ class ResourceClaimTemplateModule(KubernetesModule):
     shared = (APPLY,)
     argument_spec = dict(
         namespaces=dict(type="list", elements="str", default=[]),
-        templates=dict(type="list", elements="dict", options=TEMPLATE_SPEC,
-                       mutually_exclusive=[("device_class", "mig_profile")]),
+        templates=dict(
+            type="list", elements="dict", options=TEMPLATE_SPEC, mutually_exclusive=[("device_class", "mig_profile")]
+        ),
         recreate=dict(type="bool", default=True),
         prune=dict(type="bool", default=True),
     )

@@ -149,16 +149,24 @@ class RunLeaseModule(KubernetesModule):
     def prepare(self):
         super().prepare()
         if self.params["state"] == "released" and not self.params["holder"]:
-            raise GpupoolError("state=released needs the holder that took the lease: pass holder, the holder value "
-                               "the acquiring task returned")
+            raise GpupoolError(
+                "state=released needs the holder that took the lease: pass holder, the holder value "
+                "the acquiring task returned"
+            )
         self.params["holder"] = self.params["holder"] or default_holder()
         self.params["run_lease"] = None  # this module handles the lease itself
 
     def run(self):
         p = self.params
-        lease = RunLease(self.client, p["namespace"], p["name"], p["holder"], p["duration"],
-                         run="started %s by cluster %s" % (microtime(utc_now()), self.cluster.name),
-                         check_mode=self.check_mode)
+        lease = RunLease(
+            self.client,
+            p["namespace"],
+            p["name"],
+            p["holder"],
+            p["duration"],
+            run="started %s by cluster %s" % (microtime(utc_now()), self.cluster.name),
+            check_mode=self.check_mode,
+        )
         if p["state"] == "released":
             out = lease.release()
             return dict(out, changed=out["action"] == "released")
@@ -171,13 +179,17 @@ class RunLeaseModule(KubernetesModule):
             except LeaseHeld as exc:
                 outcome["held"] = exc
                 return False, exc.message
+
         result = Waiter(max(0, p["wait"]), p["wait_sleep"]).until(probe)
         if not result.done:
             raise outcome["held"]
         outcome.pop("held", None)
-        return dict(outcome, changed=outcome["action"] in ("created", "taken"), waited=round(result.elapsed, 1),
-                    lease={"name": p["name"], "namespace": p["namespace"], "holder": p["holder"],
-                           "duration": p["duration"]})
+        return dict(
+            outcome,
+            changed=outcome["action"] in ("created", "taken"),
+            waited=round(result.elapsed, 1),
+            lease={"name": p["name"], "namespace": p["namespace"], "holder": p["holder"], "duration": p["duration"]},
+        )
 
 
 def main():

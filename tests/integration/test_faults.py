@@ -8,6 +8,7 @@ half-applied (counted in the apiserver's audit log and the Magnum emulator's req
 The apiserver tests use a control plane of their own (they kill it); the fault front
 (testbed/fault_proxy.py) forwards to that apiserver with the test's identity.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration import k8s_helpers as h
-from tests.integration.playbook import ROOT as ROOT_DIR, VENV_BIN
+from tests.integration.playbook import ROOT as ROOT_DIR
+from tests.integration.playbook import VENV_BIN
 
 ROOT = Path(ROOT_DIR)
 
@@ -35,19 +37,32 @@ H100_NODES = ["faults-h100-%02d" % i for i in range(12)]
 
 
 def inventory(kubeconfig, t4_labels=None):
-    return {"name": "faults", "kubeconfig": str(kubeconfig),
-            "pools": [{"name": "faults-t4", "node_selector": {SELECTOR: "faults-t4"}, "gpu": {"model": "T4"},
-                       "node_labels": dict(t4_labels or {"team": "vision"}),
-                       "taints": [{"key": "dedicated", "value": "vision"}],
-                       "sharing": {"time_slicing": {"interval": "Medium"}}},
-                      {"name": "faults-h100", "node_selector": {SELECTOR: "faults-h100"},
-                       "gpu": {"model": "H100-80GB", "per_node": 4},
-                       "device_classes": {"extra": [{"name": "faults-h100-big", "min_memory": "80Gi"}]}}]}
+    return {
+        "name": "faults",
+        "kubeconfig": str(kubeconfig),
+        "pools": [
+            {
+                "name": "faults-t4",
+                "node_selector": {SELECTOR: "faults-t4"},
+                "gpu": {"model": "T4"},
+                "node_labels": dict(t4_labels or {"team": "vision"}),
+                "taints": [{"key": "dedicated", "value": "vision"}],
+                "sharing": {"time_slicing": {"interval": "Medium"}},
+            },
+            {
+                "name": "faults-h100",
+                "node_selector": {SELECTOR: "faults-h100"},
+                "gpu": {"model": "H100-80GB", "per_node": 4},
+                "device_classes": {"extra": [{"name": "faults-h100-big", "min_memory": "80Gi"}]},
+            },
+        ],
+    }
 
 
 def run_module(module, **args):
     """A module's main() in-process with these arguments; returns its JSON result (fast: no ansible-playbook)."""
     from ansible.module_utils.testing import patch_module_args
+
     out = io.StringIO()
     with patch_module_args(args), contextlib.redirect_stdout(out):
         try:
@@ -63,6 +78,7 @@ def own_cp(tmp_path_factory):
     from testbed.controlplane import ControlPlane
     from testbed.node_simulator import IDENTITY, GpuInventory, NodeSimulator
     from testbed.simulator_client import Kube, simulator_kubeconfig
+
     cp = ControlPlane(tmp_path_factory.mktemp("faults-cp") / "cp")
     try:
         cp.start()
@@ -75,13 +91,22 @@ def own_cp(tmp_path_factory):
         def register(item):
             name, flavor, pool = item
             if not hasattr(local, "nodes"):  # a client per thread
-                local.nodes = NodeSimulator(Kube(kubeconfig, "node-simulator"), GpuInventory(False), log=lambda _m: None)
+                local.nodes = NodeSimulator(
+                    Kube(kubeconfig, "node-simulator"), GpuInventory(False), log=lambda _m: None
+                )
             # Someone else's label and taint are already there: a converge must keep them.
-            local.nodes.register_node(name, flavor, labels={SELECTOR: pool, FOREIGN_LABEL[0]: FOREIGN_LABEL[1]},
-                                      taints=[FOREIGN_TAINT])
+            local.nodes.register_node(
+                name, flavor, labels={SELECTOR: pool, FOREIGN_LABEL[0]: FOREIGN_LABEL[1]}, taints=[FOREIGN_TAINT]
+            )
+
         with ThreadPoolExecutor(6) as pool:
-            list(pool.map(register, [(n, "g2.5xlarge", "faults-t4") for n in T4_NODES] +
-                          [(n, "g5.h100x4", "faults-h100") for n in H100_NODES]))
+            list(
+                pool.map(
+                    register,
+                    [(n, "g2.5xlarge", "faults-t4") for n in T4_NODES]
+                    + [(n, "g5.h100x4", "faults-h100") for n in H100_NODES],
+                )
+            )
         h.ensure_namespace(cp, "gpu-operator")
         yield cp
     finally:
@@ -98,8 +123,10 @@ def converged(cp, t4_labels=None):
     problems = []
     nodes = {n["metadata"]["name"]: n for n in h.kubectl_json(cp, "get", "nodes")["items"]}
     want_labels = {"faults-t4": dict(t4_labels or {"team": "vision"}), "faults-h100": {}}
-    want_taints = {"faults-t4": {("node-role.kubernetes.io/gpu", "NoSchedule"), ("dedicated", "NoSchedule")},
-                   "faults-h100": {("node-role.kubernetes.io/gpu", "NoSchedule")}}
+    want_taints = {
+        "faults-t4": {("node-role.kubernetes.io/gpu", "NoSchedule"), ("dedicated", "NoSchedule")},
+        "faults-h100": {("node-role.kubernetes.io/gpu", "NoSchedule")},
+    }
     for names, pool in ((T4_NODES, "faults-t4"), (H100_NODES, "faults-h100")):
         for name in names:
             meta, spec = nodes[name]["metadata"], nodes[name].get("spec") or {}
@@ -116,8 +143,11 @@ def converged(cp, t4_labels=None):
             recorded = (meta.get("annotations") or {}).get("gpupool.io/taints", "")
             if set(recorded.split(",")) != {"%s:%s" % t for t in want_taints[pool]}:
                 problems.append("%s taints annotation %r" % (name, recorded))
-    classes = sorted(c["metadata"]["name"] for c in h.kubectl_json(cp, "get", "deviceclasses")["items"]
-                     if (c["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "gpupool")
+    classes = sorted(
+        c["metadata"]["name"]
+        for c in h.kubectl_json(cp, "get", "deviceclasses")["items"]
+        if (c["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "gpupool"
+    )
     if classes != ["faults-h100", "faults-h100-big", "faults-t4"]:
         problems.append("DeviceClasses %s" % classes)
     return problems
@@ -126,32 +156,59 @@ def converged(cp, t4_labels=None):
 def site(cp, tmp_path, kubeconfig, name, **kwargs):
     """playbooks/site.yml on the faults inventory, in the background: returns the Popen and its log path."""
     import yaml
+
     work = tmp_path / name
     work.mkdir()
-    (work / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {"faults": {
-        "ansible_connection": "local", "ansible_python_interpreter": h.PYTHON,
-        "gpupool_cluster": inventory(kubeconfig, **kwargs)}}}}}}))
-    env = dict(h.env_kubeconfig(kubeconfig), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
-               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    (work / "hosts.yml").write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "children": {
+                        "gpupool_clusters": {
+                            "hosts": {
+                                "faults": {
+                                    "ansible_connection": "local",
+                                    "ansible_python_interpreter": h.PYTHON,
+                                    "gpupool_cluster": inventory(kubeconfig, **kwargs),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        )
+    )
+    env = dict(
+        h.env_kubeconfig(kubeconfig),
+        ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+    )
     log = work / "out.log"
-    proc = subprocess.Popen([VENV_BIN + "/ansible-playbook", "-i", str(work / "hosts.yml"),
-                             str(ROOT / "playbooks" / "site.yml")], cwd=ROOT, env=env,
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [VENV_BIN + "/ansible-playbook", "-i", str(work / "hosts.yml"), str(ROOT / "playbooks" / "site.yml")],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     return proc, log
 
 
 def recap(text):
     import re
+
     m = re.search(r"^faults\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", text, re.M)
     return {"ok": int(m.group(1)), "changed": int(m.group(2)), "failed": int(m.group(3))} if m else None
 
 
 def node_writes_so_far(cp, mark):
-    return len([e for e in cp.audit.since(mark, settle_timeout=0).writes(user=USER, resource="nodes")])
+    return len(list(cp.audit.since(mark, settle_timeout=0).writes(user=USER, resource="nodes")))
 
 
-def test_apiserver_killed_mid_converge_then_rerun_converges_with_nothing_duplicated_or_lost(own_cp, kubeconfig,
-                                                                                            tmp_path):
+def test_apiserver_killed_mid_converge_then_rerun_converges_with_nothing_duplicated_or_lost(
+    own_cp, kubeconfig, tmp_path
+):
     cp = own_cp
     mark = cp.audit.mark()
     proc, log = site(cp, tmp_path, kubeconfig, "killed")
@@ -188,14 +245,31 @@ def test_apiserver_killed_mid_converge_then_rerun_converges_with_nothing_duplica
 # ---- check mode on a changed inventory ------------------------------------------------------------------
 def test_check_mode_on_a_changed_inventory_writes_nothing(own_cp, kubeconfig, tmp_path):
     """Runs right after the converge above (the cluster is converged on inventory())."""
-    from tests.integration.playbook import run_playbook
     import yaml
+
+    from tests.integration.playbook import run_playbook
+
     assert converged(own_cp) == []
     changed = inventory(kubeconfig, {"team": "vision", "generation": "3"})
     changed["pools"][1]["device_classes"]["extra"].append({"name": "faults-h100-cc9", "min_compute_capability": "9.0"})
     changed["pools"][1]["taints"] = [{"key": "reserved", "value": "training", "effect": "NoExecute"}]
-    hosts = yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {"faults": {
-        "ansible_connection": "local", "ansible_python_interpreter": h.PYTHON, "gpupool_cluster": changed}}}}}})
+    hosts = yaml.safe_dump(
+        {
+            "all": {
+                "children": {
+                    "gpupool_clusters": {
+                        "hosts": {
+                            "faults": {
+                                "ansible_connection": "local",
+                                "ansible_python_interpreter": h.PYTHON,
+                                "gpupool_cluster": changed,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    )
     mark = own_cp.audit.mark()
     res = run_playbook(str(ROOT / "playbooks" / "site.yml"), hosts, tmp_path, check=True, diff=True)
     window = own_cp.audit.since(mark)
@@ -211,6 +285,7 @@ def test_check_mode_on_a_changed_inventory_writes_nothing(own_cp, kubeconfig, tm
 @pytest.fixture
 def proxy(own_cp, kubeconfig, tmp_path):
     from testbed.fault_proxy import FaultProxy
+
     with FaultProxy(own_cp, kubeconfig) as p:
         p.kubeconfig = p.write_kubeconfig(tmp_path / "proxy.kubeconfig")
         yield p
@@ -218,6 +293,7 @@ def proxy(own_cp, kubeconfig, tmp_path):
 
 def node_pool(kubeconfig, t4_labels, **args):
     from ansible_collections.gpupool.core.plugins.modules import node_pool as module
+
     return run_module(module, cluster=inventory(kubeconfig, t4_labels), **args)
 
 
@@ -258,12 +334,14 @@ def test_5xx_that_persists_is_reported_with_what_to_do_and_nothing_half_written(
 # ---- Magnum: the API goes away during a resize or a create; 429, timeouts, *_FAILED ---------------------
 def ng(magnum, **args):
     from ansible_collections.gpupool.core.plugins.modules import nodegroup
+
     return run_module(nodegroup, cloud=magnum.cloud_name, cluster="k8s", name="gpu", **args)
 
 
 def restart_when(magnum, method, path_end, down_for=1.5):
     """A thread that stops the emulator (API and conductor) once `method .../path_end` was received,
     and starts it again `down_for` seconds later (Magnum's state survives, as its database would)."""
+
     def watch():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -273,13 +351,16 @@ def restart_when(magnum, method, path_end, down_for=1.5):
                 magnum.start()
                 return
             time.sleep(0.02)
+
     t = threading.Thread(target=watch, daemon=True)
     t.start()
     return t
 
 
 def writes(magnum, method, path_end):
-    return [r for r in magnum.magnum_requests(writes_only=True) if r["method"] == method and r["path"].endswith(path_end)]
+    return [
+        r for r in magnum.magnum_requests(writes_only=True) if r["method"] == method and r["path"].endswith(path_end)
+    ]
 
 
 def test_magnum_down_during_create_and_resize_no_duplicate_nodegroup_no_double_resize(magnum):
@@ -290,8 +371,9 @@ def test_magnum_down_during_create_and_resize_no_duplicate_nodegroup_no_double_r
     rerun = ng(magnum, node_count=1, timeout=60)
     assert not rerun.get("failed"), (first, rerun)
     assert len(writes(magnum, "POST", "/nodegroups")) == 1  # never created twice
-    groups = [g for g in magnum.cloud.clusters[magnum.cluster("k8s")["uuid"]]["nodegroups"].values()
-              if g["name"] == "gpu"]
+    groups = [
+        g for g in magnum.cloud.clusters[magnum.cluster("k8s")["uuid"]]["nodegroups"].values() if g["name"] == "gpu"
+    ]
     assert len(groups) == 1 and groups[0]["status"] == "CREATE_COMPLETE"
 
     watcher = restart_when(magnum, "POST", "/actions/resize")
@@ -330,21 +412,37 @@ def test_magnum_update_failed_is_reported_with_what_to_do(magnum):
 # ---- a MIG reconfiguration that never finishes ---------------------------------------------------------
 def test_mig_node_that_never_finishes_stops_the_rollout_at_its_wave(sandbox, tmp_path):
     from ansible_collections.gpupool.core.plugins.modules import mig_layout
+
     cp = sandbox.cp
     names = ["faults-mig-0", "faults-mig-1", "faults-mig-2"]
     # faults-mig-0 is registered like the others but no MIG manager runs there (the simulator only
     # serves the nodes the sandbox registered): its nvidia.com/mig.config.state never comes.
-    h.make_node(cp, names[0], labels={SELECTOR: "faults-mig", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
-                                      "nvidia.com/mig.capable": "true"})
+    h.make_node(
+        cp,
+        names[0],
+        labels={
+            SELECTOR: "faults-mig",
+            "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+            "nvidia.com/mig.capable": "true",
+        },
+    )
     for name in names[1:]:
         sandbox.nodes.register_node(name, "g4.p2.40g", labels={SELECTOR: "faults-mig"})
     admin = "gpupool-admin"
     try:
-        cluster = {"name": "faults-mig", "kubeconfig": str(cp.kubeconfig),
-                   "mig_manager": {"config_map": sandbox.mig_config_map, "namespace": sandbox.mig_namespace},
-                   "pools": [{"name": "faults-mig", "node_selector": {SELECTOR: "faults-mig"},
-                              "gpu": {"model": "A100-40GB", "per_node": 2},
-                              "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}}]}
+        cluster = {
+            "name": "faults-mig",
+            "kubeconfig": str(cp.kubeconfig),
+            "mig_manager": {"config_map": sandbox.mig_config_map, "namespace": sandbox.mig_namespace},
+            "pools": [
+                {
+                    "name": "faults-mig",
+                    "node_selector": {SELECTOR: "faults-mig"},
+                    "gpu": {"model": "A100-40GB", "per_node": 2},
+                    "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+                }
+            ],
+        }
         mark = cp.audit.mark()
         result = run_module(mig_layout, cluster=cluster, wait_timeout=2, wait_sleep=0.2, relabel_delay=0)
         window = cp.audit.since(mark)

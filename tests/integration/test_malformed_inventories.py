@@ -6,6 +6,7 @@ Each file holds one `gpupool_cluster` and two comment lines saying what the erro
 of ONE site.yml run (one host per file), their kubeconfig pointing at the real apiserver with an identity
 of their own and their Magnum cloud at the emulator, so any request would be counted.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,24 +46,32 @@ def test_every_malformed_inventory_gets_its_key_path_and_nothing_is_requested(co
         cluster["kubeconfig"] = str(kubeconfig)
         if isinstance(cluster.get("magnum"), dict):
             cluster["magnum"]["cloud"] = magnum.cloud_config()  # any Magnum request would reach the emulator
-        hosts[name] = {"ansible_connection": "local", "ansible_python_interpreter": h.PYTHON,
-                       "gpupool_cluster": cluster}
+        hosts[name] = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": h.PYTHON,
+            "gpupool_cluster": cluster,
+        }
     inventory = yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": hosts}}}})
     mark = control_plane.audit.mark()
-    res = run_playbook(str(Path(ROOT) / "playbooks" / "site.yml"), inventory, tmp_path,
-                       env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_FORKS": "8"})
+    res = run_playbook(
+        str(Path(ROOT) / "playbooks" / "site.yml"),
+        inventory,
+        tmp_path,
+        env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_FORKS": "8"},
+    )
     window = control_plane.audit.since(mark)
     assert res.rc != 0
     # the default callback prints each failed host's result as one JSON line
-    failed = dict((host, json.loads(body)) for host, body in
-                  re.findall(r"^fatal: \[([^\]]+)\]: FAILED! => (\{.*\})$", res.stdout, re.M))
+    failed = {
+        host: json.loads(body)
+        for host, body in re.findall(r"^fatal: \[([^\]]+)\]: FAILED! => (\{.*\})$", res.stdout, re.M)
+    }
     wrong = []
     for name, (_cluster, expect) in cases.items():
         result = failed.get(name) or {}
         msg = result.get("msg", "")
         paths = [p["path"] for p in result.get("problems") or []]
-        if expect["path"] not in paths or expect["path"] not in msg \
-                or expect["says"] not in msg:
+        if expect["path"] not in paths or expect["path"] not in msg or expect["says"] not in msg:
             wrong.append((name, expect, msg[:400]))
     assert wrong == []
     assert window.select(user=USER, include_dry_run=True) == []  # not even a read

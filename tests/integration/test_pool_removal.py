@@ -59,7 +59,7 @@ def test_nodes_of_a_removed_pool_stay_cordoned_tainted_and_reported_until_adopte
     play = h.GpupoolPlay(cp, tmp_path, copy.deepcopy(CLUSTER))
     try:
         (first, _info), _res, _window = play.run(tasks())
-        assert h.actions(first) == dict((n, "updated") for n in NODES), first
+        assert h.actions(first) == dict.fromkeys(NODES, "updated"), first
         check_removal(play)
         adopt_and_release(play)
     finally:
@@ -100,7 +100,7 @@ def check_removal(play):
             "gpupool.io/orphaned": "true",
             "team": "ml",
         }
-    rows = dict((r["name"], r) for r in info["orphaned"])
+    rows = {r["name"]: r for r in info["orphaned"]}
     assert sorted(rows) == ["rm-old-0", "rm-old-1"]
     assert rows["rm-old-0"]["schedulable"] is False and rows["rm-old-0"]["taints"] == [
         "node-role.kubernetes.io/gpu=true:NoSchedule"

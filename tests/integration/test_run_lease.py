@@ -2,6 +2,7 @@
 converge and stops the other, naming the holder, before it writes anything; a second run may wait for the
 first; a lease left by a killed run expires and the next run takes it over. Real kube-apiserver, real
 ansible-playbook, writes counted per identity in the audit log."""
+
 from __future__ import annotations
 
 import datetime
@@ -20,11 +21,22 @@ LEASE = ("kube-system", "gpupool-run")
 
 
 def inventory(kubeconfig, extra=None):
-    cluster = {"name": "lease", "kubeconfig": str(kubeconfig),
-               "pools": [{"name": "lease-t4", "node_selector": {SELECTOR: "t4"}, "gpu": {"model": "T4"},
-                          "node_labels": {"team": "vision"}}]}
-    host = dict({"ansible_connection": "local", "ansible_python_interpreter": h.PYTHON, "gpupool_cluster": cluster},
-                **(extra or {}))
+    cluster = {
+        "name": "lease",
+        "kubeconfig": str(kubeconfig),
+        "pools": [
+            {
+                "name": "lease-t4",
+                "node_selector": {SELECTOR: "t4"},
+                "gpu": {"model": "T4"},
+                "node_labels": {"team": "vision"},
+            }
+        ],
+    }
+    host = dict(
+        {"ansible_connection": "local", "ansible_python_interpreter": h.PYTHON, "gpupool_cluster": cluster},
+        **(extra or {}),
+    )
     return {"all": {"children": {"gpupool_clusters": {"hosts": {"lease": host}}}}}
 
 
@@ -32,12 +44,20 @@ def start_site(tmp_path, name, kubeconfig, extra=None):
     work = tmp_path / name
     work.mkdir()
     (work / "hosts.yml").write_text(yaml.safe_dump(inventory(kubeconfig, extra)))
-    env = dict(h.env_kubeconfig(kubeconfig), ANSIBLE_COLLECTIONS_PATH=str(Path(ROOT) / ".build" / "collections"),
-               ANSIBLE_CONFIG=str(Path(ROOT) / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env = dict(
+        h.env_kubeconfig(kubeconfig),
+        ANSIBLE_COLLECTIONS_PATH=str(Path(ROOT) / ".build" / "collections"),
+        ANSIBLE_CONFIG=str(Path(ROOT) / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+    )
     log = work / "out.log"
-    proc = subprocess.Popen([VENV_BIN + "/ansible-playbook", "-i", str(work / "hosts.yml"),
-                             str(Path(ROOT) / "playbooks" / "site.yml")], cwd=ROOT, env=env,
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [VENV_BIN + "/ansible-playbook", "-i", str(work / "hosts.yml"), str(Path(ROOT) / "playbooks" / "site.yml")],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     return proc, log
 
 
@@ -90,8 +110,9 @@ def test_two_runs_at_once_one_converges_the_other_stops_naming_the_holder(contro
 
 
 def test_a_second_run_can_wait_for_the_first(control_plane, tmp_path):
-    from tests.integration.test_faults import run_module
     from ansible_collections.gpupool.core.plugins.modules import run_lease
+    from tests.integration.test_faults import run_module
+
     cp = control_plane
     setup_nodes(cp)
     try:
@@ -99,11 +120,11 @@ def test_a_second_run_can_wait_for_the_first(control_plane, tmp_path):
         cluster = inventory(kubeconfig)["all"]["children"]["gpupool_clusters"]["hosts"]["lease"]["gpupool_cluster"]
         first = run_module(run_lease, cluster=cluster, holder="gpupool@first-run/1")
         assert first["action"] == "created" and first["lease"]["holder"] == "gpupool@first-run/1"
-        release = threading.Timer(4.0, lambda: run_module(run_lease, cluster=cluster, state="released",
-                                                          holder="gpupool@first-run/1"))
+        release = threading.Timer(
+            4.0, lambda: run_module(run_lease, cluster=cluster, state="released", holder="gpupool@first-run/1")
+        )
         release.start()
-        rc, text = finish(*start_site(tmp_path, "waits", kubeconfig,
-                                      {"gpupool_lease_wait": 120}))
+        rc, text = finish(*start_site(tmp_path, "waits", kubeconfig, {"gpupool_lease_wait": 120}))
         release.join()
         assert rc == 0, text[-3000:]
         assert converged(cp) and lease_of(cp) is None
@@ -116,24 +137,53 @@ def test_a_killed_runs_lease_expires_and_the_next_run_takes_it_over(control_plan
     setup_nodes(cp)
     try:
         # What a run killed mid-converge leaves: its lease, renewed two minutes ago, valid for one.
-        renewed = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=120))
+        renewed = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=120)
         stamp = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        cp.kubectl("apply", "-f", "-", input=yaml.safe_dump({
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": LEASE[1], "namespace": LEASE[0], "labels": {"app.kubernetes.io/managed-by": "gpupool"}},
-            "spec": {"holderIdentity": "gpupool@killed-run/9", "leaseDurationSeconds": 60, "acquireTime": stamp,
-                     "renewTime": stamp}}))
+        cp.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=yaml.safe_dump(
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {
+                        "name": LEASE[1],
+                        "namespace": LEASE[0],
+                        "labels": {"app.kubernetes.io/managed-by": "gpupool"},
+                    },
+                    "spec": {
+                        "holderIdentity": "gpupool@killed-run/9",
+                        "leaseDurationSeconds": 60,
+                        "acquireTime": stamp,
+                        "renewTime": stamp,
+                    },
+                }
+            ),
+        )
         kubeconfig = cp.mint_kubeconfig("operator-d", ["system:masters"])
         rc, text = finish(*start_site(tmp_path, "after-kill", kubeconfig))
         assert rc == 0, text[-3000:]
         assert converged(cp) and lease_of(cp) is None
 
         # A lease another run holds and renews is NOT taken: the run stops before any write.
-        cp.kubectl("apply", "-f", "-", input=yaml.safe_dump({
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": LEASE[1], "namespace": LEASE[0]},
-            "spec": {"holderIdentity": "gpupool@live-run/3", "leaseDurationSeconds": 600,
-                     "renewTime": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}))
+        cp.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=yaml.safe_dump(
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": LEASE[1], "namespace": LEASE[0]},
+                    "spec": {
+                        "holderIdentity": "gpupool@live-run/3",
+                        "leaseDurationSeconds": 600,
+                        "renewTime": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    },
+                }
+            ),
+        )
         mark = cp.audit.mark()
         rc, text = finish(*start_site(tmp_path, "while-held", kubeconfig))
         assert rc != 0 and "holder gpupool@live-run/3" in text, text[-3000:]

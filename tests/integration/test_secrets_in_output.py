@@ -5,6 +5,7 @@ One ansible-playbook run at -vvv: playbooks/site.yml on an inventory whose clust
 Magnum cloud (the emulator checks the password) and a kubeconfig with a client certificate; then tasks that
 fail with an application credential and with a bearer token (their error paths print too).
 """
+
 from __future__ import annotations
 
 import base64
@@ -38,30 +39,72 @@ def test_no_secret_in_the_output_at_vvv(control_plane, magnum_factory, tmp_path)
     kubeconfig = control_plane.mint_kubeconfig("gpupool-secrets", ["system:masters"])
     cloud = emu.cloud_config()
     assert cloud["auth"]["password"] == PASSWORD
-    app_cloud = {"auth_type": "v3applicationcredential", "region_name": cloud["region_name"],
-                 "auth": {"auth_url": cloud["auth"]["auth_url"], "application_credential_id": "4e1f0c2d",
-                          "application_credential_secret": APP_SECRET}}
-    cluster = {"name": "secrets", "kubeconfig": str(kubeconfig),
-               "magnum": {"cloud": cloud, "cluster": "k8s"},
-               "pools": [{"name": "secrets-t4", "gpu": {"model": "T4"},
-                          "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1}}]}
-    inventory = yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {"secrets": {
-        "ansible_connection": "local", "ansible_python_interpreter": h.PYTHON, "gpupool_cluster": cluster,
-        "app_cloud": app_cloud, "bearer_token": TOKEN}}}}}})
+    app_cloud = {
+        "auth_type": "v3applicationcredential",
+        "region_name": cloud["region_name"],
+        "auth": {
+            "auth_url": cloud["auth"]["auth_url"],
+            "application_credential_id": "4e1f0c2d",
+            "application_credential_secret": APP_SECRET,
+        },
+    }
+    cluster = {
+        "name": "secrets",
+        "kubeconfig": str(kubeconfig),
+        "magnum": {"cloud": cloud, "cluster": "k8s"},
+        "pools": [
+            {"name": "secrets-t4", "gpu": {"model": "T4"}, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1}}
+        ],
+    }
+    inventory = yaml.safe_dump(
+        {
+            "all": {
+                "children": {
+                    "gpupool_clusters": {
+                        "hosts": {
+                            "secrets": {
+                                "ansible_connection": "local",
+                                "ansible_python_interpreter": h.PYTHON,
+                                "gpupool_cluster": cluster,
+                                "app_cloud": app_cloud,
+                                "bearer_token": TOKEN,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    )
     playbook = [
         {"import_playbook": str(Path(ROOT) / "playbooks" / "site.yml")},
-        {"name": "Error paths", "hosts": "gpupool_clusters", "gather_facts": False, "tasks": [
-            {"name": "Magnum with an application credential the cloud refuses",
-             "gpupool.core.nodegroup_info": {"cloud": "{{ app_cloud }}", "cluster": "k8s"},
-             "register": "app", "ignore_errors": True},
-            {"name": "Kubernetes with a bearer token",
-             "gpupool.core.node_pool": {"cluster": "{{ gpupool_cluster }}", "api_key": "{{ bearer_token }}",
-                                        "host": control_plane.server, "validate_certs": False},
-             "register": "token", "ignore_errors": True},
-            {"name": "Both ran", "ansible.builtin.assert": {"that": ["app is failed"]}}]}]
+        {
+            "name": "Error paths",
+            "hosts": "gpupool_clusters",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "Magnum with an application credential the cloud refuses",
+                    "gpupool.core.nodegroup_info": {"cloud": "{{ app_cloud }}", "cluster": "k8s"},
+                    "register": "app",
+                    "ignore_errors": True,
+                },
+                {
+                    "name": "Kubernetes with a bearer token",
+                    "gpupool.core.node_pool": {
+                        "cluster": "{{ gpupool_cluster }}",
+                        "api_key": "{{ bearer_token }}",
+                        "host": control_plane.server,
+                        "validate_certs": False,
+                    },
+                    "register": "token",
+                    "ignore_errors": True,
+                },
+                {"name": "Both ran", "ansible.builtin.assert": {"that": ["app is failed"]}},
+            ],
+        },
+    ]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(playbook, sort_keys=False))
-    res = run_playbook(str(tmp_path / "play.yml"), inventory, tmp_path, extra_vars=None,
-                       env={"ANSIBLE_VERBOSITY": "3"})
+    res = run_playbook(str(tmp_path / "play.yml"), inventory, tmp_path, extra_vars=None, env={"ANSIBLE_VERBOSITY": "3"})
     out = res.stdout + res.stderr
     assert "PLAY RECAP" in out and "secrets-t4" in out, out[-3000:]
     assert res.recap["secrets"]["failed"] == 0, out[-5000:]  # site.yml converged, the error paths ran

@@ -18,6 +18,7 @@ Times are the controller's clock (UTC) in the Lease's MicroTime format; a run's 
 with another's within a fraction of the lease duration (minutes by default). Releasing deletes the Lease
 with the resourceVersion as precondition, so a lease another run took over meanwhile is never deleted.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -77,40 +78,79 @@ def state_of(lease: Optional[dict], holder: str, now: datetime.datetime) -> Tupl
     return ("held", left) if left > 0 else ("expired", 0.0)
 
 
-def lease_body(name: str, namespace: str, holder: str, duration: int, now: datetime.datetime, run: str,
-               previous: Optional[dict] = None) -> dict:
+def lease_body(
+    name: str,
+    namespace: str,
+    holder: str,
+    duration: int,
+    now: datetime.datetime,
+    run: str,
+    previous: Optional[dict] = None,
+) -> dict:
     """The Lease as this run holds it (a renewal keeps its acquireTime and resourceVersion precondition)."""
     prev_spec = (previous or {}).get("spec") or {}
     renewing = prev_spec.get("holderIdentity") == holder
-    meta: Dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
-                            "annotations": {RUN_ANNOTATION: run}}
+    meta: Dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(MANAGED_BY),
+        "annotations": {RUN_ANNOTATION: run},
+    }
     if previous is not None:
         meta["resourceVersion"] = previous["metadata"]["resourceVersion"]
     transitions = int(prev_spec.get("leaseTransitions") or 0) + (0 if renewing or previous is None else 1)
-    return {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "Lease", "metadata": meta,
-            "spec": {"holderIdentity": holder, "leaseDurationSeconds": int(duration),
-                     "acquireTime": prev_spec.get("acquireTime") if renewing else microtime(now),
-                     "renewTime": microtime(now), "leaseTransitions": transitions}}
+    return {
+        "apiVersion": "%s/%s" % (GROUP, VERSION),
+        "kind": "Lease",
+        "metadata": meta,
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": int(duration),
+            "acquireTime": prev_spec.get("acquireTime") if renewing else microtime(now),
+            "renewTime": microtime(now),
+            "leaseTransitions": transitions,
+        },
+    }
 
 
 def held_message(lease: dict, namespace: str, name: str, expires_in: float) -> Tuple[str, str]:
     spec = lease.get("spec") or {}
     run = ((lease.get("metadata") or {}).get("annotations") or {}).get(RUN_ANNOTATION)
-    message = ("another gpupool run holds the lease %s/%s: holder %s%s, taken %s, last renewed %s; it expires by itself "
-               "in %ds if that run stops renewing it" % (
-                   namespace, name, spec.get("holderIdentity"), " (%s)" % run if run else "",
-                   spec.get("acquireTime") or "?", spec.get("renewTime") or "?", int(expires_in)))
-    hint = ("wait for that run to finish and run again (or give lease_wait seconds to wait for it); if that run was "
-            "killed, the lease expires on its own, or delete it once you are sure no run is active: kubectl -n %s "
-            "delete lease %s" % (namespace, name))
+    message = (
+        "another gpupool run holds the lease %s/%s: holder %s%s, taken %s, last renewed %s; it expires by itself "
+        "in %ds if that run stops renewing it"
+        % (
+            namespace,
+            name,
+            spec.get("holderIdentity"),
+            " (%s)" % run if run else "",
+            spec.get("acquireTime") or "?",
+            spec.get("renewTime") or "?",
+            int(expires_in),
+        )
+    )
+    hint = (
+        "wait for that run to finish and run again (or give lease_wait seconds to wait for it); if that run was "
+        "killed, the lease expires on its own, or delete it once you are sure no run is active: kubectl -n %s "
+        "delete lease %s" % (namespace, name)
+    )
     return message, hint
 
 
 class RunLease:
     """Take, renew and release one Lease through a K8sClient (see the module docstring)."""
 
-    def __init__(self, client, namespace: str, name: str, holder: str, duration: int, run: str = "",
-                 check_mode: bool = False, clock: Callable[[], datetime.datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        client,
+        namespace: str,
+        name: str,
+        holder: str,
+        duration: int,
+        run: str = "",
+        check_mode: bool = False,
+        clock: Callable[[], datetime.datetime] = utc_now,
+    ) -> None:
         self.client, self.namespace, self.name = client, namespace, name
         self.holder, self.duration, self.run = holder, int(duration), run or holder
         self.check_mode = check_mode
@@ -145,10 +185,17 @@ class RunLease:
                     self.client.request("PUT", self._path(), query={"fieldManager": "gpupool"}, body=body)
             except Conflict:
                 continue  # another run wrote it between our read and our write: read again
-            return {"action": action, "holder": self.holder, "previous": _holder(lease),
-                    "expires": microtime(now + datetime.timedelta(seconds=self.duration))}
-        raise K8sError("the lease %s/%s kept changing while gpupool tried to take it (%d attempts)"
-                       % (self.namespace, self.name, attempts), hint="another run is taking it; run again later")
+            return {
+                "action": action,
+                "holder": self.holder,
+                "previous": _holder(lease),
+                "expires": microtime(now + datetime.timedelta(seconds=self.duration)),
+            }
+        raise K8sError(
+            "the lease %s/%s kept changing while gpupool tried to take it (%d attempts)"
+            % (self.namespace, self.name, attempts),
+            hint="another run is taking it; run again later",
+        )
 
     def hold(self) -> Dict[str, Any]:
         """For each step of a run: fail (LeaseHeld) unless this run holds the lease; renew it once a third of its
@@ -174,8 +221,11 @@ class RunLease:
             return {"action": "not held", "holder": _holder(lease)}
         if self.check_mode:
             return {"action": "would be released", "holder": self.holder}
-        body = {"apiVersion": "v1", "kind": "DeleteOptions",
-                "preconditions": {"resourceVersion": lease["metadata"]["resourceVersion"]}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"resourceVersion": lease["metadata"]["resourceVersion"]},
+        }
         try:
             self.client.request("DELETE", self._path(), body=body)
         except (NotFound, Conflict):

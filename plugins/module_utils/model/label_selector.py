@@ -16,10 +16,12 @@ from __future__ import annotations
 import re
 from typing import Dict, List, NamedTuple, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_KEY_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_key
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_value
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
+    LABEL_KEY_RULE,
+    LABEL_VALUE_RULE,
+    is_label_key,
+    is_label_value,
+)
 
 
 class Requirement(NamedTuple):

@@ -5,6 +5,7 @@
 
 One place, so a module that writes a label and the report that reads it can never disagree on its spelling.
 """
+
 from __future__ import annotations
 
 import re
@@ -130,6 +131,7 @@ def pool_has_full_gpus(pool) -> bool:
 
 class ClassName(NamedTuple):
     """One DeviceClass a pool publishes: its name, what it offers and where in the pool it comes from."""
+
     name: str
     role: str  # gpu | mig | vfio | extra
     profile: Optional[str]
@@ -154,8 +156,15 @@ def device_class_names(pool) -> List[ClassName]:
             name = vfio_class_name(pool)
             out.append(ClassName(name, "vfio", None, ".passthrough", extended_resource_name(name) if ext else None))
     for index, extra in enumerate(pool.device_classes.extra):
-        out.append(ClassName(extra.name, "extra", extra.mig_profile, ".device_classes.extra[%d]" % index,
-                             extra.extended_resource_name))
+        out.append(
+            ClassName(
+                extra.name,
+                "extra",
+                extra.mig_profile,
+                ".device_classes.extra[%d]" % index,
+                extra.extended_resource_name,
+            )
+        )
     return out
 
 

@@ -6,6 +6,7 @@
 A pool is named by its index (where it is in the list) and its name (how people know it), so a message
 points at the right entry even in a long list.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,11 @@ def inventory_path(root: str, loc: Sequence[Union[str, int]], data: object = Non
     parent = None
     for part in loc:
         if isinstance(part, int):
-            name = node[part].get("name") if parent == "pools" and _has(node, part) and isinstance(node[part], dict) \
+            name = (
+                node[part].get("name")
+                if parent == "pools" and _has(node, part) and isinstance(node[part], dict)
                 else None
+            )
             out += "[%d]" % part
             if parent == "pools" and isinstance(name, str) and name:
                 out += " (%s)" % name

@@ -3,6 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which values of a cloud dict are secrets, without importing openstacksdk (every module that takes the
 inventory hides them; importing the SDK costs most of a second of CPU per module run)."""
+
 from __future__ import annotations
 
 SECRET_KEYS = ("password", "secret", "token", "application_credential_secret", "client_key", "key")

@@ -1,28 +1,34 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""ResourceClaimTemplates over the pools' DeviceClasses, per tenant namespace.
-"""
-from __future__ import annotations
+"""ResourceClaimTemplates over the pools' DeviceClasses, per tenant namespace."""
 
+from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Sharing
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_KEY
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL, LABEL_KEY
 from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
-from ansible_collections.gpupool.core.plugins.module_utils.plan.driver_config import opaque
-from ansible_collections.gpupool.core.plugins.module_utils.plan.driver_config import sharing_parameters
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver_config import opaque, sharing_parameters
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import ownership_labels
 
 
-def resource_claim_template(name, namespace, pool_name, device_class, api_version="resource.k8s.io/v1",
-                            count=1, allocation_mode="ExactCount", config=None, match_attribute=None,
-                            request="gpu"):
+def resource_claim_template(
+    name,
+    namespace,
+    pool_name,
+    device_class,
+    api_version="resource.k8s.io/v1",
+    count=1,
+    allocation_mode="ExactCount",
+    config=None,
+    match_attribute=None,
+    request="gpu",
+):
     """One ResourceClaimTemplate: one request for `count` devices of `device_class`."""
     version = api_version.split("/")[-1]
     exact = {"deviceClassName": device_class, "allocationMode": allocation_mode}
@@ -38,13 +44,17 @@ def resource_claim_template(name, namespace, pool_name, device_class, api_versio
         devices["constraints"] = [{"requests": [request], "matchAttribute": match_attribute}]
     if config:
         devices["config"] = [dict(opaque(config), requests=[request])]
-    return {"apiVersion": api_version, "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name)},
-            "spec": {"metadata": {"labels": {POOL_LABEL: pool_name}}, "spec": {"devices": devices}}}
+    return {
+        "apiVersion": api_version,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name)},
+        "spec": {"metadata": {"labels": {POOL_LABEL: pool_name}}, "spec": {"devices": devices}},
+    }
 
 
-def cluster_resource_claim_templates(cluster, pools=None, namespaces=(), templates=None,
-                                     api_version="resource.k8s.io/v1", root="gpupool_cluster"):
+def cluster_resource_claim_templates(
+    cluster, pools=None, namespaces=(), templates=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"
+):
     """Templates per tenant namespace.
 
     templates None: one per DeviceClass of each present pool in scope, named like the class, count 1.
@@ -99,8 +109,12 @@ def cluster_resource_claim_templates(cluster, pools=None, namespaces=(), templat
                 config = sharing_parameters(sharing, mig=bool(is_mig))
             match = t.get("match_attribute")
             if match and not LABEL_KEY.match(match):
-                problems.append((at + ".match_attribute", "%r is not a qualified attribute name such as "
-                                 "resource.kubernetes.io/pcieRoot" % match))
+                problems.append(
+                    (
+                        at + ".match_attribute",
+                        "%r is not a qualified attribute name such as resource.kubernetes.io/pcieRoot" % match,
+                    )
+                )
                 continue
             count = t.get("count") or 1
             mode = t.get("allocation_mode") or "ExactCount"
@@ -110,8 +124,9 @@ def cluster_resource_claim_templates(cluster, pools=None, namespaces=(), templat
                     problems.append((at + ".name", "template %s/%s is also defined by %s" % (ns, t["name"], seen[key])))
                     continue
                 seen[key] = at
-                obj = resource_claim_template(t["name"], ns, pool.name, device_class, api_version, count, mode,
-                                              config, match)
+                obj = resource_claim_template(
+                    t["name"], ns, pool.name, device_class, api_version, count, mode, config, match
+                )
                 out.append(Desired(obj, pool.name, at, {"device_class": device_class, "count": count}))
             if not (t.get("namespaces") or namespaces):
                 problems.append((at + ".namespaces", "no namespace: give namespaces for the module or the template"))
@@ -137,13 +152,17 @@ def _template_class(pool, t, pool_classes):
         gpu = pool.catalog_gpu
         if gpu is None or profile_by_name(gpu, t["mig_profile"]) is None:
             return None, "pool %s's GPU (%s) has no MIG profile %r" % (pool.name, pool.gpu.model, t["mig_profile"])
-        return None, ("pool %s publishes no DeviceClass for MIG profile %r (its MIG mode is %s); add the profile "
-                      "to the pool's mig.layout or name a device_class" % (pool.name, t["mig_profile"], pool.mig.mode))
+        return None, (
+            "pool %s publishes no DeviceClass for MIG profile %r (its MIG mode is %s); add the profile "
+            "to the pool's mig.layout or name a device_class" % (pool.name, t["mig_profile"], pool.mig.mode)
+        )
     for d in pool_classes:
         if d.info.get("role") == "gpu":
             return d.obj["metadata"]["name"], None
-    return None, ("pool %s publishes no full-GPU DeviceClass (MIG layout on every GPU, or "
-                  "device_classes.defaults: false); give mig_profile or device_class" % pool.name)
+    return None, (
+        "pool %s publishes no full-GPU DeviceClass (MIG layout on every GPU, or "
+        "device_classes.defaults: false); give mig_profile or device_class" % pool.name
+    )
 
 
 def _is_mig_class(pool, device_class, t, pool_classes):

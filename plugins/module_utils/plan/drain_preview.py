@@ -54,9 +54,9 @@ def removal_diff(
     if drain:
         after["drained before removal"] = drained_nodes(victims, evict, skip)
     else:
-        after["removed without a drain (drain.enabled is false)"] = dict(
-            (node, pod_lines(evict.get(node) or [])) for node in victims
-        )
+        after["removed without a drain (drain.enabled is false)"] = {
+            node: pod_lines(evict.get(node) or []) for node in victims
+        }
     header = "%s: Kubernetes nodes" % where
     return {"before": {"nodes": sorted(nodes)}, "after": after, "before_header": header, "after_header": header}
 

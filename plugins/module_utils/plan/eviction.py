@@ -6,13 +6,16 @@ the Eviction bodies, and the node patches that cordon and uncordon.
 
 k8s/drain.py does the I/O (the one drain of the collection, used by nodegroup and mig_layout).
 """
+
 from __future__ import annotations
 
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import EXTENDED_RESOURCE_DOMAIN
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    CORDON_ANNOTATION,
+    EXTENDED_RESOURCE_DOMAIN,
+)
 
 # GPU resources a container can request: NVIDIA's device plugin (nvidia.com/gpu, nvidia.com/gpu.shared,
 # nvidia.com/mig-<profile>) and the extended resource names of our DeviceClasses (gpupool.io/<class>).
@@ -84,8 +87,11 @@ def pod_ref(pod: Pod) -> str:
 def eviction(pod: Pod, grace_period: Optional[int] = None) -> Dict[str, Any]:
     """The policy/v1 Eviction of a pod; the uid precondition keeps a re-created pod of the same name safe."""
     meta = _meta(pod)
-    body: Dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
-                            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
+    body: Dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+    }
     opts: Dict[str, Any] = {}
     if grace_period is not None:
         opts["gracePeriodSeconds"] = int(grace_period)

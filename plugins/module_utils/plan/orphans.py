@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import ORPHAN_CORDON
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import ORPHANED_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_labels_of
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import recorded_taints
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    CORDON_ANNOTATION,
+    NODEGROUP_LABEL,
+    ORPHAN_CORDON,
+    ORPHANED_LABEL,
+    POOL_LABEL,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_labels_of, recorded_taints
 
 Node = Dict[str, Any]
 
@@ -80,7 +81,7 @@ def orphan_labels(node: Node, owned_keys: Iterable[str], pool: str) -> Dict[str,
     """The labels gpupool keeps applying on an orphan: the ones it owns with their current values (so nothing
     the pool set is dropped), the pool label, and gpupool.io/orphaned=true."""
     labels = node_labels_of(node)
-    out = dict((key, labels[key]) for key in owned_keys if key in labels)
+    out = {key: labels[key] for key in owned_keys if key in labels}
     out[POOL_LABEL] = pool
     out[ORPHANED_LABEL] = "true"
     return out
@@ -90,7 +91,7 @@ def kept_taints(node: Node) -> List[Dict[str, str]]:
     """The taints gpupool set on a node (recorded in its gpupool.io/taints annotation), as they are now."""
     ours = set(recorded_taints(node))
     return [
-        dict((k, v) for k, v in t.items() if k in ("key", "value", "effect"))
+        {k: v for k, v in t.items() if k in ("key", "value", "effect")}
         for t in (node.get("spec") or {}).get("taints") or []
         if "%s:%s" % (t.get("key"), t.get("effect")) in ours
     ]

@@ -34,8 +34,8 @@ def merge_patch(target, patch):
 class KubeApiSimulator:
     def __init__(self, error, nodes=(), pods=()):
         self.error = error
-        self.nodes = dict((n["metadata"]["name"], copy.deepcopy(n)) for n in nodes)
-        self.pods = dict(((p["metadata"]["namespace"], p["metadata"]["name"]), copy.deepcopy(p)) for p in pods)
+        self.nodes = {n["metadata"]["name"]: copy.deepcopy(n) for n in nodes}
+        self.pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): copy.deepcopy(p) for p in pods}
         self.budget_refusals = {}  # (namespace, name) -> how many evictions to refuse with 429
         self.requests = []  # (method, path, body)
         self.host = "https://simulated-apiserver"

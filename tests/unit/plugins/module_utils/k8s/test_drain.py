@@ -7,7 +7,6 @@ import pytest
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, NotFound
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import EVICTION_RETRY_STATUS, Drain, DrainError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
-
 from tests.unit.plugins.module_utils.k8s.kube_api_simulator import KubeApiSimulator
 
 

@@ -1,4 +1,5 @@
 """k8s.lease: who holds the run lease, when it expires, and how a run takes, renews or loses it (scripted client)."""
+
 from __future__ import annotations
 
 import datetime
@@ -7,16 +8,26 @@ import pytest
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, NotFound
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import (
-    LeaseHeld, RunLease, lease_body, microtime, state_of)
+    LeaseHeld,
+    RunLease,
+    lease_body,
+    microtime,
+    state_of,
+)
 
 NOW = datetime.datetime(2026, 11, 23, 3, 0, 0, tzinfo=datetime.timezone.utc)
 
 
 def lease(holder, renewed_ago, duration=60, rv="7"):
-    return {"metadata": {"name": "gpupool-run", "namespace": "kube-system", "resourceVersion": rv},
-            "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
-                     "acquireTime": microtime(NOW - datetime.timedelta(seconds=renewed_ago + 5)),
-                     "renewTime": microtime(NOW - datetime.timedelta(seconds=renewed_ago))}}
+    return {
+        "metadata": {"name": "gpupool-run", "namespace": "kube-system", "resourceVersion": rv},
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": duration,
+            "acquireTime": microtime(NOW - datetime.timedelta(seconds=renewed_ago + 5)),
+            "renewTime": microtime(NOW - datetime.timedelta(seconds=renewed_ago)),
+        },
+    }
 
 
 def test_state_of_a_lease():
@@ -35,7 +46,9 @@ def test_taking_over_counts_a_transition_and_renewing_keeps_the_acquire_time():
     assert taken["spec"]["acquireTime"] == microtime(NOW)
     mine = lease("me", 30)
     renewed = lease_body("gpupool-run", "kube-system", "me", 60, NOW, "run", mine)
-    assert renewed["spec"]["acquireTime"] == mine["spec"]["acquireTime"] and renewed["spec"]["renewTime"] == microtime(NOW)
+    assert renewed["spec"]["acquireTime"] == mine["spec"]["acquireTime"] and renewed["spec"]["renewTime"] == microtime(
+        NOW
+    )
 
 
 class Script:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mp
-
 from testbed import mig_tables
 
 MIG_KEYS = cat.mig_capable_keys()
@@ -107,7 +107,8 @@ def _boundary(profiles, compute_slices):
     out = set(fitting)
     for counts in fitting:
         for i in range(len(profiles)):
-            out.add(counts[:i] + (counts[i] + 1,) + counts[i + 1 :])
+            after = i + 1
+            out.add(counts[:i] + (counts[i] + 1,) + counts[after:])
     return sorted(out)
 
 

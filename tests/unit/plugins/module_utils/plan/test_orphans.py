@@ -123,7 +123,7 @@ def test_only_node_pools_own_cordon_is_lifted():
 def test_pool_report_lists_orphans_on_every_run_and_flags_a_schedulable_one():
     c = cluster()
     report = plan_pool_report.build_report(c, NODES, [], [])
-    rows = dict((r["name"], r) for r in report["orphaned"])
+    rows = {r["name"]: r for r in report["orphaned"]}
     assert sorted(rows) == ["gone-0", "l4-1", "old-0"]
     assert rows["gone-0"] == {
         "name": "gone-0",
@@ -138,7 +138,7 @@ def test_pool_report_lists_orphans_on_every_run_and_flags_a_schedulable_one():
     assert rows["old-0"]["schedulable"] is True and rows["old-0"]["nodegroup"] is None
     kinds = [(m["kind"], m["node"]) for m in report["mismatches"] if m["kind"] == "orphaned_node"]
     assert sorted(kinds) == [("orphaned_node", "gone-0"), ("orphaned_node", "l4-1"), ("orphaned_node", "old-0")]
-    messages = dict((m["node"], m["message"]) for m in report["mismatches"] if m["kind"] == "orphaned_node")
+    messages = {m["node"]: m["message"] for m in report["mismatches"] if m["kind"] == "orphaned_node"}
     assert messages["gone-0"] == (
         "node gone-0 (pool gone is no longer in the inventory) is kept cordoned with gpupool's taints and the label "
         "gpupool.io/orphaned=true; to give it up, set gpupool_cluster.magnum.prune_nodegroups: true to drain and "
