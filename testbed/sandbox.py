@@ -337,11 +337,13 @@ class Sandbox:
             dra["version"] = yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"]
             cluster["dra_driver"] = dra
             data["gpupool_cluster"] = cluster
-            helm = _helm_path()
-            if helm:  # the dra_driver role's helm: the test bed's own (PATH may have none)
-                data["dra_driver_helm_binary"] = helm
             out = directory / "host_vars" / src.parent.name
             out.mkdir(parents=True, exist_ok=True)
+            helm = _helm_path()
+            if helm:  # the dra_driver role's helm: the test bed's own (PATH may have none). A file of its
+                # own, so an edit of gpupool.yml (the molecule pool-change scenario rewrites it) keeps it.
+                (out / "testbed.yml").write_text("---\n" + header.replace("hosts and pools", "helm") +
+                                                 yaml.safe_dump({"dra_driver_helm_binary": helm}))
             (out / "gpupool.yml").write_text(
                 "---\n" + header.replace("hosts and pools", "pools") + yaml.safe_dump(data, sort_keys=False)
             )
