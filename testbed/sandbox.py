@@ -342,8 +342,11 @@ class Sandbox:
             helm = _helm_path()
             if helm:  # the dra_driver role's helm: the test bed's own (PATH may have none). A file of its
                 # own, so an edit of gpupool.yml (the molecule pool-change scenario rewrites it) keeps it.
-                (out / "testbed.yml").write_text("---\n" + header.replace("hosts and pools", "helm") +
-                                                 yaml.safe_dump({"dra_driver_helm_binary": helm}))
+                (out / "testbed.yml").write_text(
+                    "---\n"
+                    + header.replace("hosts and pools", "helm")
+                    + yaml.safe_dump({"dra_driver_helm_binary": helm})
+                )
             (out / "gpupool.yml").write_text(
                 "---\n" + header.replace("hosts and pools", "pools") + yaml.safe_dump(data, sort_keys=False)
             )
