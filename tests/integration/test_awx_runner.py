@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testbed.sandbox import SIMULATION_CHART
 from tests.integration.playbook import ROOT
 
 pytestmark = pytest.mark.sandbox
@@ -43,9 +44,13 @@ def checkout(dest: Path) -> None:
 
 
 def clean_env(**extra) -> dict:
-    """No trace of this checkout: collections only from where AWX would put them."""
+    """No trace of this checkout: collections only from where AWX would put them. helm is on PATH, as the
+    execution environment (execution-environment.yml) puts it there for the DRA driver role."""
+    from testbed import binaries
+
+    helm_dir = str(binaries.find("helm", allow_fetch=False).path.parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHONPATH"))}
-    env.update(PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""), ANSIBLE_NOCOLOR="1", **extra)
+    env.update(PATH=os.pathsep.join([str(VENV_BIN), helm_dir, env.get("PATH", "")]), ANSIBLE_NOCOLOR="1", **extra)
     return env
 
 
@@ -85,6 +90,12 @@ def job(sandbox, tmp_path_factory):
         "name": cluster,
         "kubeconfig": str(sandbox.kubeconfig),
         "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
+        # As the sandbox's own inventory does: NVIDIA's chart cannot be pulled here, so the DRA driver role
+        # installs the simulation chart (same name and values keys; the DRA driver simulator plays its pods).
+        "dra_driver": {
+            "chart": str(SIMULATION_CHART),
+            "version": yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"],
+        },
         "pools": [
             {
                 "name": selected,

@@ -169,6 +169,10 @@ def site(cp, tmp_path, kubeconfig, name, **kwargs):
                                 "faults": {
                                     "ansible_connection": "local",
                                     "ansible_python_interpreter": h.PYTHON,
+                                    # A run that dies with the apiserver cannot release its run lease: a
+                                    # short lease, and reruns that wait for it to expire (docs/concurrency.md).
+                                    "gpupool_lease_duration": 10,
+                                    "gpupool_lease_wait": 30,
                                     "gpupool_cluster": inventory(kubeconfig, **kwargs),
                                 }
                             }

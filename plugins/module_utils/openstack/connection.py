@@ -15,7 +15,6 @@ from __future__ import annotations
 import traceback
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
-from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import SECRET_KEYS, secrets_in  # noqa: F401
 
 try:
     import openstack

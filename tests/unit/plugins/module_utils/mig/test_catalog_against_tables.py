@@ -122,7 +122,7 @@ def _box_size(profiles):
 def _check_placement(table, layout, instances):
     """The planner's placement is one the tables allow: table ids, starts, sizes, no shared unit."""
     taken = set()
-    assert sorted(i.profile for i in instances) == sorted(n for n, c in layout.items() for _ in range(c))
+    assert sorted(i.profile for i in instances) == sorted(n for n, c in layout.items() for _unused in range(c))
     for inst in instances:
         row = mig_tables.profile(table, inst.profile)
         assert inst.profile_id == row.profile_id and inst.size == row.memory_slices

@@ -300,7 +300,7 @@ def test_empty_mig_layout(layout):
 
 def test_empty_layout_of_one_gpu():
     mig = {"mode": "static", "layouts": {0: {"7g.40gb": 1}, 1: {}}}
-    assert [p for p, _ in problems(lambda d: d["pools"][1].update(mig=mig))] == [
+    assert [p for p, _unused in problems(lambda d: d["pools"][1].update(mig=mig))] == [
         "gpupool_cluster.pools[1] (gpu-a100).mig.layouts[1]"
     ]
 
@@ -346,7 +346,7 @@ def test_time_slicing_without_interval_on_mig_and_interval_with_a_whole_gpu_are_
 )
 def test_taints_the_api_server_refuses(taint, path, message):
     got = problems(lambda d: d["pools"][0].update(taints=[taint]))
-    assert [p for p, _ in got] == ["gpupool_cluster.pools[0] (gpu-t4)." + path]
+    assert [p for p, _unused in got] == ["gpupool_cluster.pools[0] (gpu-t4)." + path]
     if message:
         assert got[0][1] == message
 
@@ -444,7 +444,7 @@ def test_dra_driver_default_namespace_and_leading_v():
 def test_mig_manager_and_release_names():
     assert [
         p
-        for p, _ in problems(
+        for p, _unused in problems(
             lambda d: d.update(
                 mig_manager={"config_map": "Bad_Name", "namespace": "gpu operator"},
                 dra_driver={"release_name": "r" * 54},
@@ -533,7 +533,7 @@ def test_type_errors_say_the_expected_shape(mutate, path, message):
 
 def test_no_pydantic_wording_reaches_the_user():
     got = problems(lambda d: (d["pools"][0].update(gpu="T4", mig=3, taints="x"), d.update(dra_driver=[])))
-    text = " ".join(m for _, m in got)
+    text = " ".join(m for _unused, m in got)
     for pydantic in ("Input should be", "instance of", "valid dictionary", "Value error"):
         assert pydantic not in text
 
@@ -644,7 +644,7 @@ def test_semantic_problems_of_other_pools_survive_a_type_error():
 
 def test_a_broken_cluster_setting_leaves_only_the_shape_problems():
     got = problems(lambda d: (d.update(magnum="openstack"), d["pools"][1]["mig"].update(layout={"3g.20gb": 3})))
-    assert [p for p, _ in got] == ["gpupool_cluster.magnum"]
+    assert [p for p, _unused in got] == ["gpupool_cluster.magnum"]
 
 
 # ---- the list of checks ----------------------------------------------------------------------------------------

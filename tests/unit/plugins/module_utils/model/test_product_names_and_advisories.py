@@ -103,7 +103,7 @@ def test_the_example_inventory_validates_without_warnings():
     import yaml
 
     root = os.path.dirname(os.path.abspath(__file__))
-    for _ in range(5):
+    for _unused in range(5):
         root = os.path.dirname(root)
     with open(os.path.join(root, "inventories", "example", "host_vars", "cern-gpu", "gpupool.yml")) as fh:
         data = yaml.safe_load(fh)

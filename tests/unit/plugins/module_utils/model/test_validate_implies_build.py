@@ -49,8 +49,12 @@ def label_value(text):
 
 
 def qualified_name(text):
-    prefix, _, name = text.rpartition("/")
-    return (not _ or (prefix and dns_subdomain(prefix))) and len(name) <= 63 and re.fullmatch(_NAME, name) is not None
+    prefix, separator, name = text.rpartition("/")
+    return (
+        (not separator or (prefix and dns_subdomain(prefix)))
+        and len(name) <= 63
+        and re.fullmatch(_NAME, name) is not None
+    )
 
 
 def extended_resource_name(text):
@@ -337,7 +341,7 @@ CHECK_FAULTS = [
 ]
 
 
-@pytest.mark.parametrize("check, faults", CHECK_FAULTS, ids=[check.__name__ for check, _ in CHECK_FAULTS])
+@pytest.mark.parametrize("check, faults", CHECK_FAULTS, ids=[check.__name__ for check, _unused in CHECK_FAULTS])
 def test_removing_a_model_check_breaks_the_property(monkeypatch, check, faults):
     monkeypatch.setattr(model_checks, "CHECKS", [c for c in model_checks.CHECKS if c is not check])
     example = first_counterexample(faults)

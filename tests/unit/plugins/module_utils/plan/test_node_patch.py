@@ -77,7 +77,7 @@ def test_labels_owned_by_an_earlier_server_side_apply_still_count_as_ours():
     ]
     n = node({"gpupool.io/pool": "a", "old": "x", "rack": "r1"}, managed=managed)
     assert gpupool_label_keys(n) == {"old", "gpupool.io/pool"}
-    patch, _ = node_patch(n, {"gpupool.io/pool": "a"}, None)
+    patch, _unused = node_patch(n, {"gpupool.io/pool": "a"}, None)
     assert patch["metadata"]["labels"] == {"old": None}
     assert "spec" not in patch and TAINTS_ANNOTATION not in patch["metadata"]["annotations"]
 
@@ -88,7 +88,7 @@ def test_a_released_node_loses_everything_gpupool_set_and_nothing_else():
         [FOREIGN, GPU],
         {LABELS_ANNOTATION: "gpupool.io/pool", TAINTS_ANNOTATION: "node-role.kubernetes.io/gpu:NoSchedule"},
     )
-    patch, _ = node_patch(n, {}, [])
+    patch, _unused = node_patch(n, {}, [])
     assert patch == {
         "metadata": {
             "resourceVersion": "42",
@@ -105,6 +105,6 @@ def test_another_field_manager_keeps_its_own_record():
         [GPU],
         {LABELS_ANNOTATION: "gpupool.io/pool,site", TAINTS_ANNOTATION: "node-role.kubernetes.io/gpu:NoSchedule"},
     )
-    patch, _ = node_patch(n, {"nvidia.com/mig.config": "all-1g.5gb"}, None, field_manager="gpupool-mig")
+    patch, _unused = node_patch(n, {"nvidia.com/mig.config": "all-1g.5gb"}, None, field_manager="gpupool-mig")
     assert patch["metadata"]["labels"] == {"nvidia.com/mig.config": "all-1g.5gb"}  # node_pool's labels stay
     assert patch["metadata"]["annotations"] == {LABELS_ANNOTATION + ".gpupool-mig": "nvidia.com/mig.config"}
