@@ -40,6 +40,9 @@ def inventory(kubeconfig, t4_labels=None):
     return {
         "name": "faults",
         "kubeconfig": str(kubeconfig),
+        # No DRA driver chart or helm on this bed: the driver role (tested in test_dra_driver_module.py and
+        # molecule) is off, so site.yml runs what this test is about.
+        "dra_driver": {"enabled": False},
         "pools": [
             {
                 "name": "faults-t4",

@@ -51,6 +51,9 @@ def test_no_secret_in_the_output_at_vvv(control_plane, magnum_factory, tmp_path)
     cluster = {
         "name": "secrets",
         "kubeconfig": str(kubeconfig),
+        # No DRA driver chart or helm on this bed: the driver role (tested in test_dra_driver_module.py and
+        # molecule) is off, so site.yml runs what this test is about.
+        "dra_driver": {"enabled": False},
         "magnum": {"cloud": cloud, "cluster": "k8s"},
         "pools": [
             {"name": "secrets-t4", "gpu": {"model": "T4"}, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1}}

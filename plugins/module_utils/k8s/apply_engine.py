@@ -194,9 +194,17 @@ class ApplyEngine:
         )
 
     def list(self, kind, namespace=None, label_selector=None):
-        return self.client.list(
-            kind.group, self.version(kind), kind.plural, namespace if kind.namespaced else None, label_selector
-        )
+        scope = namespace if kind.namespaced else None
+        try:
+            return self.client.list(kind.group, self.version(kind), kind.plural, scope, label_selector)
+        except NotFound:
+            # A collection that answers 404 is a kind the server no longer serves (a CRD deleted since it was
+            # discovered, perhaps remembered by the discovery cache): discover again; not served means none.
+            self.client.forget_group(kind.group or "core")
+            self._versions.pop(kind, None)
+            if self.version(kind, required=False) is None:
+                return []
+            return self.client.list(kind.group, self.version(kind), kind.plural, scope, label_selector)
 
     def get(self, kind, name, namespace=None):
         try:

@@ -326,6 +326,11 @@ class K8sClient:
                     self.discovery_cache.put(group, self._groups[group])
         return self._groups[group]
 
+    def forget_group(self, group):
+        """Discover `group` again next time (its collection answered 404: the cached versions are stale)."""
+        self._groups.pop(group, None)
+        self.discovery_cache.forget(group)
+
     def preferred_version(self, group, candidates):
         """First of `candidates` (most preferred first) that the server serves, else None."""
         served = self.group_versions(group)
@@ -418,6 +423,21 @@ class DiscoveryCache:
             with open(tmp, "w") as f:
                 json.dump(data, f)
             os.replace(tmp, self.path)  # atomic: a concurrent reader sees the old or the new file
+        except OSError:
+            pass
+
+    def forget(self, group):
+        """Drop a group the server turned out not to serve any more (a CRD deleted within the TTL)."""
+        if not self.enabled:
+            return
+        data = self._load()
+        if data.pop(group, None) is None:
+            return
+        try:
+            tmp = "%s.%d.tmp" % (self.path, os.getpid())
+            with open(tmp, "w") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
         except OSError:
             pass
 

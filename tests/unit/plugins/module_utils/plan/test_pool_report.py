@@ -387,15 +387,3 @@ def test_a_gpu_publishing_nothing_keeps_the_others_at_their_index():
     devs = [_dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb")]
     assert pr.published_layout(devs, expected={1: {"7g.40gb": 1}}, gpus_per_node=2) == {1: {"7g.40gb": 1}}
     assert pr.published_layout(devs) == {0: {"7g.40gb": 1}}
-
-
-def test_the_dra_simulators_devices_report_by_index():
-    """The DRA driver simulator names devices by minor like the real driver; the report still finds the
-    layout per NVML index."""
-    from testbed import dra_resourceslices, mig_tables
-
-    devs = dra_resourceslices.devices(
-        "n", mig_tables.get("A100-40GB"), 3, {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}, minors=[2, 0, 1]
-    )
-    assert {d["name"].split("-mig-")[0] for d in devs} == {"gpu-2", "gpu-0", "gpu-1"}
-    assert pr.published_layout([("n", d) for d in devs]) == {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}
