@@ -455,11 +455,18 @@ class Rollout:
         try:
             if self.cordon:
                 for name in wave:
-                    # "ours": left cordoned by an earlier failed run, so ours to undo as well
-                    done = self.drainer.cordon(name)
-                    if done:
+                    # Decided from the node as the plan's (or a later wave's) LIST read it: no GET per node. Cordon
+                    # and label go in one write when nothing has to happen in between (no drain, no relabel): the
+                    # MIG manager may start at once, the node takes no new pods from then on.
+                    together = not self.drain and actions[name] == plan_mig_rollout.CONFIGURE
+                    label = plan_mig_rollout.label_patch(config, digest) if together else None
+                    done = self.drainer.cordon(name, self.nodes_by_name.get(name), also=label)
+                    if done in ("cordoned", "ours"):  # "ours": left cordoned by an earlier failed run
                         entry["cordoned"].append(name)
-                        self.changed = self.changed or done == "cordoned"
+                    if done == "cordoned" or (label is not None and done is not None):
+                        self.changed = True
+                    if label is not None and done is not None:
+                        entry["labelled"][name] = time.time()
             if self.drain:
                 entry["evicted"] = self.drainer.evict(wave)
                 self.changed = self.changed or bool(entry["evicted"])

@@ -117,5 +117,26 @@ def cordon_patch(by: str) -> Dict[str, Any]:
     return {"metadata": {"annotations": {CORDON_ANNOTATION: by}}, "spec": {"unschedulable": True}}
 
 
+def cordon_decision(node: Pod, by: str) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(patch or None, state) for a node as last read, for the module `by`: "cordoned" (the patch cordons it),
+    "ours" (already cordoned by `by`, e.g. by an interrupted earlier run: ours to uncordon), "theirs" (cordoned by
+    someone else: left cordoned, never uncordoned by us)."""
+    if not (node.get("spec") or {}).get("unschedulable"):
+        return cordon_patch(by), "cordoned"
+    return None, "ours" if cordoned_by(node) == by else "theirs"
+
+
+def merge_patches(*patches: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """JSON merge patches combined into one (later ones win on the same key), to send them in one write."""
+    out: Dict[str, Any] = {}
+    for patch in patches:
+        for key, value in (patch or {}).items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key] = merge_patches(out[key], value)
+            else:
+                out[key] = value
+    return out
+
+
 def uncordon_patch() -> Dict[str, Any]:
     return {"metadata": {"annotations": {CORDON_ANNOTATION: None}}, "spec": {"unschedulable": None}}

@@ -501,9 +501,9 @@ def test_default_nodegroup_is_not_deleted(api):
 
 # ------------------------------------------------------------------------------------------- drain
 def k8s_error(status, message):
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
 
-    return (NotFound if status == 404 else K8sError)(message, status=status)
+    return {404: NotFound, 409: Conflict}.get(status, K8sError)(message, status=status)
 
 
 def k8s_node(i, cordoned=False):
