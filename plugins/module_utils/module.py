@@ -75,6 +75,10 @@ class GpupoolModule:
         self.check_mode = self.ansible.check_mode
         self.diff_mode = bool(self.ansible._diff)
         self.warnings: List[str] = []
+        # Any module given the inventory (validate too) hides its Magnum cloud's secrets before anything is
+        # printed, even when the inventory is refused.
+        if "cluster" in self.params:
+            self.hide_secrets(inventory_cloud(self.params.get("cluster")))
 
     @classmethod
     def full_argument_spec(cls) -> Dict[str, dict]:

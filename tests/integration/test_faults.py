@@ -246,7 +246,9 @@ def test_apiserver_killed_mid_converge_then_rerun_converges_with_nothing_duplica
     proc, log = site(cp, tmp_path, kubeconfig, "again")
     proc.wait(timeout=300)
     assert recap(log.read_text())["changed"] == 0, log.read_text()[-3000:]
-    assert cp.audit.since(mark).writes(user=USER) == []
+    # the run lease's own take/renew/release is bookkeeping, counted apart (docs/concurrency.md)
+    writes = [e for e in cp.audit.since(mark).writes(user=USER) if e["objectRef"].get("resource") != "leases"]
+    assert writes == []
 
 
 # ---- check mode on a changed inventory ------------------------------------------------------------------
@@ -373,9 +375,9 @@ def writes(magnum, method, path_end):
 def test_magnum_down_during_create_and_resize_no_duplicate_nodegroup_no_double_resize(magnum):
     magnum.set_delay(delay=2.0)
     watcher = restart_when(magnum, "POST", "/nodegroups")
-    first = ng(magnum, node_count=1, timeout=60)
+    first = ng(magnum, node_count=1, wait_timeout=60)
     watcher.join()
-    rerun = ng(magnum, node_count=1, timeout=60)
+    rerun = ng(magnum, node_count=1, wait_timeout=60)
     assert not rerun.get("failed"), (first, rerun)
     assert len(writes(magnum, "POST", "/nodegroups")) == 1  # never created twice
     groups = [
@@ -384,9 +386,9 @@ def test_magnum_down_during_create_and_resize_no_duplicate_nodegroup_no_double_r
     assert len(groups) == 1 and groups[0]["status"] == "CREATE_COMPLETE"
 
     watcher = restart_when(magnum, "POST", "/actions/resize")
-    grown = ng(magnum, node_count=3, max_node_count=4, timeout=60)
+    grown = ng(magnum, node_count=3, max_node_count=4, wait_timeout=60)
     watcher.join()
-    again = ng(magnum, node_count=3, max_node_count=4, timeout=60)
+    again = ng(magnum, node_count=3, max_node_count=4, wait_timeout=60)
     assert not again.get("failed") and again["changed"] is False, (grown, again)
     assert len(writes(magnum, "POST", "/actions/resize")) == 1  # resized once
     assert magnum.nodegroup("k8s", "gpu")["node_count"] == 3 and len(magnum.nodes_of("k8s", "gpu")) == 3
