@@ -64,8 +64,11 @@ format: venv
 	$(VENV)/bin/ruff check --fix --unsafe-fixes --quiet plugins tests testbed tools bench conftest.py
 	$(VENV)/bin/ruff format --quiet plugins tests testbed tools bench conftest.py
 
+# A private HOME: a copy of gpupool.core another run installed under ~/.ansible/collections must not shadow
+# this checkout for ansible-lint (its syntax check would resolve modules from the stale copy).
 lint: venv collection
-	$(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule awx
+	@mkdir -p $(BUILD)/lint-home
+	HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule awx
 
 # Both molecule scenarios (extensions/molecule) on one sandbox: default (converge, idempotence, verify) and
 # pool-change (an inventory edit, converged and verified). Delegated driver: no container engine needed.
