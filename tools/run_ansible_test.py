@@ -6,7 +6,9 @@ checks every file it finds, so we copy only what ships (git-tracked files plus
 untracked ones git does not ignore) minus the test bed, tools and integration
 tests, into .build/ansible-test/. Uses --venv: ansible-test installs its own
 pinned sanity tools (ansible-test's own requirement files) into a venv of
-its own, .build/ansible-test-venv, once; ansible-test's --requirements would
+its own, once per set of requirements: it lives in the cache
+($GPUPOOL_CACHE, default ~/.cache/gpupool), so a clean clone reuses it
+instead of spending minutes on pip; ansible-test's --requirements would
 fetch a pip bootstrap script from outside the package registries, so we do
 that part here and run ansible-test with --local in that venv.
 """
@@ -66,27 +68,50 @@ def copy_tree():
     subprocess.run(["git", "add", "-A"], cwd=DEST, check=True)
 
 
-VENV = os.path.join(ROOT, ".build", "ansible-test-venv")
+CACHE = os.environ.get("GPUPOOL_CACHE") or os.path.expanduser("~/.cache/gpupool")
+
+
+def requirement_files():
+    import ansible_test
+
+    reqdir = os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements")
+    reqs = sorted(f for f in os.listdir(reqdir) if f.startswith("sanity.") and f.endswith(".txt"))
+    return [os.path.join(reqdir, f) for f in reqs + ["units.txt"]] + [
+        os.path.join(ROOT, "tests", "unit", "requirements.txt")
+    ]
+
+
+def venv_path():
+    """One venv per (Python, ansible-core, requirement files): a change to any of them gets a new one."""
+    import hashlib
+
+    import ansible
+
+    digest = hashlib.sha256(("%s %s" % (sys.version, ansible.__version__)).encode())
+    for path in requirement_files():
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return os.path.join(CACHE, "ansible-test-venv", "%s-%s" % (ansible.__version__, digest.hexdigest()[:12]))
 
 
 def ensure_venv():
     import ansible
-    import ansible_test
 
-    stamp = os.path.join(VENV, ".stamp-" + ansible.__version__)
+    venv = venv_path()
+    stamp = os.path.join(venv, ".complete")  # written last: a venv cut short is rebuilt, never used
     if os.path.exists(stamp):
-        return
-    print("[ansible-test] creating %s with ansible-test's pinned sanity tools (first run only)" % VENV, flush=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", VENV], check=True)
-    reqdir = os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements")
-    reqs = sorted(f for f in os.listdir(reqdir) if f.startswith("sanity.") and f.endswith(".txt"))
+        print("[ansible-test] sanity tools from the cache: %s" % venv, flush=True)
+        return venv
+    print("[ansible-test] creating %s with ansible-test's pinned sanity tools (once per version)" % venv, flush=True)
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
     args = ["ansible-core==" + ansible.__version__]
-    for f in reqs + ["units.txt"]:
-        args += ["-r", os.path.join(reqdir, f)]
-    args += ["-r", os.path.join(ROOT, "tests", "unit", "requirements.txt")]
-    pip = os.path.join(VENV, "bin", "pip")
+    for path in requirement_files():
+        args += ["-r", path]
+    pip = os.path.join(venv, "bin", "pip")
     subprocess.run([pip, "install", "-q", "--disable-pip-version-check"] + args, check=True)
     open(stamp, "w").close()
+    return venv
 
 
 def install_pip_bootstrap():
@@ -104,17 +129,17 @@ def install_pip_bootstrap():
 
 def main(argv):
     what = argv[1] if len(argv) > 1 else "sanity"
-    ensure_venv()
+    venv = ensure_venv()
     install_pip_bootstrap()
     copy_tree()
     py = "%d.%d" % sys.version_info[:2]
-    cmd = [os.path.join(VENV, "bin", "ansible-test"), what, "--local", "--python", py, "--color", "no"]
+    cmd = [os.path.join(venv, "bin", "ansible-test"), what, "--local", "--python", py, "--color", "no"]
     print("[ansible-test] %s (in %s)" % (" ".join(cmd[1:]), DEST), flush=True)
     t0 = time.time()
     env = dict(
         os.environ,
         ANSIBLE_COLLECTIONS_PATH=os.path.dirname(os.path.dirname(os.path.dirname(DEST))),
-        PATH=os.path.join(VENV, "bin") + os.pathsep + os.environ.get("PATH", ""),
+        PATH=os.path.join(venv, "bin") + os.pathsep + os.environ.get("PATH", ""),
     )
     env.pop("PYTHONPATH", None)
     rc = subprocess.call(cmd, cwd=DEST, env=env)
