@@ -141,13 +141,19 @@ def published_layout(devices, expected=None, gpus_per_node=None):
     GPU's place in NVML's enumeration order (PCI bus order). A GPU with MIG on and no instances
     publishes nothing, so when fewer GPUs than `gpus_per_node` are published the places are laid onto
     the indices `expected` has (which leaves out the same GPUs), in order."""
+    return dict((idx, g["layout"]) for idx, g in indexed_gpus(devices, expected, gpus_per_node))
+
+
+def indexed_gpus(devices, expected=None, gpus_per_node=None):
+    """[(GPU index, published GPU)] by the rule `published_layout` states: the published index, else the
+    place in enumeration order, laid onto `expected`'s indices when GPUs publish nothing."""
     gpus = published_gpus(devices)
     if gpus and all(g["index"] is not None for g in gpus):
-        return dict((g["index"], g["layout"]) for g in gpus)
+        return [(g["index"], g) for g in gpus]
     indices = list(range(len(gpus)))
     if expected is not None and len(gpus) != gpus_per_node and len(expected) == len(gpus):
         indices = sorted(expected)
-    return dict((idx, g["layout"]) for idx, g in zip(indices, gpus))
+    return list(zip(indices, gpus))
 
 
 def expected_layout(pool):

@@ -130,6 +130,18 @@ def _second(data):
     return data["pools"][1]
 
 
+def _template(pool, data):
+    """The first template of the first tenant, asking for `pool`'s devices (a tenant is added when needed)."""
+    tenants = data.setdefault("tenants", [])
+    if not tenants:
+        tenants.append({"namespace": "team-a", "templates": []})
+    templates = tenants[0].setdefault("templates", [])
+    if not templates:
+        templates.append({"name": "two", "pool": pool["name"]})
+    templates[0]["pool"] = pool["name"]
+    return templates[0]
+
+
 # Each fault breaks one thing that only a check of the model catches, on the first pool (or the cluster).
 FAULTS = {
     "pool-name-too-long-for-mig-config": lambda p, d: _static(p).update(name="g" * 58),
@@ -175,6 +187,12 @@ FAULTS = {
     "dra-default-namespace": lambda p, d: d.update(dra_driver={"namespace": "default"}),
     "dra-leading-v": lambda p, d: d.update(dra_driver={"version": "v0.5.1"}),
     "mig-manager-names": lambda p, d: d.update(mig_manager={"config_map": "Bad_CM"}),
+    "template-name": lambda p, d: _template(p, d).update(name="Two_GPUs"),
+    "template-unknown-pool": lambda p, d: _template(p, d).update(pool="pool-none"),
+    "template-profile-not-published": lambda p, d: (_static(p, {"3g.20gb": 2}),
+                                                    _template(p, d).update(mig_profile="1g.5gb")),
+    "template-pool-absent": lambda p, d: (p.update(state="absent"), _second(d), _template(p, d)),
+    "template-twice": lambda p, d: (lambda t: d["tenants"][0]["templates"].append(dict(t)))(_template(p, d)),
 }
 
 
@@ -185,6 +203,11 @@ def inventories(draw, faults=tuple(sorted(FAULTS))):
     data = {"name": "c", "pools": [draw(pools(i, magnum, dynamic)) for i in range(draw(st.integers(1, 4)))]}
     if magnum:
         data["magnum"] = {"cloud": "openstack", "cluster": "k8s", "labels": {"a": "b"}}
+    if draw(st.booleans()):
+        # Tenants: the defaults (one template per class) in one namespace, a template over each pool in another.
+        templates = [{"name": "t-%s" % pool["name"], "pool": pool["name"]} for pool in data["pools"]
+                     if not (pool.get("mig") or {}).get("mode") == "static" and draw(st.booleans())]
+        data["tenants"] = [{"namespace": "team-a", "templates": templates}, {"namespace": "team-b"}]
     for fault in draw(st.lists(st.sampled_from(faults), max_size=2)):
         if data["pools"]:
             FAULTS[fault](data["pools"][0], data)
@@ -208,9 +231,16 @@ def build_everything(cluster):
             refused.append("DeviceClass name %r" % name)
         if spec.get("extendedResourceName") and not extended_resource_name(spec["extendedResourceName"]):
             refused.append("extendedResourceName %r" % spec["extendedResourceName"])
-    for d in plan_claim_templates.cluster_resource_claim_templates(cluster, None, ["team-a"]):
-        if not dns_subdomain(d.obj["metadata"]["name"]):
-            refused.append("ResourceClaimTemplate name %r" % d.obj["metadata"]["name"])
+    templates = plan_claim_templates.cluster_resource_claim_templates(cluster, None, ["team-a"])
+    templates += plan_claim_templates.tenant_claim_templates(cluster)
+    classes = set(d.obj["metadata"]["name"] for d in plan_device_classes.cluster_device_classes(cluster))
+    for d in templates:
+        meta = d.obj["metadata"]
+        if not (dns_subdomain(meta["name"]) and dns_label(meta["namespace"])):
+            refused.append("ResourceClaimTemplate %s/%s" % (meta["namespace"], meta["name"]))
+        wanted = d.obj["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
+        if wanted not in classes:  # the claim could never be allocated
+            refused.append("template %s asks for DeviceClass %s, which no pool publishes" % (meta["name"], wanted))
     for d in plan_compute_domains.cluster_compute_domains(cluster):
         meta, template = d.obj["metadata"], d.obj["spec"]["channel"]["resourceClaimTemplate"]["name"]
         if not (dns_subdomain(meta["name"]) and dns_label(meta["namespace"]) and dns_subdomain(template)):
@@ -304,6 +334,8 @@ CHECK_FAULTS = [
     (model_checks.mig_layout_problems, ["unknown-profile", "layout-too-big", "layout-that-cannot-be-placed",
                                         "layout-index-out-of-range"]),
     (model_checks.taint_problems, ["duplicate-taint", "taint-hidden-by-gpu-taint"]),
+    (model_checks.tenant_problems, ["template-name", "template-unknown-pool", "template-profile-not-published",
+                                    "template-pool-absent"]),
 ]
 
 

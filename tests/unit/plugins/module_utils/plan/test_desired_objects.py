@@ -239,7 +239,7 @@ def test_default_templates_one_per_class_per_namespace():
 def test_explicit_templates_count_constraint_sharing_and_mig_profile():
     templates = [
         {"name": "two", "pool": "h100", "count": 2, "match_attribute": "resource.kubernetes.io/pcieRoot"},
-        {"name": "slice", "pool": "a100", "mig_profile": "3g.20gb", "sharing": {"time_slicing": {"interval": "Long"}},
+        {"name": "slice", "pool": "a100", "mig_profile": "3g.20gb", "sharing": {"time_slicing": {}},
          "namespaces": ["other"]},
         {"name": "all", "pool": "t4", "allocation_mode": "All", "sharing": {"mps": {"active_thread_percentage": 20}}},
     ]
