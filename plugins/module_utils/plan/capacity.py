@@ -179,7 +179,7 @@ def _all_free(gpus: List[dict], unit: str) -> bool:
 
 
 def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, root: str = "gpupool_cluster") -> dict:
-    """{"allocatable": {unit: n}, "templates": [...], "nodes": {node: {"gpus": [...], "allocatable": {...}}},
+    """{"allocatable": {unit: n}, "templates": [...], "nodes": {node: {"gpu_devices": [...], "allocatable": {...}}},
     "left_out": [{"node", "why"}]} for one present pool and its nodes."""
     units = offered_units(pool)
     per_node, left_out, counted = {}, [], []
@@ -190,7 +190,8 @@ def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, r
         usable = node_ready(node) and node_schedulable(node)
         if not usable:
             left_out.append({"node": name, "why": "cordoned" if node_ready(node) else "NotReady"})
-        per_node[name] = {"gpus": gpus, "allocatable": _sum(counts, units) if usable else dict.fromkeys(units, 0)}
+        per_node[name] = {"gpu_devices": gpus,
+                          "allocatable": _sum(counts, units) if usable else dict.fromkeys(units, 0)}
         if usable:
             counted.append(gpus)
     templates = []
@@ -215,7 +216,7 @@ def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, r
 def report_with_capacity(cluster, nodes, slices, claims, pools=None, nodegroup_label=NODEGROUP_LABEL,
                          name_pattern=None, root: str = "gpupool_cluster") -> dict:
     """build_report's report, with per pool "capacity" ({"allocatable", "templates", "left_out"}) and per node
-    row "allocatable" and "gpus" (what the picture draws)."""
+    row "allocatable" and "gpu_devices" (each GPU's devices and slices: what the picture draws)."""
     report = build_report(cluster, nodes, slices, claims, pools, nodegroup_label, name_pattern)
     scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
     assigned = assign(scope, nodes, nodegroup_label, name_pattern)[0]
@@ -225,6 +226,6 @@ def report_with_capacity(cluster, nodes, slices, claims, pools=None, nodegroup_l
         capacity = pool_capacity(cluster, pool, assigned.get(pool.name, []), slices_by_pool, allocated, root)
         rep = report["pools"][pool.name]
         for row in rep["nodes"]:
-            row.update(capacity["nodes"].get(row["name"]) or {"gpus": [], "allocatable": {}})
+            row.update(capacity["nodes"].get(row["name"]) or {"gpu_devices": [], "allocatable": {}})
         rep["capacity"] = dict((k, v) for k, v in capacity.items() if k != "nodes")
     return report

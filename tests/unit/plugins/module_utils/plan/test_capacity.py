@@ -106,7 +106,7 @@ def test_static_mig_counts_free_devices_only():
                                       "allocatable": 1}]
     row = rep["pools"]["a100"]["nodes"][0]
     assert row["allocatable"] == {"3g.20gb": 1, "2g.10gb": 4}
-    gpu0 = row["gpus"][0]
+    gpu0 = row["gpu_devices"][0]
     assert gpu0["index"] == 0 and gpu0["memory_slices"] == 8 and gpu0["full"] is None
     assert [(i["profile"], i["slices"], i["claim"]) for i in gpu0["instances"]] == [
         ("2g.10gb", [0, 1], None), ("2g.10gb", [2, 3], None), ("3g.20gb", [4, 5, 6, 7], "ml/train")]
@@ -136,7 +136,7 @@ def test_dynamic_mig_counts_what_still_fits_beside_the_allocated_instances():
     # 2g.10gb at 0, 2 or 4: one of each fits, not the three 2g.10gb the free memory would suggest.
     claims = [claim("a", "a100-0", "gpu-0-mig-1g5gb-19-0"), claim("b", "a100-0", "gpu-0-mig-1g5gb-19-3")]
     rep = report(dynamic_cluster(), nodes, slices, claims)
-    gpus = rep["pools"]["a100"]["nodes"][0]["gpus"]
+    gpus = rep["pools"]["a100"]["nodes"][0]["gpu_devices"]
     assert gpus[0]["dynamic"] and [i["slices"] for i in gpus[0]["instances"] if i["claim"]] == [[0], [3]]
     per_gpu = [plan_capacity.gpu_allocatable(dynamic_cluster().pools[0], g) for g in gpus]
     # 1g.5gb: 5 by compute (7 - 2) and five free starts (1, 2, 4, 5, 6); 1g.5gb+me: the GPU's one JPEG/OFA unit is
@@ -154,7 +154,7 @@ def test_dynamic_whole_gpu_is_allocatable_only_when_nothing_of_it_is():
     slices = [rslice("a100-0", [full_gpu(0)] + dynamic_mig(0) + [full_gpu(1)] + dynamic_mig(1))]
     claims = [claim("a", "a100-0", "gpu-0-mig-3g20gb-9-4"), claim("b", "a100-0", "gpu-1")]
     rep = report(dynamic_cluster(), [node("a100-0", {"gpu": "a100"})], slices, claims)
-    gpus = rep["pools"]["a100"]["nodes"][0]["gpus"]
+    gpus = rep["pools"]["a100"]["nodes"][0]["gpu_devices"]
     pool = dynamic_cluster().pools[0]
     first, second = (plan_capacity.gpu_allocatable(pool, g) for g in gpus)
     assert first["gpu"] == 0 and first["3g.20gb"] == 1 and first["4g.20gb"] == 1
@@ -201,7 +201,7 @@ def test_cordoned_and_not_ready_nodes_offer_nothing():
 def test_report_without_tenants_or_devices():
     rep = report(load(lambda d: d.pop("tenants")), [h100_node("h100-0")], [], [])
     assert rep["pools"]["h100"]["capacity"] == {"allocatable": {"gpu": 0}, "templates": [], "left_out": []}
-    assert rep["pools"]["h100"]["nodes"][0]["gpus"] == []
+    assert rep["pools"]["h100"]["nodes"][0]["gpu_devices"] == []
     # the report keeps its own keys
     assert rep["pools"]["h100"]["mismatches"][0]["kind"] == "not_published"
     assert plan_pool_report.summary(rep).startswith("a100: 0/0 nodes Ready")
