@@ -14,7 +14,7 @@ export GPUPOOL_CACHE ?= $(HOME)/.cache/gpupool
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PYTEST_ARGS ?=
 
-.PHONY: bench help venv collection binaries fakenvml test unit integration sanity units lint demo sandbox-up sandbox-down clean docs
+.PHONY: bench help venv collection binaries fakenvml test unit integration sanity units lint molecule ee-context demo sandbox-up sandbox-down clean docs
 
 help:
 	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
@@ -48,13 +48,26 @@ integration: venv collection binaries fakenvml
 
 test: venv collection binaries fakenvml
 	$(VENV)/bin/python -m pytest tests $(PYTEST_ARGS)
-	$(MAKE) -s sanity units lint
+	$(MAKE) -s sanity units lint molecule
 
 sanity units: venv
 	$(VENV)/bin/python tools/run_ansible_test.py $@
 
 lint: venv collection
-	$(VENV)/bin/ansible-lint --offline -q roles playbooks
+	$(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule awx
+
+# Both molecule scenarios (extensions/molecule) on one sandbox: default (converge, idempotence, verify) and
+# pool-change (an inventory edit, converged and verified). Delegated driver: no container engine needed.
+molecule: venv collection binaries
+	cd $(CURDIR) && $(VENV)/bin/molecule test --all
+
+# The execution environment's build context (execution-environment.yml, ansible-builder v3) in .build/ee/context;
+# build the image with a container engine: podman build -t gpupool-ee:0.1.0 .build/ee/context
+ee-context: venv
+	rm -rf $(BUILD)/ee && mkdir -p $(BUILD)/ee
+	$(VENV)/bin/ansible-galaxy collection build --output-path $(BUILD)/ee .
+	cp $(BUILD)/ee/gpupool-core-*.tar.gz $(BUILD)/ee/gpupool-core.tar.gz
+	$(VENV)/bin/ansible-builder create -f execution-environment.yml -c $(BUILD)/ee/context --output-filename Containerfile
 
 # The main job: sandbox GPU cloud up, validate + converge the example pools twice
 # (the second run must change nothing), show the pool report, sandbox down.

@@ -3,14 +3,14 @@
 Steps (each prints what it does):
 1. sandbox up: real kube-apiserver + etcd, Magnum emulator, node / DRA driver / MIG manager
    simulators (docs/testbed.md), inventories/sandbox/ written from inventories/example/;
-2. stand-in for a DRA driver the platform team already installed: the SIMULATION chart in
-   testbed/charts/ (not NVIDIA's), with the GPU taint tolerated by its kubelet plugin. The
-   collection's own DRA driver role arrives with its issue and will replace this step;
-3. the tenants' namespace for the example's ComputeDomain;
-4. ansible-playbook playbooks/site.yml -i inventories/sandbox: nodegroups on Magnum, node labels
+2. what the platform team installed before (testbed/simulated_driver.py): the SIMULATION chart of
+   the DRA driver in testbed/charts/ (not NVIDIA's), with the GPU taint tolerated by its kubelet
+   plugin, and the tenants' namespace for the example's ComputeDomain. The collection's own DRA
+   driver role arrives with its issue and will replace the chart;
+3. ansible-playbook playbooks/site.yml -i inventories/sandbox: nodegroups on Magnum, node labels
    and taints, rolling MIG layouts, DeviceClasses, ComputeDomains, pool report;
-5. the same playbook again: must report changed=0 (idempotence);
-6. sandbox down, always.
+4. the same playbook again: must report changed=0 (idempotence);
+5. sandbox down, always.
 """
 from __future__ import annotations
 
@@ -23,12 +23,11 @@ from pathlib import Path
 
 import yaml
 
-from testbed import binaries
+from testbed import simulated_driver
 
 ROOT = Path(__file__).resolve().parent.parent
 # Tests point these elsewhere so a developer's own sandbox is left alone.
 INVENTORY = Path(os.environ.get("GPUPOOL_SANDBOX_INVENTORY") or ROOT / "inventories" / "sandbox")
-CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
 VENV_BIN = Path(sys.executable).parent
 
 
@@ -72,15 +71,11 @@ def main():
         kubeconfig = yaml.safe_load((INVENTORY / "host_vars" / "cern-gpu" / "gpupool.yml").read_text())[
             "gpupool_cluster"]["kubeconfig"]
         env["KUBECONFIG"] = kubeconfig
-        helm = binaries.find("helm").path
-        kubectl = binaries.find("kubectl").path
         say("installing the SIMULATED DRA driver chart (stands in for a driver installed beforehand)")
-        tolerations = ('[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"},'
-                       '{"key":"node-role.kubernetes.io/gpu","operator":"Exists","effect":"NoSchedule"}]')
-        run([helm, "upgrade", "--install", "dra-driver-nvidia-gpu", CHART, "--namespace", "dra-driver-nvidia-gpu",
-             "--create-namespace", "--set", "gpuResourcesEnabledOverride=true",
-             "--set-json", "kubeletPlugin.tolerations=" + tolerations, "--wait", "--timeout", "120s"], env=env)
-        run([kubectl, "create", "namespace", "ml-training"], env=env, check=False)
+        try:
+            simulated_driver.install(kubeconfig, log=say)
+        except subprocess.CalledProcessError as exc:
+            raise SystemExit("[demo] failed: %s (exit %d)" % (exc.cmd[0], exc.returncode))
         rc1, changed1 = site(env, "first run")
         if rc1 != 0:
             raise SystemExit("[demo] the first converge failed (see above)")

@@ -20,7 +20,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEST = os.path.join(ROOT, ".build", "ansible-test", "ansible_collections", "gpupool", "core")
-SKIP = ("testbed/", "tools/", "bench/", "tests/integration/", "tests/fixtures/", ".ci/", "conftest.py",
+SKIP = ("testbed/", "tools/", "bench/", "tests/integration/", "tests/fixtures/", ".ci/", "conftest.py", "extensions/molecule/",
         "tests/__init__.py", "pyproject.toml", "Makefile", "ansible.cfg")
 
 

@@ -35,8 +35,9 @@ class PlaybookResult:
         return self.recap[host]["changed"]
 
 
-def run_playbook(playbook, inventory, tmp_path, check=False, diff=False, extra_vars=None, env=None, timeout=600):
-    """playbook: a path or YAML text; inventory: a path or YAML text."""
+def run_playbook(playbook, inventory, tmp_path, check=False, diff=False, extra_vars=None, env=None, timeout=600,
+                 args=()):
+    """playbook: a path or YAML text; inventory: a path or YAML text; args: more command-line arguments."""
     if "\n" in playbook:
         path = tmp_path / "playbook.yml"
         path.write_text(playbook)
@@ -52,6 +53,7 @@ def run_playbook(playbook, inventory, tmp_path, check=False, diff=False, extra_v
         cmd.append("--diff")
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
+    cmd += list(args)
     full_env = dict(os.environ)
     full_env.update({
         "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections"),

@@ -1,0 +1,170 @@
+"""site.yml run the way AWX runs a job: ansible-runner's Python API on a private data directory laid out as
+AWX lays it out, against the sandbox.
+
+What AWX does and this test reproduces (ansible-runner docs "intro"; AWX docs/collections.md):
+- inventory update: the inventory source (a gpupool.core.pools file) is parsed with `ansible-inventory --list
+  --export`, and a job gets the result as an executable script in inventory/;
+- project update: the project is checked out into project/ (the job's working directory), and collections
+  the project needs are installed into requirements_collections/ (here: from this checkout's tarball);
+- a launch with a survey: its answers in env/extravars; runner settings in env/settings;
+- the job's result: artifacts/<ident>/status and rc, and the playbook_on_stats event in job_events/.
+Two runs with the same survey answers: the first changes the selected pool, the second changes nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.playbook import ROOT
+
+pytestmark = pytest.mark.sandbox
+VENV_BIN = Path(sys.executable).parent
+MV = {"OpenStack-API-Version": "container-infra 1.14"}
+
+
+def checkout(dest: Path) -> None:
+    names = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.split("\n")
+    for name in filter(None, names):
+        if os.path.isfile(os.path.join(ROOT, name)):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, name), dest / name)
+
+
+def clean_env(**extra) -> dict:
+    """No trace of this checkout: collections only from where AWX would put them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHONPATH"))}
+    env.update(PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""), ANSIBLE_NOCOLOR="1", **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def job(sandbox, tmp_path_factory):
+    """A private data directory for the job template "gpupool converge" with survey answers, and cleanup."""
+    suffix = uuid.uuid4().hex[:5]
+    cluster, selected, other = "awx-%s" % suffix, "awx-t4-%s" % suffix, "awx-h100-%s" % suffix
+    tmp = tmp_path_factory.mktemp("awx-job")
+    pdd = tmp / "private_data_dir"
+    for sub in ("project", "inventory", "env", "requirements_collections"):
+        (pdd / sub).mkdir(parents=True)
+
+    # Project update: the checkout, and the collection installed the way AWX installs project requirements.
+    checkout(pdd / "project")
+    build = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), ROOT],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stdout + build.stderr
+    (tarball,) = tmp.glob("gpupool-core-*.tar.gz")
+    collections = pdd / "requirements_collections"
+    install = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p",
+                              str(collections), str(tarball)], capture_output=True, text=True, timeout=300,
+                             env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)), cwd=tmp)
+    assert install.returncode == 0, install.stdout + install.stderr
+
+    # Inventory update: the inventory source is a gpupool.core.pools file, parsed as AWX parses it.
+    declared = {"name": cluster, "kubeconfig": str(sandbox.kubeconfig),
+                "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
+                "pools": [{"name": selected, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
+                           "gpu": {"model": "T4"}, "sharing": {"time_slicing": {"interval": "Medium"}}},
+                          {"name": other, "nodegroup": {"flavor": "g5.h100x4", "node_count": 1},
+                           "gpu": {"model": "H100-80GB", "per_node": 4}}]}
+    source = tmp / "awx.pools.yml"
+    source.write_text(yaml.safe_dump({"plugin": "gpupool.core.pools", "clusters": [declared]}))
+    imported = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", str(source), "--list", "--export"],
+                              capture_output=True, text=True, timeout=120,
+                              env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)), cwd=tmp)
+    assert imported.returncode == 0, imported.stderr
+    listing = json.loads(imported.stdout)
+    assert listing["gpupool_clusters"]["hosts"] == [cluster]
+    script = pdd / "inventory" / "hosts"
+    script.write_text("#!%s\nimport json, sys\nprint(json.dumps(%r) if '--list' in sys.argv else '{}')\n"
+                      % (sys.executable, listing))
+    script.chmod(0o700)
+
+    # Launch: survey answers and runner settings.
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump({"gpupool_limit": cluster, "gpupool_pools": selected}))
+    (pdd / "env" / "settings").write_text(yaml.safe_dump({"idle_timeout": 600, "job_timeout": 900,
+                                                          "suppress_ansible_output": True}))
+    (pdd / "env" / "envvars").write_text(yaml.safe_dump({"ANSIBLE_COLLECTIONS_PATH": str(collections),
+                                                         "ANSIBLE_NOCOLOR": "1"}))
+    yield {"pdd": pdd, "cluster": cluster, "selected": selected, "other": other, "sandbox": sandbox}
+    cleanup(sandbox, [selected, other])
+
+
+def cleanup(sandbox, pools):
+    import openstack
+    from kubernetes import client
+
+    proxy = openstack.connect(load_yaml_config=False, load_envvars=False, **sandbox.cloud)\
+        .container_infrastructure_management
+    path = "/clusters/%s/nodegroups/" % sandbox.cluster()["uuid"]
+    for pool in pools:
+        proxy.request(path + pool, "DELETE", headers=MV, raise_exc=False)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+            proxy.request(path + p, "GET", headers=MV, raise_exc=False).status_code != 404 for p in pools):
+        time.sleep(0.2)
+    api = client.CustomObjectsApi(sandbox.cp.api_client())
+    for pool in pools:
+        for item in api.list_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses",
+                                                   label_selector="gpupool.io/pool=%s" % pool)["items"]:
+            api.delete_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", item["metadata"]["name"])
+
+
+def run_job(pdd: Path, ident: str):
+    import ansible_runner
+
+    # ansible-runner starts ansible-playbook with this process's environment plus env/envvars.
+    saved, env = dict(os.environ), clean_env()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        return ansible_runner.run(private_data_dir=str(pdd), playbook="playbooks/site.yml", ident=ident)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def stats_event(pdd: Path, ident: str) -> dict:
+    """The playbook_on_stats event from the job's artifacts (what AWX stores as the job's host summaries)."""
+    events = [json.loads(p.read_text()) for p in (pdd / "artifacts" / ident / "job_events").glob("*.json")]
+    (stats,) = [e for e in events if e.get("event") == "playbook_on_stats"]
+    return stats["event_data"]
+
+
+def nodegroup_exists(sandbox, name) -> bool:
+    try:
+        sandbox.magnum.nodegroup(sandbox.cluster_name, name)
+    except Exception:  # the emulator's not-found error
+        return False
+    return True
+
+
+def test_a_job_converges_the_surveyed_pool_and_a_second_job_changes_nothing(job):
+    pdd = job["pdd"]
+    first = run_job(pdd, "converge-1")
+    stdout = (pdd / "artifacts" / "converge-1" / "stdout").read_text()
+    assert first.status == "successful", stdout[-4000:]
+    assert (pdd / "artifacts" / "converge-1" / "status").read_text().strip() == "successful"
+    assert (pdd / "artifacts" / "converge-1" / "rc").read_text().strip() == "0"
+    stats = stats_event(pdd, "converge-1")
+    assert stats["changed"].get(job["cluster"], 0) > 0 and stats["failures"] == {}
+    # The survey's pool answer was honoured: only that pool got a nodegroup.
+    assert nodegroup_exists(job["sandbox"], job["selected"])
+    assert not nodegroup_exists(job["sandbox"], job["other"])
+
+    second = run_job(pdd, "converge-2")
+    assert second.status == "successful", (pdd / "artifacts" / "converge-2" / "stdout").read_text()[-4000:]
+    assert (pdd / "artifacts" / "converge-2" / "status").read_text().strip() == "successful"
+    stats = stats_event(pdd, "converge-2")
+    assert stats["changed"] == {} and stats["failures"] == {}
+    assert stats["ok"].get(job["cluster"], 0) > 0
+    assert second.stats["changed"] == {}
