@@ -25,6 +25,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import tai
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import owned_selector
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import pool_of
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import diff_view
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import differences
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import needs_apply
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import node_view
@@ -75,7 +76,7 @@ class Result(object):
 
     def diff(self):
         header = self.ref + (" (pool %s)" % self.pool if self.pool else "")
-        return {"before": self.before or {}, "after": self.after or {},
+        return {"before": diff_view(self.before), "after": diff_view(self.after),
                 "before_header": header, "after_header": header}
 
 
@@ -330,7 +331,7 @@ class ApplyEngine(object):
             return
         after = self.apply(kind, obj)
         res.object, res.after = after, strip(after)
-        res.changed = live is None or res.before != res.after
+        res.changed = live is None or diff_view(res.before) != diff_view(res.after)
         res.action = "created" if live is None else ("updated" if res.changed else "unchanged")
 
     def _recreate(self, kind, obj, live, res, delete_timeout):

@@ -86,6 +86,12 @@ def step_changes(step: str, result: Optional[dict]) -> List[str]:
     if not isinstance(result, dict) or result.get("skipped"):
         return []
     lines: List[str] = []
+    if isinstance(result.get("results"), list):  # a task with a loop: each item's result
+        for item in result["results"]:
+            lines += step_changes(step, item)
+        if result.get("failed") and not any(line.startswith(FAILED) for line in lines):
+            lines.append(FAILED + _first_line(result.get("msg")))
+        return lines
     for extract in EXTRACTORS:
         lines += extract(result)
     if result.get("failed"):

@@ -560,6 +560,18 @@ def test_result_shapes():
     assert k8s_apply_engine.results_summary([r]) == {"created": 1}
 
 
+def test_diff_leaves_out_api_version_and_kind():
+    # A live object read from a LIST has no apiVersion/kind, the apply response has both: neither is a change.
+    r = k8s_apply_engine.Result("DeviceClass", "t4", None, "t4")
+    r.before = {"metadata": {"name": "t4"}, "spec": {"selectors": ["a"]}}
+    r.after = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "t4"},
+               "spec": {"selectors": ["b"]}}
+    diff = r.diff()
+    assert diff["before"] == {"metadata": {"name": "t4"}, "spec": {"selectors": ["a"]}}
+    assert diff["after"] == {"metadata": {"name": "t4"}, "spec": {"selectors": ["b"]}}
+    assert plan_ssa_compare.diff_view(None) == {} and plan_ssa_compare.diff_view({"kind": "X"}) == {}
+
+
 def test_connection_options_order(monkeypatch):
     c = cluster(lambda d: d.update(kubeconfig="~/kc", context="ctx"))
     monkeypatch.setenv("K8S_AUTH_KUBECONFIG", "/env/kc")
