@@ -189,7 +189,10 @@ skipped_nodes:
   type: list
   elements: str
 diff:
-  description: Before and after of gpupool's configs in the ConfigMap and of each switched node's labels (with C(--diff)).
+  description:
+    - With C(--diff), first the rollout plan as text (C(prepared)) - per pool each wave, its nodes with their MIG
+      layout now and the layout they get, the pods to evict and the steps around them - then before and after of
+      gpupool's configs in the ConfigMap and of each switched node's labels.
   returned: when diff mode is on
   type: list
   elements: dict
@@ -207,6 +210,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import MA
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
+from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout_text as plan_mig_rollout_text
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
 
@@ -563,12 +567,25 @@ class Rollout:
                 continue
             self.run_wave(plan, entry)
 
+    def rollout_text(self):
+        """The waves as text for --diff (plan/mig_rollout_text.py); '' before the plan or without waves."""
+        if not getattr(self, "cm", None) or not self.waves:
+            return ""
+        before = dict(((self.cm[1] or {}).get("mig-configs") or {}))
+        after = dict(((self.cm[3] or {}).get("mig-configs") or {}))
+        after.update((name, config["entries"]) for name, config in self.configs.items())
+        return plan_mig_rollout_text.rollout_text(self.plans, self.waves, after, before, self.cordon, self.drain,
+                                                  self.mm.max_unavailable)
+
     def result(self):
         out = dict(changed=self.changed, config_map=self.cm_result, pools=self.pools, waves=self.waves,
                    failed_nodes=self.failed_nodes,
                    skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]))
         if self.module.diff_mode:
             out["diff"] = self.diff
+            text = self.rollout_text()
+            if text:  # the plan first: what the node diffs below amount to
+                out["diff"] = [{"prepared": text}] + self.diff
         return out
 
 

@@ -44,7 +44,8 @@ def allocatable_cell(capacity: Optional[dict]) -> str:
     if not capacity:
         return "-"
     parts = []
-    for unit, count in capacity["allocatable"].items():
+    # whole GPUs first, then the profiles by name (results pass through JSON, which may sort keys anyway)
+    for unit, count in sorted(capacity["allocatable"].items(), key=lambda kv: (kv[0] != FULL_GPU, kv[0])):
         parts.append(("%d whole GPU(s)" % count) if unit == FULL_GPU else "%s x%d" % (unit, count))
     return ", ".join(parts) or "-"
 

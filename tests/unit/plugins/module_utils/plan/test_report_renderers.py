@@ -113,10 +113,10 @@ def test_markdown_has_the_capacity_table_per_pool_sections_and_pictures():
     text = plan_report_markdown.cluster_markdown("cern-gpu", report())
     lines = text.splitlines()
     assert lines[0] == "# GPU pools of cern-gpu"
-    assert "| a100 | 2/2 (wants 2) | - | 2g.10gb 8/8, 3g.20gb 3/4 | 3g.20gb x1, 2g.10gb x4 |" in lines
+    assert "| a100 | 2/2 (wants 2) | - | 2g.10gb 8/8, 3g.20gb 3/4 | 2g.10gb x4, 3g.20gb x1 |" in lines
     assert "| t4 | 0/0 | - | - | 0 whole GPU(s) |" in lines
     assert "Not counted: a100-1 (cordoned)." in lines
-    assert "| a100-1 | Ready, cordoned | gpupool-a100 (success) | - | - | 3g.20gb x0, 2g.10gb x0 |" in lines
+    assert "| a100-1 | Ready, cordoned | gpupool-a100 (success) | - | - | 2g.10gb x0, 3g.20gb x0 |" in lines
     assert "![GPUs and MIG slices of pool a100](a100.svg)" in lines
     assert "| ml/slice | a100-3g.20gb | 1 | 1 |  |" in lines
     assert "- `node_not_ready` node a100-1 ..." in lines
