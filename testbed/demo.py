@@ -3,12 +3,12 @@
 Steps (each prints what it does):
 1. sandbox up: real kube-apiserver + etcd, Magnum emulator, node / DRA driver / MIG manager
    simulators (docs/testbed.md), inventories/sandbox/ written from inventories/example/;
-2. what the platform team installed before (testbed/simulated_driver.py): the SIMULATION chart of
-   the DRA driver in testbed/charts/ (not NVIDIA's), with the GPU taint tolerated by its kubelet
-   plugin, and the tenants' namespace for the example's ComputeDomain. The collection's own DRA
-   driver role arrives with its issue and will replace the chart;
+2. what the platform team set up before (testbed/simulated_driver.py): the tenants' namespace for
+   the example's ComputeDomain;
 3. ansible-playbook playbooks/site.yml -i inventories/sandbox: nodegroups on Magnum, node labels
-   and taints, rolling MIG layouts, DeviceClasses, ComputeDomains, pool report;
+   and taints, the DRA driver through the dra_driver role (the sandbox inventory points its chart at
+   the SIMULATION chart in testbed/charts/, not NVIDIA's, and at the test bed's helm), rolling MIG
+   layouts, DeviceClasses, ComputeDomains, pool report;
 4. the same playbook again: must report changed=0 (idempotence);
 5. sandbox down, always.
 """
@@ -71,7 +71,7 @@ def main():
         kubeconfig = yaml.safe_load((INVENTORY / "host_vars" / "cern-gpu" / "gpupool.yml").read_text())[
             "gpupool_cluster"]["kubeconfig"]
         env["KUBECONFIG"] = kubeconfig
-        say("installing the SIMULATED DRA driver chart (stands in for a driver installed beforehand)")
+        say("what the platform team set up before gpupool runs: the tenants' namespace")
         try:
             simulated_driver.install(kubeconfig, log=say)
         except subprocess.CalledProcessError as exc:

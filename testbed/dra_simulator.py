@@ -25,10 +25,24 @@ or a name ending in ``-kubelet-plugin``), this simulator plays, on every poll:
 - **the garbage collector** for what it owns: slices of deleted Nodes and, when the DaemonSet is
   gone, all of its slices; ReplicaSets of deleted Deployments.
 
-Feature gates (the ``FEATURE_GATES`` env the chart renders) are read and reported; DynamicMIG
-(partitionable devices) and PassthroughSupport (vfio devices) are NOT simulated: with them on, the
-slices still look like the static driver's. Also not simulated: Pods, CDI, NodePrepareResources,
-claim allocation (no scheduler), the ComputeDomain controller's objects, health checks.
+Feature gates (the ``FEATURE_GATES`` env the chart renders) and, on 0.5, ``IMEX_MODE`` are read
+the way the driver's binaries read them (testbed/dra_driver_rules.py, the simulator's own table):
+
+- a gate the driver version (the DaemonSet's ``app.kubernetes.io/version`` label) does not know, a
+  ValidateFeatureGates conflict or an invalid IMEX mode: every container exits at start-up - the
+  plugin is ready nowhere, publishes nothing, and the release's Deployments never become ready
+  (``status()`` says why under ``error``). Note the real chart's DaemonSet has maxUnavailable 100%,
+  so ``helm --wait`` passes on the DaemonSet anyway; the controller Deployment is what fails it.
+- DynamicMIG: at the plugin's start on a node, static MIG layouts are wiped (testbed/dra_dynamic_mig.py)
+  and every MIG placement is published as a partitionable device with shared counters;
+- claim "prepare": a ResourceClaim allocated (``status.allocation``, written by a test playing the
+  scheduler) on a node where the plugin runs gets ``status.devices[].conditions`` Ready=True, or
+  Ready=False with the driver's message when its GpuConfig/MigDeviceConfig asks for TimeSlicing or
+  MPS and that gate is off. The real driver reports a failed prepare as a kubelet event on the pod,
+  not in the claim: the claim's device status is simply where a test without kubelets can read it.
+
+Not simulated: PassthroughSupport (vfio devices; the slices stay as without it), Pods, CDI,
+allocation (no scheduler), the ComputeDomain controller's objects, health checks.
 """
 from __future__ import annotations
 
@@ -37,6 +51,8 @@ import json
 import sys
 import time
 
+from testbed import dra_driver_rules
+from testbed import dra_dynamic_mig
 from testbed import dra_resourceslices as slices_mod
 from testbed.simulator_client import Kube, KubeError
 
@@ -44,7 +60,8 @@ IDENTITY = "testbed:dra-driver-simulator"
 PLUGIN_NAMES = ("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu")
 CONTENT_ANNOTATION = "testbed.gpupool.io/content-hash"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-NOT_SIMULATED_GATES = ("DynamicMIG", "PassthroughSupport")
+NOT_SIMULATED_GATES = ("PassthroughSupport",)
+CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 # Tolerations the DaemonSet controller adds to every daemon pod (pkg/controller/daemon/util).
 DAEMONSET_TOLERATIONS = (
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
@@ -150,6 +167,21 @@ def feature_gates(ds: dict) -> dict:
     return gates
 
 
+def container_env(ds: dict, name: str, container: str = "compute-domains") -> str:
+    """An env value of one plugin container ("" when absent)."""
+    for c in _containers(ds):
+        if c.get("name") == container:
+            for env in c.get("env") or []:
+                if env.get("name") == name:
+                    return str(env.get("value") or "")
+    return ""
+
+
+def driver_version(ds: dict) -> str:
+    """The driver version of the DaemonSet: the chart's app.kubernetes.io/version label."""
+    return (ds["metadata"].get("labels") or {}).get("app.kubernetes.io/version", "")
+
+
 def _hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -170,6 +202,8 @@ class DraDriverSimulator:
         self._warned: set[str] = set()
         self._had_slices = True  # check once at start for leftovers
         self._rs_namespaces: set[str] = set()  # where we created ReplicaSets (for the garbage collector)
+        self._started: set[tuple] = set()  # (DaemonSet uid, generation, node): plugin start-ups seen
+        self.prepared: dict[str, list] = {}  # "ns/claim" -> [{"device", "ready", "message"}]
         self.publishes = 0
 
     # ---- one reconcile pass ---------------------------------------------------------------------------
@@ -184,32 +218,123 @@ class DraDriverSimulator:
             pod_spec = ds["spec"]["template"].get("spec") or {}
             drivers = tuple(CONTAINER_DRIVERS[c["name"]] for c in _containers(ds) if c.get("name") in CONTAINER_DRIVERS)
             gates = feature_gates(ds)
+            version = driver_version(ds)
+            crash = dra_driver_rules.startup_error(version, gates, container_env(ds, "IMEX_MODE"),
+                                                   container_env(ds, "IMEX_ISOLATION"))
             for gate in NOT_SIMULATED_GATES:
                 if gates.get(gate) and key + gate not in self._warned:
                     self._warned.add(key + gate)
                     self.log("%s: feature gate %s is on - NOT simulated, slices stay static" % (key, gate))
+            if crash and key + crash not in self._warned:
+                self._warned.add(key + crash)
+                self.log("%s: every driver container exits at start-up: %s" % (key, crash))
             scheduled, ready = [], []
             for node in nodes:
                 if not schedules_on(pod_spec, node):
                     continue
                 scheduled.append(node["metadata"]["name"])
                 machine = self.inventory.for_node(node)
-                if machine is None or not node_ready(node):
-                    continue  # the plugin cannot start without GPUs (NVML), or the node is down
+                if crash or machine is None or not node_ready(node):
+                    continue  # crashing, no GPUs (NVML fails), or the node is down
                 ready.append(node["metadata"]["name"])
-                layouts = dict(machine.layouts)
-                owner = {"name": node["metadata"]["name"], "uid": node["metadata"].get("uid")}
-                for sl in slices_mod.node_slices(machine.name, machine.gpu, machine.count, layouts,
-                                                 owner=owner, drivers=drivers):
+                for sl in self._node_slices(ds, node, machine, drivers, gates):
                     desired[sl["metadata"]["name"]] = sl
-            plugins[key] = {"nodes": scheduled, "ready": ready, "gates": gates, "drivers": list(drivers)}
+            plugins[key] = {"nodes": scheduled, "ready": ready, "gates": gates, "drivers": list(drivers),
+                            "version": version, "error": crash}
             self._ds_status(ds, len(scheduled), len(ready))
-            self._deployments(ds)
+            if not crash:  # the controller (and webhook) exit on the same flags: never ready then
+                self._deployments(ds)
         self.plugins = plugins
         self._sync_slices(desired, active=bool(daemonsets))
+        self._prepare_claims(daemonsets)
         for ns in sorted(self._rs_namespaces - {ds["metadata"]["namespace"] for ds in daemonsets}):
             if not self._collect_replicasets(ns, self._live_deployments(ns)):
                 self._rs_namespaces.discard(ns)
+
+    def _node_slices(self, ds: dict, node: dict, machine, drivers: tuple, gates: dict) -> list:
+        """The slices the plugin publishes on one node; with DynamicMIG, its start-up first wipes the
+        node's static MIG layouts (once per plugin generation and node, as a pod start would)."""
+        name = node["metadata"]["name"]
+        owner = {"name": name, "uid": node["metadata"].get("uid")}
+        if not (gates.get("DynamicMIG") and slices_mod.GPU_DRIVER in drivers):
+            return slices_mod.node_slices(machine.name, machine.gpu, machine.count, dict(machine.layouts),
+                                          owner=owner, drivers=drivers)
+        start = (ds["metadata"].get("uid"), ds["metadata"].get("generation"), name)
+        if start not in self._started:
+            self._started.add(start)
+            before = self.inventory.layouts(name)
+            after = dra_dynamic_mig.wiped_layouts(machine.gpu, before)
+            if after != before:
+                self.inventory.set_layouts(name, after)
+                self.log("%s: DynamicMIG start-up destroyed the MIG devices it did not create" % name)
+        out = dra_dynamic_mig.node_slices(machine.name, machine.gpu, machine.count, self.inventory.layouts(name),
+                                          owner=owner)
+        others = tuple(d for d in drivers if d != slices_mod.GPU_DRIVER)
+        return out + slices_mod.node_slices(machine.name, machine.gpu, machine.count, {}, owner=owner,
+                                            drivers=others)
+
+    # ---- claim prepare ----------------------------------------------------------------------------------
+    def _prepare_claims(self, daemonsets: list) -> None:
+        """Play NodePrepareResources for allocated claims on nodes where a plugin is ready."""
+        served = {}  # node -> (gates, version)
+        for ds in daemonsets:
+            info = self.plugins.get("%s/%s" % (ds["metadata"]["namespace"], ds["metadata"]["name"])) or {}
+            if slices_mod.GPU_DRIVER in info.get("drivers", ()):
+                for node in info.get("ready", ()):
+                    served[node] = (info["gates"], info["version"])
+        if not served and not self.prepared:
+            return
+        prepared = {}
+        for claim in self.kube.list(CLAIMS):
+            allocation = (claim.get("status") or {}).get("allocation") or {}
+            results = [r for r in (allocation.get("devices") or {}).get("results") or []
+                       if r.get("driver") == slices_mod.GPU_DRIVER and r.get("pool") in served]
+            if not results:
+                continue
+            configs = [c for c in (allocation.get("devices") or {}).get("config") or []
+                       if ((c.get("opaque") or {}).get("driver")) == slices_mod.GPU_DRIVER]
+            devices, record = [], []
+            for res in results:
+                gates, version = served[res["pool"]]
+                error = None
+                for cfg in configs:
+                    if not cfg.get("requests") or res.get("request") in cfg["requests"]:
+                        error = error or dra_driver_rules.prepare_error(gates, version,
+                                                                        cfg["opaque"].get("parameters") or {})
+                condition = {"type": "Ready", "status": "False" if error else "True",
+                             "reason": "PrepareFailed" if error else "Prepared",
+                             "message": error or "prepared by the DRA driver simulator"}
+                devices.append({"driver": res["driver"], "pool": res["pool"], "device": res["device"],
+                                "conditions": [condition]})
+                record.append({"device": res["device"], "ready": not error, "message": condition["message"]})
+            meta = claim["metadata"]
+            prepared["%s/%s" % (meta["namespace"], meta["name"])] = record
+            self._write_claim_status(claim, devices)
+        self.prepared = prepared
+
+    def _write_claim_status(self, claim: dict, devices: list) -> None:
+        def strip(devs):
+            return [dict(d, conditions=[{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                                        for c in d.get("conditions") or []]) for d in devs or []]
+        have = (claim.get("status") or {}).get("devices") or []
+        if strip(have) == strip(devices):
+            return
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for d in devices:
+            for c in d["conditions"]:
+                c["lastTransitionTime"] = now
+        meta = claim["metadata"]
+        path = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status" % (meta["namespace"], meta["name"])
+        try:
+            self.kube.patch(path, {"status": {"devices": devices}})
+            self.log("ResourceClaim %s/%s: %s" % (meta["namespace"], meta["name"], "; ".join(
+                "%s %s" % (d["device"], d["conditions"][0]["reason"]) for d in devices)))
+        except KubeError as exc:
+            if exc.status not in (404, 409):
+                msg = "claim status %s/%s refused: %s" % (meta["namespace"], meta["name"], exc)
+                if msg not in self.errors:
+                    self.log(msg)
+                    self.errors = (self.errors + [msg])[-20:]
 
     # ---- DaemonSet / Deployment status ------------------------------------------------------------------
     def _ds_status(self, ds: dict, scheduled: int, ready: int) -> None:
@@ -321,7 +446,7 @@ class DraDriverSimulator:
         current = {s["metadata"]["name"]: s for s in
                    self.kube.list(SLICES, label_selector=slices_mod.SIMULATED_LABEL + "=true")}
         for name, sl in desired.items():
-            digest = _hash(sl["spec"]["devices"])
+            digest = _hash({k: v for k, v in sl["spec"].items() if k != "pool"})  # devices, counters
             sl["metadata"].setdefault("annotations", {})[CONTENT_ANNOTATION] = digest
             have = current.get(name)
             if have is None:
@@ -358,4 +483,5 @@ class DraDriverSimulator:
 
     # ---- for tests --------------------------------------------------------------------------------------
     def status(self) -> dict:
-        return {"plugins": self.plugins, "publishes": self.publishes, "errors": list(self.errors)}
+        return {"plugins": self.plugins, "publishes": self.publishes, "errors": list(self.errors),
+                "prepared": dict(self.prepared)}

@@ -58,6 +58,7 @@ from testbed.simulator_client import Kube, simulator_kubeconfig
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_INVENTORY = ROOT / "inventories" / "example"
+SIMULATION_CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
 DEFAULT_INVENTORY = ROOT / "inventories" / "sandbox"
 CLUSTER_NAME = "digaponc-gpu-004"
 INVENTORY_MARKER = ".written-by-testbed-sandbox"
@@ -279,12 +280,29 @@ class Sandbox:
             magnum["cloud"] = self.cloud  # a dict: the modules need no clouds.yaml
             magnum["cluster"] = self.cluster_name
             cluster["magnum"] = magnum
+            # The sandbox cannot pull NVIDIA's chart: the DRA driver role installs the SIMULATION chart
+            # (same name and values keys; the DRA driver simulator plays its pods).
+            dra = dict(cluster.get("dra_driver") or {})
+            dra["chart"] = str(SIMULATION_CHART)
+            dra["version"] = yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"]
+            cluster["dra_driver"] = dra
             data["gpupool_cluster"] = cluster
+            helm = _helm_path()
+            if helm:  # the dra_driver role's helm: the test bed's own (PATH may have none)
+                data["dra_driver_helm_binary"] = helm
             out = directory / "host_vars" / src.parent.name
             out.mkdir(parents=True, exist_ok=True)
             (out / "gpupool.yml").write_text(
                 "---\n" + header.replace("hosts and pools", "pools") + yaml.safe_dump(data, sort_keys=False))
         return directory
+
+
+def _helm_path() -> str | None:
+    from testbed import binaries
+    try:
+        return str(binaries.find("helm", allow_fetch=False).path)
+    except (FileNotFoundError, RuntimeError):
+        return None
 
 
 # ---- CLI -------------------------------------------------------------------------------------------

@@ -1,13 +1,13 @@
-"""What a platform team installs on a GPU cluster before gpupool converges it, done on the SANDBOX.
+"""What a platform team sets up on a GPU cluster before gpupool converges it, done on the SANDBOX.
 
-    python -m testbed.simulated_driver --kubeconfig FILE     # idempotent: helm upgrade --install, namespaces
+    python -m testbed.simulated_driver --kubeconfig FILE     # idempotent
 
-- the SIMULATION chart of the NVIDIA DRA driver in testbed/charts/ (not NVIDIA's; docs/testbed.md), with the
-  GPU taint the pools set tolerated by its kubelet plugin, so the DRA driver simulator publishes slices;
 - the tenants' namespace of the example inventory's ComputeDomain (ml-training).
 
-Used by `make demo` (testbed/demo.py) and the molecule scenarios' create step; the collection's own DRA
-driver role arrives with its issue and will replace the chart step.
+The DRA driver itself is no longer installed here: site.yml's gpupool.core.dra_driver role installs it (the
+sandbox inventory points dra_driver.chart at the SIMULATION chart in testbed/charts/ and
+dra_driver_helm_binary at the test bed's helm). The module name stays, so `make demo` and the molecule
+scenarios' create step keep calling the same thing.
 """
 from __future__ import annotations
 
@@ -15,27 +15,16 @@ import argparse
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from testbed import binaries
 
-ROOT = Path(__file__).resolve().parent.parent
-CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
-RELEASE = NAMESPACE = "dra-driver-nvidia-gpu"
 TENANT_NAMESPACES = ("ml-training",)
-TOLERATIONS = ('[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"},'
-               '{"key":"node-role.kubernetes.io/gpu","operator":"Exists","effect":"NoSchedule"}]')
 
 
 def install(kubeconfig: str | os.PathLike, log=print) -> None:
-    """helm upgrade --install of the simulation chart (waits for readiness), then the tenant namespaces."""
+    """The tenant namespaces (kubectl apply: idempotent)."""
     env = dict(os.environ, KUBECONFIG=str(kubeconfig))
-    helm, kubectl = binaries.find("helm").path, binaries.find("kubectl").path
-    command = [str(helm), "upgrade", "--install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
-               "--set", "gpuResourcesEnabledOverride=true", "--set-json", "kubeletPlugin.tolerations=" + TOLERATIONS,
-               "--wait", "--timeout", "120s"]
-    log("$ " + " ".join(command))
-    subprocess.run(command, env=env, check=True)
+    kubectl = binaries.find("kubectl").path
     for namespace in TENANT_NAMESPACES:
         manifest = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n" % namespace
         log("$ kubectl apply namespace %s" % namespace)

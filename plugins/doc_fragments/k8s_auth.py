@@ -133,3 +133,28 @@ options:
     type: float
     default: 5.0
 """
+
+    # Draining nodes before their GPUs change or they go away (nodegroup, mig_layout).
+    DRAIN = r"""
+options:
+  drain:
+    description:
+      - Cordon the nodes and evict the pods that use GPUs before the nodes change, and wait until those pods are gone.
+      - "GPU pods: pods requesting C(nvidia.com/gpu*), C(nvidia.com/mig-*) or C(gpupool.io/*) resources, or with DRA
+        resource claims. DaemonSet and static pods are not evicted (a warning names them); pods that do not use GPUs
+        are left alone."
+      - Evictions go through the Eviction API, so PodDisruptionBudgets apply; a budget that refuses is retried until
+        O(drain_timeout).
+      - Skipped in check mode; the result lists the pods that would be evicted.
+    type: bool
+    default: false
+  drain_timeout:
+    description:
+      - Seconds for one drain (evictions a PodDisruptionBudget refuses, and waiting for the evicted pods to go).
+    type: int
+    default: 600
+  drain_grace_period:
+    description:
+      - Grace period for evicted pods, in seconds. Default is each pod's own C(terminationGracePeriodSeconds).
+    type: int
+"""

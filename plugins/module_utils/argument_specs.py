@@ -4,7 +4,7 @@
 """Argument-spec pieces shared by the modules, 1:1 with the doc fragments in plugins/doc_fragments/.
 
 Each piece here has a fragment of the same name (``gpupool.core.k8s_auth`` is AUTH, ``.pools`` POOLS,
-``.apply`` APPLY, ``.nodes`` NODES, ``.wait`` WAIT; ``gpupool.core.openstack`` is OPENSTACK), and a unit
+``.apply`` APPLY, ``.nodes`` NODES, ``.wait`` WAIT, ``.drain`` DRAIN; ``gpupool.core.openstack`` is OPENSTACK), and a unit
 test holds the two together, so an option has one spelling, one type and one default everywhere.
 A module composes the pieces it documents with `compose()` and adds its own options.
 """
@@ -52,6 +52,13 @@ WAIT = dict(
     wait_sleep=dict(type="float", default=5.0),
 )
 
+# Draining nodes before they change or go away (fragment k8s_auth.drain); one spelling in every module.
+DRAIN = dict(
+    drain=dict(type="bool", default=False),
+    drain_timeout=dict(type="int", default=600),
+    drain_grace_period=dict(type="int"),
+)
+
 # Connection to OpenStack (fragment gpupool.core.openstack), as openstack.cloud spells it.
 OPENSTACK = dict(
     cloud=dict(type="raw"),
@@ -66,7 +73,8 @@ OPENSTACK = dict(
     interface=dict(type="str", default="public", choices=["admin", "internal", "public"], aliases=["endpoint_type"]),
 )
 
-PIECES = {"AUTH": AUTH, "POOLS": POOLS, "APPLY": APPLY, "NODES": NODES, "WAIT": WAIT, "OPENSTACK": OPENSTACK}
+PIECES = {"AUTH": AUTH, "POOLS": POOLS, "APPLY": APPLY, "NODES": NODES, "WAIT": WAIT, "DRAIN": DRAIN,
+          "OPENSTACK": OPENSTACK}
 
 
 def compose(*pieces: dict, **own: dict) -> dict:

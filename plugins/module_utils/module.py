@@ -18,7 +18,8 @@ else happens here, once:
 
 Subclasses: `PoolModule` (cluster + pools, validated by the model before anything else),
 `KubernetesModule` (one converge runner over the server-side-apply engine), `MagnumModule`
-(OpenStack connection + Magnum client) and `NvmlModule` (an NVML session on a GPU node).
+(OpenStack connection + Magnum client), `MagnumPoolModule` (a Magnum module over the inventory's
+cluster + pools, or standalone over flat options) and `NvmlModule` (an NVML session on a GPU node).
 """
 from __future__ import annotations
 
@@ -86,6 +87,18 @@ class GpupoolModule:
         if message not in self.warnings:
             self.warnings.append(message)
 
+    def hide_secrets(self, cloud: Any) -> None:
+        """Passwords and credential secrets inside a cloud dict never reach the output."""
+        for secret in secrets_in(cloud):
+            self.ansible.no_log_values.add(secret)
+
+    def require_at_least(self, **minimums: int) -> None:
+        """Numeric options with a lower bound (an argument spec cannot say it), checked before any request."""
+        problems = [(name, "must be at least %d, got %s" % (low, self.params[name]))
+                    for name, low in minimums.items() if self.params.get(name) is not None and self.params[name] < low]
+        if problems:
+            raise Problems(problems, subject="in the module options")
+
     def check_libraries(self) -> None:
         for name in self.required_libraries:
             requirement, error = LIBRARIES[name]
@@ -123,6 +136,14 @@ class GpupoolModule:
         self.ansible.exit_json(**result)
 
 
+def inventory_cloud(cluster: Any) -> Any:
+    """The cloud of the inventory's Magnum section (`cluster.magnum.cloud`), read before validation so that its
+    secrets are hidden even when the inventory is refused."""
+    if isinstance(cluster, dict) and isinstance(cluster.get("magnum"), dict):
+        return cluster["magnum"].get("cloud")
+    return None
+
+
 class PoolModule(GpupoolModule):
     """A module over the validated inventory: `self.cluster` and `self.selected` (the pools in scope)."""
 
@@ -131,6 +152,10 @@ class PoolModule(GpupoolModule):
     @classmethod
     def full_argument_spec(cls) -> Dict[str, dict]:
         return compose(POOLS, *cls.shared, **cls.argument_spec)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hide_secrets(inventory_cloud(self.params.get("cluster")))
 
     def prepare(self) -> None:
         super().prepare()
@@ -203,11 +228,7 @@ class MagnumModule(GpupoolModule):
     def __init__(self) -> None:
         super().__init__()
         self.hide_secrets(self.params.get("cloud"))
-
-    def hide_secrets(self, cloud: Any) -> None:
-        """Passwords and credential secrets inside a cloud dict never reach the output."""
-        for secret in secrets_in(cloud):
-            self.ansible.no_log_values.add(secret)
+        self.hide_secrets(inventory_cloud(self.params.get("cluster")))
 
     def connect(self, cloud: Any = None):
         params = dict(self.params)
@@ -215,6 +236,47 @@ class MagnumModule(GpupoolModule):
             self.hide_secrets(cloud)
             params["cloud"] = cloud
         return connect_from_params(params)
+
+
+class MagnumPoolModule(MagnumModule):
+    """A Magnum module over the inventory, like a pool module, or standalone over flat options.
+
+    ``cluster`` is either the inventory's cluster (a mapping, validated by the model before anything else,
+    with ``pools`` selecting the pools in scope; the cloud comes from ``cluster.magnum.cloud``), or the name
+    or uuid of one Magnum cluster (standalone: the module's flat options say what to do). `self.cluster`
+    is the validated `Cluster` in the first case and None in the second.
+    """
+
+    # options that only make sense standalone: refused next to an inventory (the pool's data says it there)
+    standalone_options: Tuple[str, ...] = ()
+
+    @classmethod
+    def full_argument_spec(cls) -> Dict[str, dict]:
+        return compose(OPENSTACK, POOLS, *cls.shared, **cls.argument_spec)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.cluster = None
+        self.selected: list = []
+        cluster = self.params["cluster"]
+        if isinstance(cluster, dict):
+            if PYDANTIC_IMPORT_ERROR is not None:
+                requirement, error = LIBRARIES["pydantic"]
+                raise MissingLibrary(requirement, reason="to read the cluster inventory", traceback=str(error))
+            given = [name for name in self.standalone_options if self.params.get(name) is not None]
+            if given:
+                raise Problems([(name, "is for standalone use (cluster given as a Magnum cluster name); with the "
+                                 "inventory as cluster, set it in the pool's nodegroup instead") for name in given],
+                               subject="in the module options")
+            self.cluster = load_cluster(cluster)
+            self.selected = select_pools(self.cluster, self.params["pools"])
+        elif not isinstance(cluster, str) or not cluster:
+            raise Problems([("cluster", "must be the cluster inventory (a mapping, usually {{ gpupool_cluster }}) or "
+                             "the name or uuid of a Magnum cluster, got %s" % type(cluster).__name__)],
+                           subject="in the module options")
+        elif self.params["pools"]:
+            raise Problems([("pools", "selects pools of a cluster inventory; with cluster given as a Magnum "
+                             "cluster name there are no pools to select")], subject="in the module options")
 
 
 class NvmlModule(GpupoolModule):

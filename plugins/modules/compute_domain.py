@@ -11,7 +11,8 @@ module: compute_domain
 short_description: Converge the ComputeDomains of multi-node NVLink GPU pools
 version_added: "0.1.0"
 description:
-  - For each present pool with C(nvlink.mode=compute_domain) (GB200 NVL72 and other multi-node NVLink GPUs), converges
+  - For each present pool with C(nvlink.mode=compute_domain) or C(nvlink.mode=host_imex) (GB200 NVL72 and other
+    multi-node NVLink GPUs; with host-managed IMEX the driver still hands out the domain's channel), converges
     a C(resource.nvidia.com) ComputeDomain with server-side apply (field manager C(gpupool)).
   - The ComputeDomain is named C(nvlink.compute_domain.name) (default the pool name) in
     C(nvlink.compute_domain.namespace); its C(spec.channel.resourceClaimTemplate.name) is

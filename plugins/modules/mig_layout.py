@@ -52,16 +52,8 @@ options:
         apply) and wait until they are gone, before the label changes. Implies O(cordon).
       - "GPU pods: pods requesting C(nvidia.com/gpu*), C(nvidia.com/mig-*) or C(gpupool.io/*) resources, or with
         DRA resource claims. DaemonSet and static pods are not evicted (the MIG manager pauses GPU operands itself)."
-    type: bool
-    default: false
   drain_timeout:
-    description: Seconds to wait for the evicted pods of one wave to be gone.
-    type: int
-    default: 600
-  drain_grace_period:
-    description:
-      - Grace period for evicted pods, in seconds. Default is each pod's own C(terminationGracePeriodSeconds).
-    type: int
+    description: Seconds for the drain of one wave (refused evictions and waiting for the evicted pods to be gone).
   wait_timeout:
     description: Seconds to wait for the MIG manager to finish one wave.
     type: int
@@ -91,6 +83,7 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.nodes
+  - gpupool.core.k8s_auth.drain
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -200,8 +193,9 @@ diff:
 
 import time
 
-from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import DRAIN, NODES
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drain, DrainError
 from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted as mig_mig_parted
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
@@ -233,6 +227,10 @@ class Rollout:
         self.check = module.check_mode
         self.drain = self.p["drain"]
         self.cordon = self.p["cordon"] or self.drain
+        # The one drain (k8s/drain.py); cordons made here are marked as mig_layout's.
+        self.drainer = Drain(self.client, model_names.CORDON_VALUE, timeout=self.p["drain_timeout"],
+                             grace_period=self.p["drain_grace_period"], sleep=max(0.1, min(self.p["wait_sleep"], 2.0)),
+                             warn=module.warn)
         self.changed = False
         self.diff = []
         self.waves = []
@@ -264,16 +262,6 @@ class Rollout:
         where = "ConfigMap %s/%s" % (self.mm.namespace, self.mm.config_map)
         new_doc, names, changes = plan_mig_rollout.merge_document(doc, desired, owned, prune, where)
         return new_doc, names, changes
-
-    def list_pods(self, node_name):
-        items, token = [], None
-        while True:
-            doc = self.client.request("GET", self.client.path("", "v1", "pods"), query={
-                "fieldSelector": "spec.nodeName=%s" % node_name, "limit": 500, "continue": token})
-            items.extend(doc.get("items") or [])
-            token = (doc.get("metadata") or {}).get("continue")
-            if not token:
-                return items
 
     # ---- plan -------------------------------------------------------------------------------------------
     def plan(self):
@@ -309,10 +297,7 @@ class Rollout:
                 entry = {"pool": plan["pool"], "index": i, "nodes": list(wave), "actions": actions,
                          "result": "planned" if self.check else "not started"}
                 if self.drain:
-                    entry["evict"] = []
-                    for n in wave:
-                        evict, _wait, _skip = plan_eviction.pods_to_evict(self.list_pods(n), n)
-                        entry["evict"] += [plan_eviction.pod_ref(pod) for pod, _why in evict]
+                    entry["evict"] = [plan_eviction.pod_ref(pod) for n in wave for pod in self.drainer.gpu_pods(n)]
                 self.waves.append(entry)
 
     # ---- ConfigMap ---------------------------------------------------------------------------------------
@@ -395,56 +380,8 @@ class Rollout:
         for row in plan["nodes"]:
             if row.get("uncordon"):
                 if not self.check:
-                    self.patch_node(row["name"], plan_mig_rollout.uncordon_patch())
+                    self.drainer.uncordon(row["name"])
                 self.changed = True
-
-    def evict(self, wave, entry):
-        grace = self.p["drain_grace_period"]
-        deadline = time.monotonic() + self.p["drain_timeout"]
-        entry["evicted"] = []
-        pending = {}  # uid -> ref
-        for name in wave:
-            evict, wait_for, skipped = plan_eviction.pods_to_evict(self.list_pods(name), name)
-            for pod, why in skipped:
-                self.module.warn("node %s: pod %s uses GPUs but is not evicted: %s" % (name, plan_eviction.pod_ref(pod), why))
-            for pod, _why in wait_for:
-                pending[pod["metadata"]["uid"]] = plan_eviction.pod_ref(pod)
-            for pod, _why in evict:
-                self._evict_one(pod, grace, deadline)
-                entry["evicted"].append(plan_eviction.pod_ref(pod))
-                pending[pod["metadata"]["uid"]] = plan_eviction.pod_ref(pod)
-                self.changed = True
-        while pending:
-            live = set()
-            for name in wave:
-                live.update(p["metadata"].get("uid") for p in self.list_pods(name))
-            pending = dict((uid, ref) for uid, ref in pending.items() if uid in live)
-            if not pending:
-                return
-            if time.monotonic() >= deadline:
-                raise Stop("pods evicted from %s are still there after %ds: %s. Check their finalizers and "
-                           "termination grace periods (drain_grace_period shortens it), then rerun"
-                           % (", ".join(wave), self.p["drain_timeout"], ", ".join(sorted(pending.values()))))
-            time.sleep(max(0.1, min(self.p["wait_sleep"], 2.0)))
-
-    def _evict_one(self, pod, grace, deadline):
-        meta = pod["metadata"]
-        path = self.client.path("", "v1", "pods", meta["namespace"], meta["name"], "eviction")
-        while True:
-            try:
-                self.client.request("POST", path, body=plan_eviction.eviction(pod, grace))
-                return
-            except K8sError as err:
-                if err.status == 404:
-                    return  # already gone
-                blocked = err.status == 429 or "disruption budget" in (err.message or "").lower()
-                if not blocked:
-                    raise
-                if time.monotonic() >= deadline:
-                    raise Stop("pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s). "
-                               "Scale the workload or relax the budget, or raise drain_timeout, then rerun"
-                               % (plan_eviction.pod_ref(pod), err.message))
-                time.sleep(max(0.5, min(self.p["wait_sleep"], 5.0)))
 
     def run_wave(self, plan, entry):
         wave = entry["nodes"]
@@ -454,17 +391,14 @@ class Rollout:
         try:
             if self.cordon:
                 for name in wave:
-                    node = self.engine.get(NODE, name)
-                    if node is None:
-                        continue
-                    st = plan_mig_rollout.node_state(node)
-                    if not st["unschedulable"]:
-                        self.patch_node(name, plan_mig_rollout.cordon_patch())
+                    # "ours": left cordoned by an earlier failed run, so ours to undo as well
+                    done = self.drainer.cordon(name)
+                    if done:
                         entry["cordoned"].append(name)
-                    elif st["cordoned_by_us"]:
-                        entry["cordoned"].append(name)  # left cordoned by an earlier failed run: ours to undo
+                        self.changed = self.changed or done == "cordoned"
             if self.drain:
-                self.evict(wave, entry)
+                entry["evicted"] = self.drainer.evict(wave)
+                self.changed = self.changed or bool(entry["evicted"])
             actions = entry["actions"]
             relabel = [n for n in wave if actions[n] == plan_mig_rollout.RECONFIGURE]
             for name in relabel:
@@ -477,7 +411,7 @@ class Rollout:
                     self.patch_node(name, plan_mig_rollout.label_patch(config, digest))
                     entry["labelled"][name] = time.time()
             states = self.wait(wave, config, entry)
-        except (K8sError, Stop) as err:
+        except (K8sError, DrainError, Stop) as err:
             entry["result"] = "error"
             entry["finished"] = time.time()
             text = err.describe() if isinstance(err, K8sError) else str(err)
@@ -491,7 +425,7 @@ class Rollout:
         bad = [n for n in wave if states[n] != "success"]
         for name in entry["cordoned"]:
             if name not in bad:
-                self.patch_node(name, plan_mig_rollout.uncordon_patch())
+                self.drainer.uncordon(name)
         if bad:
             self.failed_nodes += bad
             entry["result"] = "timeout" if all(states[n] == "timeout" for n in bad) else "failed"
@@ -590,12 +524,9 @@ class Rollout:
 
 
 class MigLayoutModule(KubernetesModule):
-    shared = (NODES,)
+    shared = (NODES, DRAIN)
     argument_spec = dict(
         cordon=dict(type="bool", default=True),
-        drain=dict(type="bool", default=False),
-        drain_timeout=dict(type="int", default=600),
-        drain_grace_period=dict(type="int"),
         wait_timeout=dict(type="int", default=1800),
         wait_sleep=dict(type="float", default=5.0),
         relabel_delay=dict(type="float", default=5.0),

@@ -251,8 +251,10 @@ resource_api_version:
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE, RESOURCE_CLAIM, RESOURCE_SLICE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.capacity import report_with_capacity
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
+    COMPUTE_DOMAIN, DAEMON_SET, NODE, RESOURCE_CLAIM, RESOURCE_SLICE,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import summary
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report_markdown import cluster_markdown, pictures
 
@@ -272,10 +274,15 @@ class PoolInfoModule(KubernetesModule):
         else:
             slices = self.engine.list(RESOURCE_SLICE)
             claims = self.engine.list(RESOURCE_CLAIM)
+        daemonsets = self.engine.list(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
+        cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
+        compute_domains = self.engine.list(COMPUTE_DOMAIN) if cd_version else []
         report = report_with_capacity(self.cluster, nodes, slices, claims, self.selected, p["nodegroup_label"],
-                                      p["name_pattern"])
+                                      p["name_pattern"], daemonsets=daemonsets, compute_domains=compute_domains,
+                                      compute_domains_served=cd_version is not None)
         text = summary(report)
         out = dict(pools=report["pools"], mismatches=report["mismatches"], totals=report["totals"],
+                   driver=report["driver"],
                    ok=not report["mismatches"], summary=text,
                    resource_api_version=("resource.k8s.io/%s" % version) if version else None)
         if p["markdown"]:

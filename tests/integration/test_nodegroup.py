@@ -117,7 +117,8 @@ def test_playbook_check_mode_with_diff_writes_nothing(tmp_path, magnum):
     assert results[0]["actions"][0]["action"] == "create"
     assert results[1]["actions"][0]["request"]["node_count"] == 5
     assert "--- before: nodegroup 'default-worker' of cluster 'k8s'" in stdout
-    assert '-    "node_count": 2,' in stdout and '+    "node_count": 5,' in stdout
+    # ansible.cfg: callback_result_format = yaml, so the diff is of YAML documents
+    assert "\n-    node_count: 2\n+    node_count: 5\n" in stdout
     assert magnum_writes(magnum) == []
 
 
@@ -180,7 +181,7 @@ def test_create_failed_is_reported_with_its_reason(magnum):
 def test_timeout_is_reported_with_the_last_status(magnum):
     magnum.set_delay(delay=30)
     start = time.monotonic()
-    result = ng_task(magnum, name="gpu", timeout=1)
+    result = ng_task(magnum, name="gpu", wait_timeout=1)
     assert result["failed"] and time.monotonic() - start < 15
     assert "Timed out after 1s" in result["msg"] and "CREATE_IN_PROGRESS" in result["msg"]
     assert result["status"] == "CREATE_IN_PROGRESS"
@@ -304,7 +305,7 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
     pod("web", n0, gpu=False)
     try:
         result = run(nodegroup, cloud=emu.cloud_name, cluster="drain-test", name="gpu", node_count=1,
-                     drain={"kubeconfig": str(control_plane.kubeconfig), "timeout": 60})
+                     drain=True, kubeconfig=str(control_plane.kubeconfig), drain_timeout=60)
         assert result["changed"], result
         assert result["drain"]["victims"] == [n2.name, n0.name]
         assert result["drain"]["nodes_to_remove"] == [n2.server_id, n0.server_id]
@@ -320,3 +321,112 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
         core.delete_namespace(ns)
         for node in core.list_node(label_selector="magnum.openstack.org/nodegroup=gpu").items:
             core.delete_node(node.metadata.name)
+
+
+# ------------------------------------------------------------------------------------- cluster + pools
+def inventory(magnum, *pools, labels=None, cluster="k8s", kubeconfig=None):
+    """A gpupool_cluster whose Magnum section points at the emulator (the cloud as a dict, as the sandbox writes it)."""
+    out = {"name": "emu", "magnum": {"cloud": magnum.cloud_config(), "cluster": cluster, "labels": labels or {}},
+           "pools": list(pools)}
+    if kubeconfig:
+        out["kubeconfig"] = kubeconfig
+    return out
+
+
+def pool(name, state="present", **group):
+    return {"name": name, "state": state, "gpu": {"model": "A100-40GB", "per_node": 2},
+            "nodegroup": dict({"flavor": "g4.p2.40g"}, **group)}
+
+
+def nodegroup_lists(magnum):
+    return [r for r in magnum.magnum_requests() if r["method"] == "GET" and r["path"].endswith("/nodegroups")]
+
+
+def test_pools_converge_in_one_run_with_one_list_and_the_second_run_writes_nothing(magnum):
+    cluster = inventory(magnum, pool("gpu-a"), pool("gpu-b", node_count=2, max_node_count=3),
+                        pool("gpu-c", node_count=0), labels={"nvidia_gpu_enabled": True})
+    first = run(nodegroup, cluster=cluster)
+    assert first["changed"] and "failed" not in first, first
+    assert sorted(first["pools"]) == ["gpu-a", "gpu-b", "gpu-c"]
+    assert [first["pools"][n]["nodegroup"]["node_count"] for n in ("gpu-a", "gpu-b", "gpu-c")] == [1, 2, 0]
+    assert all(first["pools"][n]["nodegroup"]["labels"]["nvidia_gpu_enabled"] == "true" for n in first["pools"])
+    assert all(first["pools"][n]["nodegroup"]["labels"]["kube_tag"] == "v1.29.2" for n in first["pools"])
+    assert len(nodegroup_lists(magnum)) == 1
+    magnum.clear_requests()
+    second = run(nodegroup, cluster=cluster, check=True)
+    third = run(nodegroup, cluster=cluster)
+    assert second["changed"] is False and third["changed"] is False, third
+    assert magnum_writes(magnum) == [] and len(nodegroup_lists(magnum)) == 2
+    assert magnum.password not in json.dumps(third)
+
+
+def test_pools_one_failing_one_drifting_the_rest_converged_through_ansible_playbook(tmp_path, magnum):
+    first = inventory(magnum, pool("gpu-a"), pool("gpu-b"), labels={"nvidia_gpu_enabled": True})
+    later = inventory(magnum, pool("gpu-a", flavor="g5.h100x4"), pool("gpu-b", node_count=2),
+                      labels={"nvidia_gpu_enabled": True, "nvidia_driver": "580"})
+    tasks = [{"gpupool.core.nodegroup": {"cluster": first}},
+             {"gpupool.core.nodegroup": {"cluster": later}, "ignore_errors": True}]
+    (created, changed), stdout = playbook(tmp_path, magnum, tasks)
+    assert created["changed"] and sorted(created["pools"]) == ["gpu-a", "gpu-b"]
+    assert changed["failed"] is True
+    assert "flavor is 'g4.p2.40g', the task asks for 'g5.h100x4'" in changed["pools"]["gpu-a"]["msg"]
+    assert changed["pools"]["gpu-b"]["nodegroup"]["node_count"] == 2 and changed["pools"]["gpu-b"]["changed"]
+    drift = {"nvidia_driver": {"nodegroup": None, "inventory": "580"}}
+    assert changed["pools"]["gpu-b"]["label_drift"] == drift and changed["pools"]["gpu-a"].get("label_drift") in (None,
+                                                                                                             drift)
+    assert any("gpu-b' of cluster 'k8s' keeps the Magnum label(s) it was created with: nvidia_driver=None "
+               "(inventory: '580')" in str(w) for w in changed["warnings"])
+    assert len(magnum.nodes_of("k8s", "gpu-b")) == 2 and len(magnum.nodes_of("k8s", "gpu-a")) == 1
+
+
+def test_absent_pool_is_drained_then_deleted_on_a_real_apiserver(magnum_factory, control_plane):
+    """A pool set to state absent: with drain, its nodes are cordoned and their GPU pods evicted before Magnum
+    deletes the nodegroup; the Kubernetes connection comes from the inventory's kubeconfig."""
+    from kubernetes import client
+
+    emu = magnum_factory(clusters=[{"name": "absent-test", "node_count": 1}], seed=3)
+    core = client.CoreV1Api(control_plane.api_client())
+    names = []
+
+    def register(cluster, ng, event):
+        if ng["name"] != "gpu-gone":
+            return
+        for node in event.added:
+            names.append(node.name)
+            core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node.name, labels=node.labels),
+                                           spec=client.V1NodeSpec(provider_id=node.provider_id)))
+
+    emu.on_nodegroup_change(register)
+    kubeconfig = str(control_plane.kubeconfig)
+    present = inventory(emu, pool("gpu-gone", node_count=2), cluster="absent-test", kubeconfig=kubeconfig)
+    assert run(nodegroup, cluster=present)["changed"]
+    ns = "absent-%d" % int(time.time() * 1000)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default")))
+    for i, node_name in enumerate(names):
+        core.create_namespaced_pod(ns, client.V1Pod(
+            metadata=client.V1ObjectMeta(name="train-%d" % i),
+            spec=client.V1PodSpec(node_name=node_name, termination_grace_period_seconds=0, containers=[
+                client.V1Container(name="c", image="registry.example/cuda:12",
+                                   resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"}))])))
+    try:
+        absent = dict(inventory(emu, pool("gpu-gone", state="absent", node_count=2), cluster="absent-test",
+                                kubeconfig=kubeconfig), allow_empty=True)
+        planned = run(nodegroup, cluster=absent, drain=True, check=True)
+        assert planned["changed"] and sorted(planned["pools"]["gpu-gone"]["drain"]["victims"]) == sorted(names)
+        assert core.list_namespaced_pod(ns).items, "check mode evicts nothing"
+        result = run(nodegroup, cluster=absent, drain=True, drain_timeout=60)
+        assert result["changed"] and "failed" not in result, result
+        assert sorted(result["pools"]["gpu-gone"]["drain"]["evicted"]) == ["%s/train-0" % ns, "%s/train-1" % ns]
+        assert core.list_namespaced_pod(ns).items == []
+        assert all(core.read_node(n).spec.unschedulable for n in names)
+        assert all(core.read_node(n).metadata.annotations["gpupool.io/cordoned-by"] == "nodegroup" for n in names)
+        writes = magnum_writes(emu)
+        assert writes[-1][0] == "DELETE" and result["pools"]["gpu-gone"]["nodegroup"] == {}
+    finally:
+        core.delete_namespace(ns)
+        for name in names:
+            try:
+                core.delete_node(name)
+            except client.exceptions.ApiException:
+                pass

@@ -27,13 +27,17 @@ def playbook(name):
 
 @pytest.fixture(scope="module")
 def bed(sandbox, tmp_path_factory):
-    from testbed import simulated_driver
+    from testbed import binaries
+    from testbed.sandbox import SIMULATION_CHART
 
     suffix = uuid.uuid4().hex[:5]
     names = {"cluster": "ux-%s" % suffix, "t4": "ux-t4-%s" % suffix, "a100": "ux-a100-%s" % suffix,
              "ns": "ux-team-%s" % suffix}
+    # the DRA driver role installs the SIMULATION chart, as on the sandbox's own inventory
+    chart_version = yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"]
     cluster = {"name": names["cluster"], "kubeconfig": str(sandbox.kubeconfig),
                "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
+               "dra_driver": {"chart": str(SIMULATION_CHART), "version": chart_version},
                "pools": [{"name": names["t4"], "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
                           "gpu": {"model": "T4"}, "sharing": {"time_slicing": {"interval": "Medium"}}},
                          {"name": names["a100"], "nodegroup": {"flavor": "g4.p2.40g", "node_count": 1},
@@ -46,8 +50,7 @@ def bed(sandbox, tmp_path_factory):
     inventory = tmp / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {names["cluster"]: {
         "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-        "gpupool_cluster": cluster}}}}}}))
-    simulated_driver.install(sandbox.kubeconfig, log=lambda text: None)
+        "dra_driver_helm_binary": str(binaries.find("helm").path), "gpupool_cluster": cluster}}}}}}))
     sandbox.cp.kubectl("create", "namespace", names["ns"])
     yield dict(names, inventory=str(inventory), tmp=tmp, sandbox=sandbox)
     # whatever a failed test left behind (teardown.yml deleted it otherwise): Magnum through openstacksdk
@@ -59,7 +62,7 @@ def bed(sandbox, tmp_path_factory):
             "/clusters/%s/nodegroups/%s" % (cluster_id, names[pool]), "DELETE", raise_exc=False,
             headers={"OpenStack-API-Version": "container-infra 1.14"})
     sandbox.cp.kubectl("delete", "namespace", names["ns"], "--wait=false", check=False)
-    sandbox.cp.helm("uninstall", simulated_driver.RELEASE, "--namespace", simulated_driver.NAMESPACE, "--wait",
+    sandbox.cp.helm("uninstall", "dra-driver-nvidia-gpu", "--namespace", "dra-driver-nvidia-gpu", "--wait",
                     check=False)
 
 
@@ -95,9 +98,9 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
     steps = tasks[tasks.index("Validate the inventory before anything is touched"):]
     assert steps == [
         "Validate the inventory before anything is touched",
-        "gpupool.core.nodegroups : Check that the selected pools exist",
-        "gpupool.core.nodegroups : Converge the Magnum nodegroup of each pool",
+        "gpupool.core.nodegroups : Converge the Magnum nodegroups of the pools",
         "gpupool.core.node_pools : Label and taint the nodes of each pool",
+        "gpupool.core.dra_driver : NVIDIA DRA driver release",
         "gpupool.core.mig_layouts : Roll out the static MIG layouts, wave by wave",
         "gpupool.core.device_classes : Publish the DeviceClasses of the pools",
         "gpupool.core.resource_claim_templates : Converge the tenants' ResourceClaimTemplates",

@@ -197,8 +197,11 @@ class K8sClient(object):
             headers["Authorization"] = self.cfg.get_basic_auth_token()
         return headers
 
-    def request(self, method, path, query=None, body=None, content_type=None):
-        """Send one request (retrying transient failures); return the decoded JSON body."""
+    def request(self, method, path, query=None, body=None, content_type=None, retry_status=RETRY_STATUS):
+        """Send one request (retrying transient failures); return the decoded JSON body.
+
+        `retry_status`: the HTTP statuses retried here. An Eviction passes it without 429, because there 429
+        means "a PodDisruptionBudget says not now", which the drain waits out with its own deadline."""
         import urllib3
         url = self.host + path
         if query:
@@ -234,7 +237,7 @@ class K8sClient(object):
                     return json.loads(raw.decode("utf-8"))
                 except ValueError:
                     return {"raw": raw.decode("utf-8", "replace")}
-            if status in RETRY_STATUS and attempt <= self.retries:
+            if status in retry_status and attempt <= self.retries:
                 self._backoff(attempt, resp.headers.get("Retry-After"))
                 continue
             raise _error(method, path, status, resp.reason, raw, self)

@@ -16,11 +16,16 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import i
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_subdomain
 
 
+# Pools whose nodes form an IMEX domain and so want a ComputeDomain: with host-managed IMEX the host runs
+# nvidia-imex, and the driver still hands out the domain's channel through the ComputeDomain's template.
+COMPUTE_DOMAIN_MODES = ("compute_domain", "host_imex")
+
+
 def compute_domain_problems(cluster, root: str) -> List[Tuple[str, str]]:
     """ComputeDomain and channel template names are DNS subdomains, the namespace a DNS label, and no two pools want the same ComputeDomain."""
     out, seen = [], {}
     for pool in cluster.pools:
-        if pool.state != "present" or pool.nvlink.mode != "compute_domain":
+        if pool.state != "present" or pool.nvlink.mode not in COMPUTE_DOMAIN_MODES:
             continue
         at = pool_path(root, pool) + ".nvlink.compute_domain"
         domain = pool.nvlink.compute_domain

@@ -1,15 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""DRA driver Helm release settings the chart or Helm would refuse (reference nvidia-dra-mig-imex.md §1.1).
+"""DRA driver Helm release settings the chart, Helm or the chosen driver version would refuse
+(reference nvidia-dra-mig-imex.md §1.1, nvidia-dra-driver-published.md "Chart facts").
 
-Feature gate names and IMEX modes per driver version are checked against model/dra_driver_versions.py.
+* `version`: plain SemVer (no leading v) of a supported line - model/dra_driver_versions.py is the one
+  per-version table; feature gates per version are checked in gates.py from the same table;
+* `namespace`: a DNS label other than `default` (the chart fails there);
+* `release_name`: one Helm accepts;
+* `values`: no `namespace` key (the chart fails), only keys the version's chart has (helm would
+  silently ignore the others);
+* a pool with `nvlink.mode: host_imex` needs a version with host-managed IMEX (0.5).
 """
 from __future__ import annotations
 
 import re
 from typing import List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
+from ansible_collections.gpupool.core.plugins.module_utils.model.gates import driver_line
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_label
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_subdomain
@@ -19,7 +29,7 @@ RELEASE_NAME_MAX = 53
 
 
 def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
-    """The driver's namespace is a DNS label other than default, its version has no leading v, and its release name is one Helm accepts."""
+    """The driver's namespace (not default), version (supported, no leading v), release name, values and IMEX mode are ones the chart version accepts."""
     driver = cluster.dra_driver
     at = root + ".dra_driver"
     out = []
@@ -31,7 +41,42 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
     if re.match(r"^[vV][0-9]", driver.version):
         out.append((at + ".version", "chart versions have no leading v (the image tag is v + the chart's "
                     "appVersion); use version: %r" % driver.version[1:]))
+    else:
+        try:
+            versions.line_for(driver.version)
+        except ValueError as exc:
+            out.append((at + ".version", str(exc)))
     if len(driver.release_name) > RELEASE_NAME_MAX or not is_dns_subdomain(driver.release_name):
         out.append((at + ".release_name", "%r is not a Helm release name: at most %d lowercase letters, digits, "
                     "'-' and '.', starting and ending with a letter or digit" % (driver.release_name, RELEASE_NAME_MAX)))
+    values = driver.values or {}
+    if "namespace" in values:
+        out.append((at + ".values.namespace", "the chart fails when a 'namespace' value is set; use "
+                    "%s.namespace instead" % at))
+    line = driver_line(cluster)
+    if line is None:
+        return out
+    for key in versions.unknown_values(line, {k: v for k, v in values.items() if k != "namespace"}):
+        out.append((at + ".values." + key, "the %s.x chart has no value %s: helm would silently ignore it%s"
+                    % (line.line, key, _where_else(key))))
+    for pool in cluster.pools:
+        if pool.state == "present" and pool.nvlink.mode == "host_imex":
+            for message in versions.imex_mode_problems(line, versions.HOST_MANAGED, driver.feature_gates):
+                out.append((pool_path(root, pool) + ".nvlink.mode", "%s; set %s.version to a 0.5 release or use "
+                            "nvlink.mode: compute_domain" % (message, at)))
     return out
+
+
+def _where_else(key: str) -> str:
+    lines = sorted(k + ".x" for k, other in versions.LINES.items() if not versions.unknown_values(other, _tree(key)))
+    return "; it exists in %s" % ", ".join(lines) if lines else ""
+
+
+def _tree(dotted: str) -> dict:
+    tree: dict = {}
+    node = tree
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = None
+    return tree

@@ -3,20 +3,32 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """DRA driver feature gates: which gates the pools need, and the combinations the driver refuses.
 
-The driver's gates are cluster-wide, so these checks span pools; rules from ValidateFeatureGates()
-(reference nvidia-dra-mig-imex.md §1.8).
+The driver's gates are cluster-wide, so these checks span pools. The rules (ValidateFeatureGates())
+and which gates each driver version knows live in the one per-version table, dra_driver_versions.py;
+with a supported `dra_driver.version` the checks also use that version's gate defaults and names.
 """
 from __future__ import annotations
 
+from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
 
-# Rules of the DRA driver's ValidateFeatureGates() (nvidia-dra-mig-imex.md §1.8).
-GATE_CONFLICTS = [
-    ("DynamicMIG", "MPSSupport"), ("DynamicMIG", "PassthroughSupport"),
-    ("DynamicMIG", "NVMLDeviceHealthCheck"), ("PassthroughSupport", "NVMLDeviceHealthCheck"),
-]
+GATE_CONFLICTS = list(versions.MUTUALLY_EXCLUSIVE)
+GATE_REQUIRES = list(versions.REQUIRES)
 
 
-GATE_REQUIRES = [("ComputeDomainCliques", "IMEXDaemonsWithDNSNames"), ("DeviceMetadata", "PassthroughSupport")]
+def pool_gates(pool):
+    """{gate: the pool's key that needs it} for one pool (present or not)."""
+    need = {}
+    if pool.sharing.time_slicing:
+        need["TimeSlicingSettings"] = "sharing.time_slicing"
+    if pool.sharing.mps:
+        need["MPSSupport"] = "sharing.mps"
+    if pool.mig.mode == "dynamic":
+        need["DynamicMIG"] = "mig.mode"
+    if pool.passthrough:
+        need["PassthroughSupport"] = "passthrough"
+    if pool.nvlink.mode == "host_imex":
+        need["HostManagedIMEXDaemon"] = "nvlink.mode"
+    return need
 
 
 def derived_gates(cluster):
@@ -25,17 +37,8 @@ def derived_gates(cluster):
     for i, pool in enumerate(cluster.pools):
         if pool.state != "present":
             continue
-        where = "pools[%d] (%s)" % (i, pool.name)
-        if pool.sharing.time_slicing:
-            need.setdefault("TimeSlicingSettings", []).append(where + ".sharing.time_slicing")
-        if pool.sharing.mps:
-            need.setdefault("MPSSupport", []).append(where + ".sharing.mps")
-        if pool.mig.mode == "dynamic":
-            need.setdefault("DynamicMIG", []).append(where + ".mig.mode")
-        if pool.passthrough:
-            need.setdefault("PassthroughSupport", []).append(where + ".passthrough")
-        if pool.nvlink.mode == "host_imex":
-            need.setdefault("HostManagedIMEXDaemon", []).append(where + ".nvlink.mode")
+        for gate, key in pool_gates(pool).items():
+            need.setdefault(gate, []).append("pools[%d] (%s).%s" % (i, pool.name, key))
     # A claim template's sharing config is applied by the driver like a DeviceClass's: it needs the same gates.
     for i, tenant in enumerate(cluster.tenants or []):
         for k, template in enumerate(tenant.templates or []):
@@ -57,6 +60,24 @@ def _gate_source(need, at, gate):
     return ", ".join(need.get(gate, [])) or "%s.%s" % (at, gate)
 
 
+def driver_line(cluster):
+    """The version table row of the cluster's chart version, or None when it is not a supported version
+    (that is reported as a problem of dra_driver.version)."""
+    try:
+        return versions.line_for(cluster.dra_driver.version)
+    except ValueError:
+        return None
+
+
+def imex_mode(cluster):
+    """hostManaged when a present pool uses host-managed IMEX or the user's values ask for it."""
+    values = cluster.dra_driver.values or {}
+    imex = ((values.get("resources") or {}).get("computeDomains") or {}).get("imex") or {}
+    if any(p.nvlink.mode == "host_imex" for p in cluster.present_pools) or imex.get("mode") == versions.HOST_MANAGED:
+        return versions.HOST_MANAGED
+    return versions.DRIVER_MANAGED
+
+
 def _gate_problems(cluster, root):
     out = []
     need = derived_gates(cluster)
@@ -65,12 +86,27 @@ def _gate_problems(cluster, root):
     for gate, value in cluster.dra_driver.feature_gates.items():
         if value is False and gate in need:
             out.append(("%s.%s" % (at, gate), "set to false but %s need(s) it" % ", ".join(need[gate])))
+    line = driver_line(cluster)
+    if line is not None:
+        # Explicit gates only: the one derived gate a line can lack (HostManagedIMEXDaemon from a host_imex
+        # pool) is reported at the pool by dra_driver_checks.
+        for gate in versions.unknown_gates(line, cluster.dra_driver.feature_gates):
+            others = sorted(k + ".x" for k, other in versions.LINES.items() if gate in other.gate_names)
+            fix = ("set gpupool_cluster.dra_driver.version to a %s release" % " or ".join(others) if others
+                   else "remove it (a typo?); the %s.x gates are %s" % (line.line, ", ".join(sorted(line.gate_names))))
+            out.append(("%s.%s" % (at, gate), "DRA driver %s.x has no feature gate %s: every driver container would "
+                        "exit at flag parsing; %s" % (line.line, gate, fix)))
+        effective = versions.effective_gates(line, gates, imex_mode(cluster))
+    else:
+        effective = gates
     for a, b in GATE_CONFLICTS:
-        if gates.get(a) and gates.get(b):
+        if effective.get(a) and effective.get(b):
             out.append((at, "DRA feature gates %s (from %s) and %s (from %s) cannot be enabled together in "
                         "one cluster: the driver refuses to start"
                         % (a, _gate_source(need, at, a), b, _gate_source(need, at, b))))
     for a, b in GATE_REQUIRES:
-        if gates.get(a) and gates.get(b) is False:
-            out.append((at, "DRA feature gate %s requires %s" % (a, b)))
+        if effective.get(a) and not effective.get(b, False) and (line is not None or gates.get(b) is False):
+            source = _gate_source(need, at, a) if a in gates else "its default in DRA driver %s.x" % line.line
+            out.append((at, "DRA feature gate %s (from %s) requires %s, which is off: the driver refuses to start; "
+                        "enable %s or set %s to false" % (a, source, b, b, a)))
     return out

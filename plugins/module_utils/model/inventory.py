@@ -275,7 +275,10 @@ class Pool(Strict):
 class DraDriver(Strict):
     """NVIDIA DRA driver chart settings; feature gates follow from the pools."""
     enabled: bool = True
-    chart: str = Field(DRA_CHART, description="Chart reference (OCI or repo/name).")
+    chart: str = Field(DRA_CHART, description="Chart reference: the OCI reference, the chart name in `repository`, "
+                                              "or a local chart directory or archive.")
+    repository: Optional[str] = Field(None, description="HTTP(S) Helm repository URL (a mirror for air-gapped sites); "
+                                                         "`chart` is then the chart's name in it.")
     version: str = Field("0.5.1", description="Chart version (no leading v).")
     release_name: str = "dra-driver-nvidia-gpu"
     namespace: str = Field("dra-driver-nvidia-gpu", description="Never `default` (the chart refuses it).")

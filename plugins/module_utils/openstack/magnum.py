@@ -17,15 +17,15 @@ TLS) as plain REST. Three things the SDK does not do for us:
 """
 from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
-
 import json
 import time
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
     CLIENT_MAX_VERSION, IN_PROGRESS_STATES, choose_microversion, evaluate_wait, format_version, parse_version,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 try:
     from keystoneauth1 import exceptions as ks_exc
@@ -298,57 +298,66 @@ class MagnumClient(object):
         return self.request("POST", "/clusters/%s/actions/resize" % cluster_id, body, ok=(200, 202)).json()
 
     # ------------------------------------------------------------------------------ waiting
+    def waiter(self, timeout):
+        """The one Waiter (plan/waiting.py): polls from poll_initial, growing by half up to poll_max.
+        Clock and sleep are looked up at each call, so tests can replace them."""
+        def clock():
+            return _clock()
+
+        def pause(seconds):
+            _sleep(seconds)
+
+        return Waiter(timeout, sleep=self.poll_initial, backoff=1.5, max_sleep=max(self.poll_initial, self.poll_max),
+                      clock=clock, pause=pause)
+
     def wait(self, cluster_id, ident, expect, timeout, what, initial_status=None):
-        """Poll until ``expect`` (see nodegroup_plan.evaluate_wait) holds; backoff from poll_initial
-        to poll_max. Returns the nodegroup (None when gone) and logs each status change."""
+        """Poll until ``expect`` (see plan/nodegroup.evaluate_wait) holds. Returns the nodegroup (None when
+        gone) and logs each status change; raises OperationFailed on *_FAILED, WaitTimeout at the deadline."""
         start = _clock()
-        deadline = start + timeout
-        delay = self.poll_initial
-        seen_in_progress = False
-        last = object()
-        ng = None
-        while True:
-            ng = self.get_nodegroup(cluster_id, ident)
+        state = {"seen_in_progress": False, "last": None, "ng": None}
+
+        def probe():
+            ng = state["ng"] = self.get_nodegroup(cluster_id, ident)
             status = ng.get("status") if ng else None
             if status in IN_PROGRESS_STATES:
-                seen_in_progress = True
-            verdict, text = evaluate_wait(ng, expect, seen_in_progress, initial_status)
-            elapsed = _clock() - start
+                state["seen_in_progress"] = True
+            verdict, text = evaluate_wait(ng, expect, state["seen_in_progress"], initial_status)
             snapshot = (verdict, status, ng.get("node_count") if ng else None)
-            if snapshot != last:
-                last = snapshot
+            if snapshot != state["last"]:
+                state["last"] = snapshot
                 self.log("%s: %s%s after %.1fs%s" % (
-                    what, text, " (%s nodes)" % ng.get("node_count") if ng else "", elapsed,
+                    what, text, " (%s nodes)" % ng.get("node_count") if ng else "", _clock() - start,
                     " - done" if verdict == "done" else " - waiting" if verdict == "pending" else ""))
-            if verdict == "done":
-                return ng
             if verdict == "failed":
                 raise OperationFailed(
                     "%s ended in %s: %s. %s" % (what, status, ng.get("status_reason") or "Magnum gave no status_reason",
                                                 FAILED_HINTS.get(status, "Fix the cause and run the task again.")),
                     status=status, detail=ng.get("status_reason"))
-            now = _clock()
-            if now >= deadline:
-                raise WaitTimeout(
-                    "Timed out after %ds waiting for %s: the last status was %s%s. Magnum may still finish it: "
-                    "run the task again later (it continues from the current state) or raise timeout."
-                    % (timeout, what, status or "not found",
-                       " (%s)" % ng.get("status_reason") if ng and ng.get("status_reason") else ""),
-                    status=status, detail=ng.get("status_reason") if ng else None)
-            _sleep(max(0.0, min(delay, deadline - now)))
-            delay = min(delay * 1.5, self.poll_max)
+            return verdict == "done", status or "not found"
+
+        if self.waiter(timeout).until(probe):
+            return state["ng"]
+        ng = state["ng"]
+        status = ng.get("status") if ng else None
+        raise WaitTimeout(
+            "Timed out after %ds waiting for %s: the last status was %s%s. Magnum may still finish it: "
+            "run the task again later (it continues from the current state) or raise wait_timeout."
+            % (timeout, what, status or "not found",
+               " (%s)" % ng.get("status_reason") if ng and ng.get("status_reason") else ""),
+            status=status, detail=ng.get("status_reason") if ng else None)
 
     def wait_settled(self, cluster_id, ident, timeout, what):
         """Wait until a nodegroup is no longer *_IN_PROGRESS (None if it disappears)."""
-        start = _clock()
-        delay = self.poll_initial
-        while True:
-            ng = self.get_nodegroup(cluster_id, ident)
+        state = {"ng": None}
+
+        def probe():
+            ng = state["ng"] = self.get_nodegroup(cluster_id, ident)
             if ng is None or ng.get("status") not in IN_PROGRESS_STATES:
-                return ng
-            if _clock() - start >= timeout:
-                raise WaitTimeout("Timed out after %ds waiting for %s to leave %s; run the task again later."
-                                  % (timeout, what, ng.get("status")), status=ng.get("status"))
+                return True, "settled"
             self.log("%s is %s, waiting for it to settle before planning" % (what, ng.get("status")))
-            _sleep(delay)
-            delay = min(delay * 1.5, self.poll_max)
+            return False, ng.get("status")
+
+        if self.waiter(timeout).until(probe):
+            return state["ng"]
+        raise WaitTimeout("Timed out after %ds waiting for %s to leave %s; run the task again later."
+                          % (timeout, what, state["ng"].get("status")), status=state["ng"].get("status"))

@@ -214,10 +214,11 @@ def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, r
 
 
 def report_with_capacity(cluster, nodes, slices, claims, pools=None, nodegroup_label=NODEGROUP_LABEL,
-                         name_pattern=None, root: str = "gpupool_cluster") -> dict:
-    """build_report's report, with per pool "capacity" ({"allocatable", "templates", "left_out"}) and per node
-    row "allocatable" and "gpu_devices" (each GPU's devices and slices: what the picture draws)."""
-    report = build_report(cluster, nodes, slices, claims, pools, nodegroup_label, name_pattern)
+                         name_pattern=None, root: str = "gpupool_cluster", **report_options) -> dict:
+    """build_report's report (`report_options` go to it), with per pool "capacity" ({"allocatable", "templates",
+    "left_out"}) and per node row "allocatable" and "gpu_devices" (each GPU's devices and slices: what the
+    picture draws)."""
+    report = build_report(cluster, nodes, slices, claims, pools, nodegroup_label, name_pattern, **report_options)
     scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
     assigned = assign(scope, nodes, nodegroup_label, name_pattern)[0]
     slices_by_pool = current_slices(slices)

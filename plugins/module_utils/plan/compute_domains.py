@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import COMPUTE_DOMAIN_MODES
 from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import compute_domain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
@@ -33,6 +34,6 @@ def cluster_compute_domains(cluster, pools=None, api_version="resource.nvidia.co
         raise Problems(problems)
     out = []
     for i, pool in enumerate(cluster.pools):
-        if pool.state == "present" and pool.nvlink.mode == "compute_domain" and pool.name in scope:
+        if pool.state == "present" and pool.nvlink.mode in COMPUTE_DOMAIN_MODES and pool.name in scope:
             out.append(compute_domain(pool, api_version, "%s.pools[%d]" % (root, i)))
     return out

@@ -1,40 +1,42 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Which pods use GPUs and must be evicted before a node is reconfigured or removed, and the eviction bodies.
+"""Drain policy, pure: which pods use GPUs and must leave a node before it is reconfigured or removed,
+the Eviction bodies, and the node patches that cordon and uncordon.
+
+k8s/drain.py does the I/O (the one drain of the collection, used by nodegroup and mig_layout).
 """
 from __future__ import annotations
 
 import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_rollout import _meta
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import EXTENDED_RESOURCE_DOMAIN
 
+# GPU resources a container can request: NVIDIA's device plugin (nvidia.com/gpu, nvidia.com/gpu.shared,
+# nvidia.com/mig-<profile>) and the extended resource names of our DeviceClasses (gpupool.io/<class>).
+GPU_RESOURCE = re.compile(r"^(nvidia\.com/(gpu|mig-).*|%s/.+)$" % re.escape(EXTENDED_RESOURCE_DOMAIN))
 
-def pod_uses_gpu(pod_spec, resource_prefixes=("nvidia.com/",)):
-    """True if a pod spec (dict, API field names) requests a GPU resource or a DRA resource claim."""
-    if pod_spec.get("resourceClaims"):
-        return True
-    for container in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
-        resources = container.get("resources") or {}
-        for section in ("limits", "requests"):
-            for key in (resources.get(section) or {}):
-                if any(key.startswith(p) for p in resource_prefixes):
-                    return True
-    return False
+Pod = Dict[str, Any]
 
 
-GPU_RESOURCE = re.compile(r"^(nvidia\.com/(gpu|mig-).*|gpupool\.io/.+)$")
+def _meta(obj: Pod) -> Dict[str, Any]:
+    return obj.get("metadata") or {}
 
 
-def gpu_use(pod):
-    """Why a pod uses GPUs (a short sentence), or None."""
+def gpu_use(pod: Pod) -> Optional[str]:
+    """Why a pod uses GPUs (a short sentence), or None.
+
+    A pod uses GPUs when one of its containers (init containers too) requests or limits a GPU resource, or
+    when it has DRA resource claims (DRA devices are only reachable through a claim)."""
     spec = pod.get("spec") or {}
     names = set()
     for group in ("initContainers", "containers"):
-        for c in spec.get(group) or []:
-            res = c.get("resources") or {}
+        for container in spec.get(group) or []:
+            resources = container.get("resources") or {}
             for kind in ("limits", "requests"):
-                names.update(k for k in (res.get(kind) or {}) if GPU_RESOURCE.match(k))
+                names.update(k for k in (resources.get(kind) or {}) if GPU_RESOURCE.match(k))
     if names:
         return "requests %s" % ", ".join(sorted(names))
     claims = [c.get("name") for c in spec.get("resourceClaims") or []]
@@ -43,12 +45,16 @@ def gpu_use(pod):
     return None
 
 
-def pods_to_evict(pods, node_name):
-    """Pods on `node_name` that must leave before its MIG layout changes.
+PodReasons = List[Tuple[Pod, str]]
+
+
+def pods_to_evict(pods: Iterable[Pod], node_name: str) -> Tuple[PodReasons, PodReasons, PodReasons]:
+    """Pods on `node_name` that must leave before the node's GPUs change or the node goes away.
 
     Returns (evict, wait_for, skipped): evict: [(pod, reason)]; wait_for: GPU pods already terminating;
     skipped: [(pod, why)] - GPU pods that eviction does not apply to (DaemonSet pods, which the MIG manager
-    pauses itself; static/mirror pods). Finished pods (Succeeded/Failed) hold no GPU and are ignored."""
+    pauses itself and which leave with their node; static/mirror pods). Finished pods (Succeeded/Failed)
+    hold no GPU and are ignored."""
     evict, wait_for, skipped = [], [], []
     for pod in sorted(pods, key=lambda p: (_meta(p).get("namespace") or "", _meta(p).get("name"))):
         if (pod.get("spec") or {}).get("nodeName") != node_name:
@@ -70,16 +76,17 @@ def pods_to_evict(pods, node_name):
     return evict, wait_for, skipped
 
 
-def pod_ref(pod):
+def pod_ref(pod: Pod) -> str:
     meta = _meta(pod)
     return "%s/%s" % (meta.get("namespace"), meta.get("name"))
 
 
-def eviction(pod, grace_period=None):
+def eviction(pod: Pod, grace_period: Optional[int] = None) -> Dict[str, Any]:
+    """The policy/v1 Eviction of a pod; the uid precondition keeps a re-created pod of the same name safe."""
     meta = _meta(pod)
-    body = {"apiVersion": "policy/v1", "kind": "Eviction",
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
-    opts = {}
+    body: Dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
+                            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
+    opts: Dict[str, Any] = {}
     if grace_period is not None:
         opts["gracePeriodSeconds"] = int(grace_period)
     if meta.get("uid"):
@@ -87,3 +94,22 @@ def eviction(pod, grace_period=None):
     if opts:
         body["deleteOptions"] = opts
     return body
+
+
+def eviction_refused(status: int, message: str) -> bool:
+    """Whether an Eviction answer means "not now": a PodDisruptionBudget allows no disruption (429)."""
+    return status == 429 or "disruption budget" in (message or "").lower()
+
+
+def cordoned_by(node: Pod) -> Optional[str]:
+    """Which gpupool module cordoned the node (the annotation's value), or None."""
+    return (_meta(node).get("annotations") or {}).get(CORDON_ANNOTATION)
+
+
+def cordon_patch(by: str) -> Dict[str, Any]:
+    """Merge patch that cordons a node and records which module did it, so only that module uncordons it."""
+    return {"metadata": {"annotations": {CORDON_ANNOTATION: by}}, "spec": {"unschedulable": True}}
+
+
+def uncordon_patch() -> Dict[str, Any]:
+    return {"metadata": {"annotations": {CORDON_ANNOTATION: None}}, "spec": {"unschedulable": None}}

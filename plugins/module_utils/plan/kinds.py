@@ -46,3 +46,9 @@ NAMESPACE = Kind("Namespace", "", "namespaces", False, ("v1",))
 Desired = namedtuple("Desired", "obj pool origin info")
 RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io", "resourceslices", False, RESOURCE_VERSIONS)
 RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io", "resourceclaims", True, RESOURCE_VERSIONS)
+DAEMON_SET = Kind("DaemonSet", "apps", "daemonsets", True, ("v1",))
+DEPLOYMENT = Kind("Deployment", "apps", "deployments", True, ("v1",))
+CUSTOM_RESOURCE_DEFINITION = Kind("CustomResourceDefinition", "apiextensions.k8s.io", "customresourcedefinitions",
+                                  False, ("v1",))
+# The NVIDIA GPU Operator's singleton configuration (read only: gpupool never writes it).
+CLUSTER_POLICY = Kind("ClusterPolicy", "nvidia.com", "clusterpolicies", False, ("v1",))

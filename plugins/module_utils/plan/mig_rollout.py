@@ -227,14 +227,6 @@ def unlabel_patch():
     return {"metadata": {"labels": {CONFIG_LABEL: None, STATE_LABEL: None}}}
 
 
-def cordon_patch():
-    return {"metadata": {"annotations": {CORDON_ANNOTATION: CORDON_VALUE}}, "spec": {"unschedulable": True}}
-
-
-def uncordon_patch():
-    return {"metadata": {"annotations": {CORDON_ANNOTATION: None}}, "spec": {"unschedulable": None}}
-
-
 def node_diff_view(config, state, digest):
     """What the module changes on a node, as shown in --diff."""
     labels = {CONFIG_LABEL: config, STATE_LABEL: state}

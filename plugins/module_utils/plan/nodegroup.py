@@ -12,12 +12,19 @@ Magnum rules the plan follows (see docs/modules/nodegroup.md and the Magnum sour
   count against the *current* bounds, so the order of resize and patch matters;
 - 0 nodes need microversion 1.10, the nodegroup API itself 1.9;
 - ``labels`` without ``merge_labels`` replace every cluster label on the new nodegroup.
+
+The desired state is one dict in API field names (None: not asked for, keep what Magnum has). It comes
+from a pool of the validated inventory (`desired_from_pool`: the model's defaults are the only defaults;
+the cluster's Magnum labels under the pool's) or, standalone, from the module's flat options
+(`desired_state`); both are planned by the same `plan_nodegroup`.
 """
 from __future__ import annotations
 
 import re
+from typing import Any, Dict, Iterable, List
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 
 CLIENT_MAX_VERSION = (1, 14)
 NODEGROUP_MIN_VERSION = (1, 9)
@@ -105,6 +112,7 @@ def desired_state(params):
         "max_node_count": params.get("max_node_count"),
         "docker_volume_size": params.get("docker_volume_size"),
         "labels": normalize_labels(params.get("labels")),
+        "cluster_labels": None,
         "merge_labels": params.get("merge_labels", True) is not False,
         "role": params.get("role"),
         "node_labels": normalize_labels(params.get("node_labels")),
@@ -120,6 +128,43 @@ def desired_state(params):
             raise Problems("node_taints: effect %r of taint %r must be one of %s."
                            % (taint["effect"], taint["key"], ", ".join(TAINT_EFFECTS)))
     return desired
+
+
+def desired_from_pool(cluster, pool) -> Dict[str, Any]:
+    """The desired nodegroup of a pool of the validated inventory (model/inventory.py), in API field names.
+
+    Every value comes from the model, defaults included (node_count 1, min_node_count 0, role worker,
+    merge_labels true); max_node_count, image and docker_volume_size unset mean "keep what Magnum has".
+    Labels: the pool's own (``nodegroup.labels``) must hold on the nodegroup; the cluster's
+    (``magnum.labels``) are sent under them when the nodegroup is created, and a later change of one of them
+    is reported as drift, not refused (Magnum cannot relabel an existing nodegroup, and refusing would stop
+    every pool of the cluster for one cluster-wide setting)."""
+    group = pool.nodegroup
+    own = normalize_labels(group.labels) or {}
+    inherited = normalize_labels(cluster.magnum.labels if cluster.magnum is not None else {}) or {}
+    return {
+        "name": nodegroup_name(pool),
+        "flavor_id": group.flavor,
+        "image_id": group.image,
+        "node_count": group.node_count,
+        "min_node_count": group.min_node_count,
+        "max_node_count": group.max_node_count,
+        "docker_volume_size": group.docker_volume_size,
+        "labels": own if own or inherited else None,
+        "cluster_labels": dict((k, v) for k, v in inherited.items() if k not in own) or None,
+        "merge_labels": group.merge_labels,
+        "role": group.role,
+        "node_labels": None,
+        "node_taints": None,
+    }
+
+
+def orphaned_nodegroups(listing: Iterable[Dict[str, Any]], cluster) -> List[str]:
+    """Nodegroups of the Magnum cluster that no pool of the inventory declares (present or absent), apart from
+    Magnum's default ones: left over from a pool removed from the inventory."""
+    declared = set(nodegroup_name(pool) for pool in cluster.pools if pool.nodegroup is not None)
+    return sorted(ng["name"] for ng in listing
+                  if not ng.get("is_default") and ng.get("role") != "master" and ng["name"] not in declared)
 
 
 def view(nodegroup):
@@ -161,10 +206,14 @@ class Action(object):
 
 
 class Plan(object):
-    def __init__(self, actions, before, after, notes=None, wait_gone=False):
+    """The ordered actions, the comparable view before and after, notes (warnings for the person) and the
+    cluster-wide label drift of an existing nodegroup ({key: {nodegroup, inventory}})."""
+
+    def __init__(self, actions, before, after, notes=None, wait_gone=False, drift=None):
         self.actions, self.before, self.after = actions, before, after
         self.notes = notes or []
         self.wait_gone = wait_gone
+        self.drift = drift or {}
 
     @property
     def changed(self):
@@ -199,8 +248,17 @@ def _patch_ops(changes):
     return ops
 
 
+def _sent_labels(desired):
+    """The labels a create sends: the inventory's cluster-wide labels under the pool's own (None: send none)."""
+    if desired["labels"] is None and not desired.get("cluster_labels"):
+        return None
+    sent = dict(desired.get("cluster_labels") or {})
+    sent.update(desired["labels"] or {})
+    return sent
+
+
 def _expected_labels(desired, cluster_labels):
-    labels = desired["labels"]
+    labels = _sent_labels(desired)
     if labels is None:
         return dict(cluster_labels)
     if desired["merge_labels"]:
@@ -287,8 +345,8 @@ def _plan_create(desired, cluster, version, where):
                   "role", "node_labels", "node_taints"):
         if desired.get(field) is not None:
             body[field] = desired[field]
-    if desired["labels"] is not None:
-        body["labels"] = desired["labels"]
+    if _sent_labels(desired) is not None:
+        body["labels"] = _sent_labels(desired)
         if desired["merge_labels"]:
             # The CLI only sends merge_labels when true, "to avoid breaking older APIs".
             body["merge_labels"] = True
@@ -310,29 +368,45 @@ def _plan_create(desired, cluster, version, where):
 
 
 def _immutable_problems(desired, observed):
+    """(problems, drift): changes Magnum cannot make that the task asks for, and the cluster-wide labels
+    (`cluster_labels`) the nodegroup has with another value: {key: {"nodegroup": have, "inventory": want}}."""
     problems = []
     for field, option in IMMUTABLE:
         want, have = desired.get(field), observed.get(field)
         if want is not None and str(want) != str(have):
             problems.append("%s is %r, the task asks for %r" % (option, have, want))
+    have = normalize_labels(observed.get("labels") or {})
+    inherited = desired.get("cluster_labels") or {}
+    drift = dict((k, {"nodegroup": have.get(k), "inventory": v}) for k, v in sorted(inherited.items())
+                 if have.get(k) != v)
     if desired["labels"] is not None:
-        have = normalize_labels(observed.get("labels") or {})
         if desired["merge_labels"]:
             wrong = dict((k, v) for k, v in desired["labels"].items() if have.get(k) != v)
             if wrong:
                 problems.append("labels %s differ (%s)" % (
                     ", ".join(sorted(wrong)),
                     "; ".join("%s: %r -> %r" % (k, have.get(k), v) for k, v in sorted(wrong.items()))))
-        elif have != desired["labels"]:
-            extra = sorted(set(have) - set(desired["labels"]))
+        else:
+            extra = sorted(set(have) - set(desired["labels"]) - set(inherited))
             wrong = sorted(k for k, v in desired["labels"].items() if have.get(k) != v)
             detail = []
             if wrong:
                 detail.append("different or missing: %s" % ", ".join(wrong))
             if extra:
                 detail.append("present but not asked for (merge_labels is false): %s" % ", ".join(extra))
-            problems.append("labels differ (%s)" % "; ".join(detail))
-    return problems
+            if detail:
+                problems.append("labels differ (%s)" % "; ".join(detail))
+    return problems, drift
+
+
+def drift_note(where, drift):
+    """The warning for cluster-wide labels an existing nodegroup has with another value."""
+    labels = ", ".join("%s=%r (inventory: %r)" % (k, d["nodegroup"], d["inventory"]) for k, d in sorted(drift.items()))
+    return ("%s keeps the Magnum label(s) it was created with: %s. gpupool_cluster.magnum.labels now says otherwise; "
+            "Magnum cannot change the labels of an existing nodegroup, so only nodegroups created from now on get "
+            "the new value. To move this one, create a replacement nodegroup (another nodegroup.name), move the "
+            "workloads and set state: absent on the old pool - or keep the old value in the pool's nodegroup.labels "
+            "to silence this." % (where, labels))
 
 
 def _plan_update(desired, observed, before, version, where):
@@ -343,7 +417,7 @@ def _plan_update(desired, observed, before, version, where):
     if status in ("CREATE_FAILED", "DELETE_FAILED"):
         raise Problems("%s is in %s (%s). Magnum cannot repair it: delete it with state=absent and run again."
                        % (where, status, observed.get("status_reason") or "no reason given"))
-    problems = _immutable_problems(desired, observed)
+    problems, drift = _immutable_problems(desired, observed)
     if problems:
         raise Problems(
             "%s cannot be changed in place: %s. Magnum cannot change the flavor, image, labels, docker volume "
@@ -436,7 +510,8 @@ def _plan_update(desired, observed, before, version, where):
         final.update(extra_changes)
         if final:
             actions.append(patch(final, new_low, new_high, "update %s: %s" % (where, describe(final))))
-    return Plan(actions, before, after)
+    notes = [drift_note(where, drift)] if drift else []
+    return Plan(actions, before, after, notes=notes, drift=drift)
 
 
 # ---------------------------------------------------------------------------------------- waiting
@@ -486,6 +561,15 @@ def server_id(node):
 def _index(name):
     match = re.search(r"(\d+)$", name or "")
     return int(match.group(1)) if match else -1
+
+
+def drain_candidate(node: Dict[str, Any], gpu_pods: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
+    """What plan_drain needs of a Kubernetes Node (API object) and the GPU pods a drain would evict from it."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    return {"name": meta.get("name"), "provider_id": spec.get("providerID"),
+            "unschedulable": bool(spec.get("unschedulable")),
+            "gpu_pods": [{"namespace": (p.get("metadata") or {}).get("namespace"),
+                          "name": (p.get("metadata") or {}).get("name")} for p in gpu_pods]}
 
 
 def plan_drain(nodes, remove_count, where="the nodegroup"):

@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.gates import pool_gates
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_matcher, node_ready
 
 GPU_DRIVER = "gpu.nvidia.com"
@@ -42,8 +44,10 @@ _MIG = re.compile(r"^gpu-(\d+)-mig-")
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 
 # Mismatch kinds, in the order they are reported.
-KINDS = ("no_node_selector", "node_in_two_pools", "missing_nodes", "extra_nodes", "node_not_ready", "mig_failed",
-         "mig_config_label", "not_published", "wrong_layout")
+KINDS = ("no_node_selector", "node_in_two_pools", "missing_nodes", "extra_nodes", "gate_missing",
+         "compute_domain_missing", "compute_domain_not_ready", "node_not_ready", "mig_failed", "mig_config_label",
+         "not_published", "wrong_layout")
+PLUGIN_SUFFIX = "-kubelet-plugin"
 
 
 def _meta(obj):
@@ -201,6 +205,94 @@ def _bucket():
     return {"total": 0, "allocated": 0, "free": 0}
 
 
+# ---- the DRA driver and ComputeDomains -------------------------------------------------------------------
+
+def _env(container, name):
+    for env in container.get("env") or []:
+        if env.get("name") == name:
+            return env.get("value")
+    return None
+
+
+def driver_plugin(daemonsets, namespace=None):
+    """The NVIDIA DRA driver's kubelet plugin as deployed: {"name", "namespace", "gates"} or None.
+
+    The DaemonSet named *-kubelet-plugin with a `gpus` container; the one in `namespace` (the inventory's
+    dra_driver.namespace) wins, else the only one in the cluster. Gates from its FEATURE_GATES env
+    ("K=V,K=V," as the chart renders it)."""
+    found = []
+    for ds in daemonsets:
+        containers = ((ds.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []
+        gpus = [c for c in containers if c.get("name") == "gpus"]
+        if _meta(ds).get("name", "").endswith(PLUGIN_SUFFIX) and gpus:
+            gates = {}
+            for item in (_env(gpus[0], "FEATURE_GATES") or "").split(","):
+                if "=" in item:
+                    key, value = item.split("=", 1)
+                    gates[key.strip()] = value.strip().lower() == "true"
+            found.append({"name": _meta(ds).get("name"), "namespace": _meta(ds).get("namespace"), "gates": gates})
+    mine = [f for f in found if f["namespace"] == namespace]
+    if mine:
+        return mine[0]
+    return found[0] if len(found) == 1 else None
+
+
+def gate_mismatches(pool, plugin):
+    """The gates the pool uses that the deployed driver does not have on (claims would fail at prepare)."""
+    out = []
+    for gate, key in sorted(pool_gates(pool).items()):
+        if plugin is None:
+            out.append(_mm(pool.name, None, "gate_missing",
+                           "pool %s uses %s, which needs the DRA driver feature gate %s, but no NVIDIA DRA driver "
+                           "kubelet plugin was found; install it with gpupool.core.dra_driver" % (pool.name, key, gate),
+                           gate=gate))
+        elif not plugin["gates"].get(gate):
+            out.append(_mm(pool.name, None, "gate_missing",
+                           "pool %s uses %s but the DRA driver (%s/%s) runs without the feature gate %s: its claims "
+                           "fail at prepare time; run gpupool.core.dra_driver (it derives the gates from the pools)"
+                           % (pool.name, key, plugin["namespace"], plugin["name"], gate), gate=gate))
+    return out
+
+
+def compute_domain_state(cd):
+    """Ready | NotReady | idle (no status, or no node yet: the domain follows its workloads) | None (absent)."""
+    if cd is None:
+        return None
+    status = cd.get("status") or {}
+    if status.get("status") == "Ready":
+        return "Ready"
+    if not status.get("nodes"):
+        return "idle"
+    return "NotReady"
+
+
+def compute_domain_report(pool, compute_domains, served=True):
+    """({name, namespace, state, nodes} or None, mismatches) for a pool with multi-node NVLink."""
+    if pool.nvlink.mode not in ("compute_domain", "host_imex"):
+        return None, []
+    name, namespace = compute_domain_name(pool), pool.nvlink.compute_domain.namespace
+    cd = next((c for c in compute_domains if _meta(c).get("name") == name
+               and _meta(c).get("namespace") == namespace), None)
+    state = compute_domain_state(cd)
+    nodes = ((cd or {}).get("status") or {}).get("nodes") or []
+    info = {"name": name, "namespace": namespace, "state": state,
+            "nodes": [{"name": n.get("name"), "status": n.get("status")} for n in nodes]}
+    if cd is None:
+        why = ("the cluster does not serve ComputeDomains (the DRA driver's CRD; gpupool.core.dra_driver enables "
+               "them for NVLink pools)" if not served else "run gpupool.core.compute_domain")
+        return info, [_mm(pool.name, None, "compute_domain_missing",
+                          "pool %s: ComputeDomain %s/%s does not exist; %s" % (pool.name, namespace, name, why))]
+    if state == "NotReady":
+        waiting = [n.get("name") for n in nodes if n.get("status") != "Ready"]
+        return info, [_mm(pool.name, None, "compute_domain_not_ready",
+                          "pool %s: ComputeDomain %s/%s is NotReady (IMEX daemon not ready on %s); check the IMEX "
+                          "daemons in the driver namespace%s" % (
+                              pool.name, namespace, name, ", ".join(waiting) or "its nodes",
+                              " and the host nvidia-imex service (gpupool.core.imex)" if pool.nvlink.mode == "host_imex"
+                              else ""))]
+    return info, []
+
+
 # ---- the report ---------------------------------------------------------------------------------------
 
 def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
@@ -322,17 +414,27 @@ def _str_keys(layouts):
     return dict((str(k), (dict(v) if v is not None else None)) for k, v in sorted(layouts.items()))
 
 
-def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
-    """{"pools": {name: report}, "mismatches": [...], "totals": {...}} for the present pools in scope.
+def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NODEGROUP_LABEL, name_pattern=None,
+                 daemonsets=None, compute_domains=None, compute_domains_served=True):
+    """{"pools": {name: report}, "mismatches": [...], "totals": {...}, "driver": {...}} for the present pools.
 
-    pools: pool objects in scope (default: every present pool of the cluster)."""
+    pools: pool objects in scope (default: every present pool of the cluster). daemonsets: every DaemonSet
+    (for the DRA driver's gates; None skips that check); compute_domains: every ComputeDomain (None skips it)."""
     scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
     assigned, mismatches, selectors = assign(scope, nodes, nodegroup_label, name_pattern)
     slices_by_pool = current_slices(slices)
     allocated = allocated_devices(claims)
+    plugin = driver_plugin(daemonsets, cluster.dra_driver.namespace) if daemonsets is not None else None
     reports = {}
     for pool in scope:
         rep = pool_report(pool, assigned.get(pool.name, []), slices_by_pool, allocated, selectors.get(pool.name))
+        extra = []
+        if daemonsets is not None:
+            extra += gate_mismatches(pool, plugin)
+        if compute_domains is not None:
+            rep["compute_domain"], cd_mismatches = compute_domain_report(pool, compute_domains, compute_domains_served)
+            extra += cd_mismatches
+        rep["mismatches"] = extra + rep["mismatches"]
         reports[pool.name] = rep
         mismatches += rep["mismatches"]
     order = dict((k, i) for i, k in enumerate(KINDS))
@@ -347,7 +449,7 @@ def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NOD
             t = totals["mig_devices"].setdefault(profile, _bucket())
             for k in t:
                 t[k] += b[k]
-    return {"pools": reports, "mismatches": mismatches, "totals": totals}
+    return {"pools": reports, "mismatches": mismatches, "totals": totals, "driver": plugin}
 
 
 def _sum(buckets):

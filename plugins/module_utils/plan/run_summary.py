@@ -71,13 +71,22 @@ def _wave_changes(result: dict) -> List[str]:
     return out
 
 
+def _release_changes(result: dict) -> List[str]:
+    """The DRA driver's Helm release: why it was (or would be) installed or upgraded."""
+    if not result.get("changed"):
+        return []
+    release = result.get("release") or {}
+    name = "DRA driver release %s" % release.get("name") if release.get("name") else "DRA driver release"
+    return ["%s: %s" % (name, reason) for reason in result.get("reasons") or []]
+
+
 def _pod(ref: object) -> str:
     if isinstance(ref, dict):
         return "%s/%s" % (ref.get("namespace"), ref.get("name"))
     return str(ref)
 
 
-EXTRACTORS = (_object_changes, _nodegroup_changes, _wave_changes)
+EXTRACTORS = (_object_changes, _nodegroup_changes, _wave_changes, _release_changes)
 FAILED = "FAILED: "  # how a failure line starts, so the count says changes and failures apart
 
 

@@ -20,6 +20,7 @@ FRAGMENTS = {
     "APPLY": k8s_auth.ModuleDocFragment.APPLY,
     "NODES": k8s_auth.ModuleDocFragment.NODES,
     "WAIT": k8s_auth.ModuleDocFragment.WAIT,
+    "DRAIN": k8s_auth.ModuleDocFragment.DRAIN,
     "OPENSTACK": openstack.ModuleDocFragment.DOCUMENTATION,
 }
 MODULES = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "modules"
@@ -68,7 +69,7 @@ def test_compose_allows_only_a_new_default_for_a_shared_option():
 @pytest.mark.parametrize("path", sorted(MODULES.glob("*.py")), ids=lambda p: p.stem)
 def test_every_module_is_a_subclass_of_the_base_with_run(path):
     tree = ast.parse(path.read_text())
-    bases = {"GpupoolModule", "PoolModule", "KubernetesModule", "MagnumModule", "NvmlModule"}
+    bases = {"GpupoolModule", "PoolModule", "KubernetesModule", "MagnumModule", "MagnumPoolModule", "NvmlModule"}
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)
                and any(isinstance(b, ast.Name) and b.id in bases for b in n.bases)]
     assert len(classes) == 1, "%s must define exactly one module class on the base" % path.name

@@ -67,3 +67,47 @@ dra-driver-nvidia-gpu-component: {{ .componentName }}
   value: "{{ range $key, $value := .Values.featureGates }}{{ $key }}={{ $value }},{{ end }}"
 {{- end }}
 {{- end }}
+
+{{/* "true" when this package is the 0.5 line (the same source is packaged as 0.4.1 and 0.5.1). */}}
+{{- define "dra-driver-nvidia-gpu.v05" -}}
+{{- if semverCompare ">=0.5.0-0" .Chart.Version }}true{{ end }}
+{{- end }}
+
+{{/* 0.5: "true" when resources.computeDomains.imex.mode is hostManaged (0.4 has no such value). */}}
+{{- define "dra-driver-nvidia-gpu.hostManagedIMEX" -}}
+{{- if and (include "dra-driver-nvidia-gpu.v05" .) (eq (toString (dig "mode" "" (.Values.resources.computeDomains.imex | default dict))) "hostManaged") }}true{{ end }}
+{{- end }}
+
+{{/* 0.5: the IMEX mode/isolation rules the real chart checks at render time (its documented
+     behaviour: hostManaged without featureGates.HostManagedIMEXDaemon=true fails; isolation
+     "channel" is not implemented; other values are unknown). Renders nothing on success. */}}
+{{- define "dra-driver-nvidia-gpu.validateIMEXConfig" -}}
+{{- if include "dra-driver-nvidia-gpu.v05" . }}
+{{- $imex := .Values.resources.computeDomains.imex | default dict }}
+{{- $mode := toString (dig "mode" "driverManaged" $imex) }}
+{{- $isolation := toString (dig "isolation" "domain" $imex) }}
+{{- $gate := and .Values.featureGates (hasKey .Values.featureGates "HostManagedIMEXDaemon") .Values.featureGates.HostManagedIMEXDaemon }}
+{{- if eq $mode "hostManaged" }}
+{{- if not $gate }}
+{{- fail "resources.computeDomains.imex.mode=hostManaged requires featureGates.HostManagedIMEXDaemon=true" }}
+{{- end }}
+{{- else if ne $mode "driverManaged" }}
+{{- fail (printf "unknown resources.computeDomains.imex.mode %q: must be \"driverManaged\" or \"hostManaged\"" $mode) }}
+{{- end }}
+{{- if eq $isolation "channel" }}
+{{- fail "resources.computeDomains.imex.isolation=channel is not supported yet: use the default, \"domain\"" }}
+{{- else if and (ne $isolation "") (ne $isolation "domain") }}
+{{- fail (printf "unknown resources.computeDomains.imex.isolation %q: must be \"domain\" or \"channel\"" $isolation) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* 0.5: the IMEX env of the controller and the compute-domain plugin. */}}
+{{- define "dra-driver-nvidia-gpu.imexEnv" -}}
+{{- if include "dra-driver-nvidia-gpu.v05" . }}
+- name: IMEX_MODE
+  value: {{ .Values.resources.computeDomains.imex.mode | quote }}
+- name: IMEX_ISOLATION
+  value: {{ .Values.resources.computeDomains.imex.isolation | quote }}
+{{- end }}
+{{- end }}

@@ -17,6 +17,7 @@ pytest.importorskip("openstack")
 
 from ansible.module_utils import basic  # noqa: E402
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound  # noqa: E402
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum as magnum_api
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection as openstack_client
 from ansible_collections.gpupool.core.plugins.modules import nodegroup, nodegroup_info  # noqa: E402
@@ -31,6 +32,7 @@ CLOUD = {"auth": {"auth_url": AUTH_URL, "username": "demo", "password": "secret"
 CLUSTER = {"uuid": CID, "name": "k8s", "status": "CREATE_COMPLETE", "flavor_id": "m1",
            "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
+LIST_FIELDS = ("uuid", "name", "flavor_id", "node_count", "role", "is_default", "image_id", "status", "stack_id")
 
 
 def mv_headers(max_version="1.12", service="container-infra"):
@@ -83,7 +85,25 @@ def api(sleeps):
         m.post(AUTH_URL + "/auth/tokens", json=token_body(), headers={"X-Subject-Token": "tok"}, status_code=201)
         m.get(MAGNUM + "/", json={"id": "v1"}, headers=mv_headers())
         m.get(MAGNUM + "/clusters/k8s", json=CLUSTER, headers=mv_headers())
+        listed(m)  # the cluster has no nodegroup of ours unless a test says so
         yield m
+
+
+def listed(m, *nodegroups):
+    """The cluster's nodegroup list (Magnum's abbreviated list view) shows these."""
+    m.get(MAGNUM + "/clusters/%s/nodegroups" % CID,
+          json={"nodegroups": [dict((k, n.get(k)) for k in LIST_FIELDS) for n in nodegroups], "next": None})
+
+
+def existing(m, *nodegroups):
+    """These nodegroups exist: in the list, and each in full under its name."""
+    listed(m, *nodegroups)
+    for n in nodegroups:
+        m.get(ng_url(n["name"]), json=n)
+
+
+def lists(m):
+    return [r for r in magnum_calls(m) if r.method == "GET" and r.path == "/v1/clusters/%s/nodegroups" % CID]
 
 
 def magnum_calls(m):
@@ -145,7 +165,7 @@ def test_create_waits_for_complete_and_sends_the_container_infra_header(api, sle
 
 
 def test_second_run_with_the_same_settings_changes_nothing(api):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1", node_count=2, labels={"nvidia_gpu_enabled": True})
     assert result["changed"] is False and result["actions"] == []
     assert writes(api) == []
@@ -174,7 +194,7 @@ def test_no_maximum_header_is_reported(api):
 def test_503_is_retried_with_backoff(api, sleeps):
     api.get(MAGNUM + "/clusters/k8s", [{"status_code": 503, "text": "busy"}, {"status_code": 503, "text": "busy"},
                                        {"json": CLUSTER, "headers": mv_headers()}])
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["changed"] is False and "failed" not in result
     assert sleeps[:2] == [0.5, 1.0]
@@ -182,7 +202,8 @@ def test_503_is_retried_with_backoff(api, sleeps):
 
 
 def test_503_on_create_is_retried_and_a_409_then_means_it_was_ours(api):
-    api.get(ng_url("gpu"), [{"status_code": 404, "json": errors(404, "not found")}, {"json": ng()}])
+    # not in the list when planned; there once the 409 makes the module look again
+    api.get(ng_url("gpu"), json=ng())
     api.post(MAGNUM + "/clusters/%s/nodegroups" % CID,
              [{"status_code": 503, "text": "busy"},
               {"status_code": 409, "json": errors(409, "A node group with name gpu already exists in the cluster k8s.")}])
@@ -226,7 +247,7 @@ def test_timeout_reports_the_last_status(api, monkeypatch):
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
     api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
     api.get(ng_url(), json=ng(status="CREATE_IN_PROGRESS"))
-    result = run(nodegroup, cluster="k8s", name="gpu", timeout=30)
+    result = run(nodegroup, cluster="k8s", name="gpu", wait_timeout=30)
     assert result["failed"]
     assert "Timed out after 30s" in result["msg"] and "last status was CREATE_IN_PROGRESS" in result["msg"]
     assert result["status"] == "CREATE_IN_PROGRESS"
@@ -259,7 +280,7 @@ def test_cluster_not_found(api):
 
 # ------------------------------------------------------------------------------------------- update
 def test_resize_up_goes_through_the_resize_action(api):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
     api.get(ng_url(), [{"json": ng()}, {"json": ng(status="UPDATE_IN_PROGRESS", node_count=4)},
                        {"json": ng(status="UPDATE_COMPLETE", node_count=4)}])
@@ -272,7 +293,7 @@ def test_resize_up_goes_through_the_resize_action(api):
 
 
 def test_out_of_bounds_resize_from_the_server_is_reported(api):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=400,
              json=errors(400, "Resizing gpu outside the allowed range: min_node_count = 0, max_node_count = 3"))
     result = run(nodegroup, cluster="k8s", name="gpu", node_count=4)
@@ -280,14 +301,14 @@ def test_out_of_bounds_resize_from_the_server_is_reported(api):
 
 
 def test_out_of_bounds_resize_is_refused_before_any_request(api):
-    api.get(ng_url("gpu"), json=ng(max_node_count=3))
+    existing(api, ng(max_node_count=3))
     result = run(nodegroup, cluster="k8s", name="gpu", node_count=5)
     assert result["failed"] and "node_count 5 is outside" in result["msg"] and "max_node_count 3 (current)" in result["msg"]
     assert writes(api) == []
 
 
 def test_min_max_go_through_json_patch(api):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     api.patch(ng_url(), status_code=202, json=ng(min_node_count=1, max_node_count=5))
     api.get(ng_url(), [{"json": ng(status="UPDATE_IN_PROGRESS", min_node_count=1, max_node_count=5)},
                        {"json": ng(status="UPDATE_COMPLETE", min_node_count=1, max_node_count=5)}])
@@ -303,7 +324,7 @@ def test_min_max_go_through_json_patch(api):
                                          ({"docker_volume_size": 80}, "docker_volume_size"),
                                          ({"role": "infra"}, "role is 'worker'")])
 def test_immutable_change_is_refused_with_a_clear_message(api, args, words):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu", **args)
     assert result["failed"] and words in result["msg"]
     assert "Magnum cannot change the flavor, image, labels, docker volume size or role" in result["msg"]
@@ -311,7 +332,7 @@ def test_immutable_change_is_refused_with_a_clear_message(api, args, words):
 
 
 def test_node_labels_on_an_old_server_are_refused(api):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu", node_labels={"pool": "a100"})
     assert result["failed"] and "microversion 1.14" in result["msg"] and "only supports 1.12" in result["msg"]
 
@@ -327,7 +348,7 @@ def test_check_mode_reports_the_plan_and_writes_nothing(api, args, observed):
     if observed is None:
         api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
     else:
-        api.get(ng_url("gpu"), json=observed)
+        existing(api, observed)
     result = run(nodegroup, check=True, diff=True, cluster="k8s", name="gpu", **args)
     assert result["changed"] is True and result["actions"]
     assert "diff" in result
@@ -336,7 +357,7 @@ def test_check_mode_reports_the_plan_and_writes_nothing(api, args, observed):
 
 # ------------------------------------------------------------------------------------------- delete
 def test_delete_waits_for_404(api):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     api.delete(ng_url(), status_code=204)
     api.get(ng_url(), [{"json": ng(status="DELETE_IN_PROGRESS")},
                        {"status_code": 404, "json": errors(404, "Nodegroup could not be found.")}])
@@ -352,53 +373,110 @@ def test_delete_of_missing_nodegroup_changes_nothing(api):
 
 
 def test_default_nodegroup_is_not_deleted(api):
-    api.get(ng_url("default-worker"), json=ng(name="default-worker", is_default=True))
+    existing(api, ng(name="default-worker", is_default=True))
     result = run(nodegroup, cluster="k8s", name="default-worker", state="absent")
     assert result["failed"] and "default nodegroup" in result["msg"]
     assert writes(api) == []
 
 
 # ------------------------------------------------------------------------------------------- drain
-class FakeDrainer(object):
-    def __init__(self, calls):
-        self.calls = calls
-
-    def nodes(self, name):
-        return [{"name": "k8s-gpu-abc-node-%d" % i, "provider_id": "openstack:///srv-%d" % i, "unschedulable": False,
-                 "gpu_pods": [{"namespace": "ml", "name": "job-%d" % i}] if i == 1 else []} for i in range(3)]
-
-    def cordon(self, name):
-        self.calls.append(("cordon", name))
-
-    def evict(self, pods):
-        self.calls.append(("evict", [p["name"] for p in pods]))
+def k8s_error(status, message):
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+    return (NotFound if status == 404 else K8sError)(message, status=status)
 
 
-def test_shrink_with_drain_cordons_evicts_then_names_the_servers(api, monkeypatch):
-    calls = []
-    real_resize = magnum_api.MagnumClient.resize
+def k8s_node(i, cordoned=False):
+    return {"metadata": {"name": "k8s-gpu-abc-node-%d" % i, "labels": {"magnum.openstack.org/nodegroup": "gpu"}},
+            "spec": dict({"providerID": "openstack:///srv-%d" % i}, **({"unschedulable": True} if cordoned else {}))}
 
-    def resize(self, *a, **kw):
-        calls.append(("resize",))
-        return real_resize(self, *a, **kw)
 
-    monkeypatch.setattr(magnum_api.MagnumClient, "resize", resize)
-    monkeypatch.setattr(nodegroup, "make_drainer", lambda options, log: FakeDrainer(calls))
-    api.get(ng_url("gpu"), json=ng(node_count=3))
+def k8s_pod(name, node_index, gpu=True):
+    limits = {"nvidia.com/gpu": "1"} if gpu else {"cpu": "1"}
+    return {"metadata": {"name": name, "namespace": "ml", "uid": "uid-" + name},
+            "spec": {"nodeName": "k8s-gpu-abc-node-%d" % node_index, "containers": [{"resources": {"limits": limits}}]}}
+
+
+@pytest.fixture
+def kube(monkeypatch):
+    """The drain's Kubernetes API: the simulator; records the connection options the module passed."""
+    from tests.unit.plugins.module_utils.k8s.kube_api_simulator import KubeApiSimulator
+    sim = KubeApiSimulator(k8s_error, nodes=[k8s_node(i) for i in range(3)],
+                           pods=[k8s_pod("job-1", 1), k8s_pod("web-0", 0, gpu=False), k8s_pod("job-2b", 2, gpu=False)])
+    sim.connections = []
+
+    def connect(params, cluster=None):
+        sim.connections.append((dict((k, params.get(k)) for k in ("kubeconfig", "context")), cluster))
+        return sim
+
+    monkeypatch.setattr(nodegroup, "k8s_connect", connect)
+    return sim
+
+
+def test_shrink_with_drain_cordons_evicts_then_names_the_servers(api, kube):
+    order = []
+    real_request = kube.request
+
+    def request(method, path, **kw):
+        if method != "GET":
+            order.append((method, path.rsplit("/", 1)[-1]))
+        return real_request(method, path, **kw)
+
+    kube.request = request
+    existing(api, ng(node_count=3))
     api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
     api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=1))
-    result = run(nodegroup, cluster="k8s", name="gpu", node_count=1, drain={"kubeconfig": "/dev/null"})
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=1, drain=True, kubeconfig="/dev/null")
     assert result["changed"], result
-    assert calls == [("cordon", "k8s-gpu-abc-node-2"), ("cordon", "k8s-gpu-abc-node-0"), ("evict", []), ("resize",)]
+    # node-1 has the GPU pod, so node-2 (newest) and node-0 go; both cordoned, nothing of theirs uses GPUs
+    assert order == [("PATCH", "k8s-gpu-abc-node-2"), ("PATCH", "k8s-gpu-abc-node-0")]
+    assert kube.nodes["k8s-gpu-abc-node-2"]["spec"]["unschedulable"] is True
+    assert kube.connections == [({"kubeconfig": "/dev/null", "context": None}, None)]
     (resize_req,) = [r for r in magnum_calls(api) if r.method == "POST"]
     assert resize_req.json() == {"node_count": 1, "nodegroup": NGID, "nodes_to_remove": ["srv-2", "srv-0"]}
     assert result["drain"]["victims"] == ["k8s-gpu-abc-node-2", "k8s-gpu-abc-node-0"]
+    assert result["drain"]["evicted"] == []
     assert result["actions"][0]["request"]["nodes_to_remove"] == ["srv-2", "srv-0"]
 
 
-def test_drain_needs_node_count(api):
-    result = run(nodegroup, cluster="k8s", name="gpu", drain={"kubeconfig": "/dev/null"})
-    assert result["failed"] and "node_count" in result["msg"]
+def test_shrink_evicts_the_gpu_pods_of_the_chosen_nodes_before_the_resize(api, kube):
+    kube.pods[("ml", "job-0")] = k8s_pod("job-0", 0)
+    kube.pods[("ml", "job-2")] = k8s_pod("job-2", 2)
+    kube.pods[("ml", "job-2c")] = k8s_pod("job-2c", 2)
+    existing(api, ng(node_count=3))
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=2))
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=2, drain=True)
+    # node-0 and node-1 have one GPU pod each, fewer than node-2's two; of those the newest goes
+    assert result["drain"]["victims"] == ["k8s-gpu-abc-node-1"]
+    assert result["drain"]["evicted"] == ["ml/job-1"]
+    assert ("ml", "job-1") not in kube.pods and ("ml", "job-0") in kube.pods and ("ml", "job-2") in kube.pods
+    assert result["actions"][0]["request"]["nodes_to_remove"] == ["srv-1"]
+
+
+def test_check_mode_plans_the_drain_without_writing(api, kube):
+    existing(api, ng(node_count=3))
+    result = run(nodegroup, check=True, cluster="k8s", name="gpu", node_count=2, drain=True)
+    assert result["changed"] and result["drain"]["victims"] == ["k8s-gpu-abc-node-2"]
+    assert kube.writes() == [] and writes(api) == []
+
+
+def test_drain_without_a_shrink_never_connects_to_kubernetes(api, kube):
+    existing(api, ng())
+    assert run(nodegroup, cluster="k8s", name="gpu", node_count=2, min_node_count=0, drain=True)["changed"] is False
+    assert kube.connections == [] and kube.requests == []
+
+
+def test_drain_cannot_choose_when_nodes_are_missing_and_nothing_is_resized(api, kube):
+    existing(api, ng(node_count=5))
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=1, drain=True)
+    assert result["failed"] and "only 3 of its nodes are registered" in result["msg"]
+    assert writes(api) == [] and kube.writes() == []
+
+
+def test_drain_options_are_checked_before_any_request(api):
+    result = run(nodegroup, cluster="k8s", name="gpu", drain=True, drain_timeout=0)
+    assert result["failed"] and "drain_timeout: must be at least 1, got 0" in result["msg"]
+    assert magnum_calls(api) == []
 
 
 # ------------------------------------------------------------------------------------------- connection
@@ -430,7 +508,7 @@ def test_bad_password_is_reported(api):
 
 
 def test_password_is_not_logged(api):
-    api.get(ng_url("gpu"), json=ng())
+    existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu", auth_type=None)
     assert "secret" not in json.dumps(result["invocation"])
 
@@ -463,3 +541,169 @@ def test_406_explains_the_microversion(api):
     api.get(ng_url("gpu"), status_code=406, json=errors(406, "Invalid service type for OpenStack-API-Version header"))
     result = run(nodegroup_info, cluster="k8s", name="gpu")
     assert result["failed"] and "HTTP 406" in result["msg"] and "microversion 1.12 was sent" in result["msg"]
+
+
+# ------------------------------------------------------------------------------------------- cluster + pools
+def inventory(*pools, labels=None, cloud=None):
+    """A gpupool_cluster inventory whose Magnum section names the mocked cloud and cluster."""
+    return {"name": "k8s-gpu", "magnum": {"cloud": cloud or CLOUD, "cluster": "k8s", "labels": labels or {}},
+            "pools": list(pools)}
+
+
+def pool(name, state="present", **group):
+    return {"name": name, "state": state, "gpu": {"model": "A100-40GB"},
+            "nodegroup": dict({"flavor": "g1"}, **group)}
+
+
+def run_pools(cluster, check=False, diff=False, **args):
+    """The module with the inventory as cluster (the cloud comes from it, not from the cloud option)."""
+    out_args = dict(args, cluster=cluster)
+    if check:
+        out_args["_ansible_check_mode"] = True
+    if diff:
+        out_args["_ansible_diff"] = True
+    out = io.StringIO()
+    with _module_args(out_args), contextlib.redirect_stdout(out):
+        try:
+            nodegroup.main()
+        except SystemExit:
+            pass
+    return json.loads(out.getvalue())
+
+
+A = "5d12f6fd-0000-4f5e-9b8c-00000000000a"
+B = "5d12f6fd-0000-4f5e-9b8c-00000000000b"
+
+
+def test_one_call_converges_every_pool_with_one_list(api):
+    # gpu-a exists and matches (model defaults: node_count 1, min 0, role worker), gpu-b is missing
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "cern_enabled": "true"}))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202,
+             json=ng(uuid=B, name="gpu-b", status="CREATE_IN_PROGRESS"))
+    api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=1))
+    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b")))
+    assert result["changed"] is True and "failed" not in result, result
+    assert result["pools"]["gpu-a"]["changed"] is False and result["pools"]["gpu-a"]["actions"] == []
+    assert [a["action"] for a in result["pools"]["gpu-b"]["actions"]] == ["create"]
+    assert result["pools"]["gpu-b"]["nodegroup"]["status"] == "CREATE_COMPLETE"
+    assert len(lists(api)) == 1
+    # only the existing nodegroup is read in full; the missing one is known missing from the list
+    assert [r.path.rsplit("/", 1)[-1] for r in magnum_calls(api) if r.method == "GET" and "/nodegroups/" in r.path
+            and not r.path.endswith(B)] == ["gpu-a"]
+    (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
+    assert post.json() == {"name": "gpu-b", "flavor_id": "g1", "node_count": 1, "min_node_count": 0, "role": "worker"}
+    assert result["orphaned"] == []
+
+
+def test_pool_inventory_with_nothing_to_do_writes_nothing(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=2, max_node_count=4,
+                     labels={"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"}))
+    result = run_pools(inventory(pool("gpu-a", node_count=2, max_node_count=4), labels={"nvidia_gpu_enabled": True}))
+    assert result["changed"] is False and result["pools"]["gpu-a"]["actions"] == []
+    assert writes(api) == []
+
+
+def test_a_failing_pool_does_not_hide_or_block_the_others(api):
+    existing(api, ng(uuid=A, name="gpu-a", flavor_id="g1"), ng(uuid=B, name="gpu-b", node_count=1))
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=3, status="UPDATE_COMPLETE"))
+    result = run_pools(inventory(pool("gpu-a", flavor="g2", node_count=2), pool("gpu-b", node_count=3)))
+    assert result["failed"] is True and result["changed"] is True
+    assert result["pools"]["gpu-a"]["failed"] is True
+    assert "flavor is 'g1', the task asks for 'g2'" in result["pools"]["gpu-a"]["msg"]
+    assert result["pools"]["gpu-b"]["changed"] is True and "failed" not in result["pools"]["gpu-b"]
+    assert result["pools"]["gpu-b"]["nodegroup"]["node_count"] == 3
+    assert result["msg"].startswith("The nodegroups of 1 pool(s) failed (gpu-a); 1 other pool(s) were converged")
+    assert writes(api) == [("POST", "/v1/clusters/%s/actions/resize" % CID)]
+
+
+def test_a_cluster_wide_label_change_is_drift_not_a_failure(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
+             ng(uuid=B, name="gpu-b", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}))
+    labels = {"kube_tag": "v1.30", "nvidia_gpu_enabled": True}
+    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b"), labels=labels))
+    assert "failed" not in result and result["changed"] is False, result
+    for name in ("gpu-a", "gpu-b"):
+        assert result["pools"][name]["label_drift"] == {"kube_tag": {"nodegroup": "v1.29", "inventory": "v1.30"}}
+    assert writes(api) == []
+
+
+def test_a_pools_own_label_change_still_fails_that_pool(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"nvidia_gpu_enabled": "true"}))
+    result = run_pools(inventory(pool("gpu-a", labels={"nvidia_gpu_enabled": False})))
+    assert result["failed"] and "labels nvidia_gpu_enabled differ" in result["pools"]["gpu-a"]["msg"]
+
+
+def test_new_nodegroup_gets_the_cluster_labels_under_the_pools(api):
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(uuid=A, name="gpu-a"))
+    api.get(ng_url(A), json=ng(uuid=A, name="gpu-a", node_count=1))
+    run_pools(inventory(pool("gpu-a", labels={"a": "pool"}), labels={"a": "cluster", "b": "cluster"}))
+    (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
+    assert post.json()["labels"] == {"a": "pool", "b": "cluster"} and post.json()["merge_labels"] is True
+
+
+def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api):
+    existing(api, ng(uuid=A, name="gpu-a"), ng(uuid=B, name="gpu-old"),
+             ng(uuid="dw", name="default-worker", is_default=True))
+    api.delete(ng_url(A), status_code=204)
+    api.get(ng_url(A), status_code=404, json=errors(404, "Nodegroup could not be found."))
+    result = run_pools(dict(inventory(pool("gpu-a", state="absent")), allow_empty=True))
+    assert result["pools"]["gpu-a"]["changed"] and result["pools"]["gpu-a"]["nodegroup"] == {}
+    assert result["orphaned"] == ["gpu-old"]
+    assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (CID, A))]
+
+
+def test_pools_selects_and_leaves_orphans_unreported(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1), ng(uuid=B, name="gpu-b", node_count=1))
+    result = run_pools(inventory(pool("gpu-a"), pool("gpu-b", flavor="g9")), pools=["gpu-a"])
+    assert list(result["pools"]) == ["gpu-a"] and "orphaned" not in result and "failed" not in result
+
+
+def test_check_mode_and_diff_over_pools_write_nothing(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1))
+    result = run_pools(inventory(pool("gpu-a", node_count=3), pool("gpu-b")), check=True, diff=True)
+    assert result["changed"] is True and writes(api) == []
+    assert [d["before_header"] for d in result["diff"]] == ["nodegroup 'gpu-a' of cluster 'k8s'",
+                                                            "nodegroup 'gpu-b' of cluster 'k8s'"]
+    assert result["diff"][0]["after"]["node_count"] == 3 and result["diff"][1]["before"] == {}
+    assert result["pools"]["gpu-a"]["nodegroup"]["node_count"] == 3
+
+
+def test_pool_without_nodegroup_is_skipped(api):
+    selector_pool = {"name": "gpu-metal", "gpu": {"model": "A100-40GB"}, "node_selector": {"rack": "r1"}}
+    result = run_pools(inventory(selector_pool))
+    assert result["pools"] == {"gpu-metal": {"skipped": "no nodegroup: its nodes are found by node_selector"}}
+    assert result["changed"] is False
+
+
+def test_bad_inventory_fails_before_any_request_with_the_path(api):
+    result = run_pools(inventory(pool("gpu-a", node_count=5, max_node_count=2)))
+    assert result["failed"] and "gpupool_cluster.pools[0]" in result["msg"] and "max_node_count" in result["msg"]
+    assert magnum_calls(api) == []
+
+
+def test_unknown_pool_name_fails_before_any_request(api):
+    result = run_pools(inventory(pool("gpu-a")), pools=["gpu-x"])
+    assert result["failed"] and "'gpu-x' not in" in result["msg"]
+    assert magnum_calls(api) == []
+
+
+def test_flat_options_next_to_an_inventory_are_refused(api):
+    result = run_pools(inventory(pool("gpu-a")), node_count=3, name="gpu-a")
+    assert result["failed"] and "node_count: is for standalone use" in result["msg"]
+    assert "name: is for standalone use" in result["msg"]
+    assert magnum_calls(api) == []
+
+
+def test_standalone_needs_a_name(api):
+    result = run(nodegroup, cluster="k8s")
+    assert result["failed"] and "name: is required when cluster is a Magnum cluster name" in result["msg"]
+
+
+def test_the_inventory_clouds_password_is_not_logged(api):
+    existing(api, ng(uuid=A, name="gpu-a", node_count=1))
+    result = run_pools(inventory(pool("gpu-a")))
+    assert "failed" not in result, result
+    assert "secret" not in json.dumps(result)
+    refused = run_pools(inventory(pool("gpu-a", node_count=-1)))
+    assert refused["failed"] and "secret" not in json.dumps(refused)

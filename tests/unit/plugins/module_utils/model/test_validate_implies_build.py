@@ -27,7 +27,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan import device_cl
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
 from ansible_collections.gpupool.core.plugins.module_utils.plan import nodegroup as plan_nodegroup
 from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
-from ansible_collections.gpupool.core.plugins.module_utils.plan import pool_nodegroups as plan_pool_nodegroups
 
 # ---- the API server's rules, restated here from k8s.io/apimachinery/pkg/util/validation (not imported from
 # model/syntax.py: an oracle that shared the code under test could not catch its mistakes) -------------------
@@ -266,8 +265,8 @@ def build_everything(cluster):
             refused.append("extra taints of %s dropped" % pool.name)
     plan_nodes.assign_nodes(cluster.pools, nodes)  # a node in two pools is refused
     for pool in cluster.pools:
-        desired = plan_pool_nodegroups.pool_nodegroup_desired(cluster, pool)
-        if desired is not None:
+        if pool.nodegroup is not None:
+            desired = plan_nodegroup.desired_from_pool(cluster, pool)
             plan_nodegroup.plan_nodegroup(desired, None, {"name": "k8s", "uuid": "u"}, "1.14", pool.state)
             if not label_value(desired["name"]):
                 refused.append("%s label value %r" % (model_names.NODEGROUP_LABEL, desired["name"]))

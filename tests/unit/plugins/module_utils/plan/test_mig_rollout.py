@@ -354,9 +354,11 @@ def test_patches():
     assert plan_mig_rollout.label_patch(CFG, D) == {"metadata": {"labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: None},
                                                     "annotations": {model_names.DIGEST_ANNOTATION: D}}}
     assert plan_mig_rollout.unlabel_patch() == {"metadata": {"labels": {model_names.CONFIG_LABEL: None, model_names.STATE_LABEL: None}}}
-    assert plan_mig_rollout.cordon_patch()["spec"] == {"unschedulable": True}
-    assert plan_mig_rollout.uncordon_patch() == {"metadata": {"annotations": {model_names.CORDON_ANNOTATION: None}},
-                                                 "spec": {"unschedulable": None}}
+    assert plan_eviction.cordon_patch(model_names.CORDON_VALUE) == {
+        "metadata": {"annotations": {model_names.CORDON_ANNOTATION: model_names.CORDON_VALUE}},
+        "spec": {"unschedulable": True}}
+    assert plan_eviction.uncordon_patch() == {"metadata": {"annotations": {model_names.CORDON_ANNOTATION: None}},
+                                              "spec": {"unschedulable": None}}
     assert plan_mig_rollout.node_diff_view(CFG, "success", D) == {
         "metadata": {"labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: "success"},
                      "annotations": {model_names.DIGEST_ANNOTATION: D}}}

@@ -7,10 +7,12 @@ import itertools
 import pytest
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
-from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import pod_uses_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import gpu_use
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
-    COMPLETE_STATES, choose_microversion, desired_state, evaluate_wait, format_version, normalize_labels,
-    normalize_taints, parse_version, plan_drain, plan_nodegroup, server_id, view,
+    COMPLETE_STATES, choose_microversion, desired_from_pool, desired_state, drain_candidate, evaluate_wait,
+    format_version, normalize_labels, normalize_taints, orphaned_nodegroups, parse_version, plan_drain,
+    plan_nodegroup, server_id, view,
 )
 
 CLUSTER = {"uuid": "c-1", "name": "k8s", "flavor_id": "m1", "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
@@ -440,5 +442,78 @@ def test_node_without_provider_id_is_removed_by_name():
     ({"containers": [{"resources": {"limits": {"cpu": "1"}}}]}, False),
     ({"containers": [{}]}, False),
 ])
-def test_pod_uses_gpu(spec, uses):
-    assert pod_uses_gpu(spec) is uses
+def test_the_drain_and_the_mig_rollout_share_one_gpu_pod_rule(spec, uses):
+    assert (gpu_use({"spec": spec}) is not None) is uses
+
+
+def test_drain_candidate_from_a_node_and_its_gpu_pods():
+    node_ = {"metadata": {"name": "n-1"}, "spec": {"providerID": "openstack:///abc", "unschedulable": True}}
+    pods = [{"metadata": {"namespace": "ml", "name": "train"}}]
+    assert drain_candidate(node_, pods) == {"name": "n-1", "provider_id": "openstack:///abc", "unschedulable": True,
+                                            "gpu_pods": [{"namespace": "ml", "name": "train"}]}
+
+
+# ------------------------------------------------------------------------------------------- from the model
+def inventory(pools, labels=None):
+    return load_cluster({"name": "k8s-gpu", "magnum": {"cloud": "c", "cluster": "k8s", "labels": labels or {}},
+                         "pools": pools})
+
+
+def pool(pool_name="gpu-a", **group):
+    return {"name": pool_name, "gpu": {"model": "A100-40GB"}, "nodegroup": dict({"flavor": "g1"}, **group)}
+
+
+def test_desired_from_pool_takes_the_models_defaults():
+    cluster = inventory([pool()])
+    assert desired_from_pool(cluster, cluster.pools[0]) == {
+        "name": "gpu-a", "flavor_id": "g1", "image_id": None, "node_count": 1, "min_node_count": 0,
+        "max_node_count": None, "docker_volume_size": None, "labels": None, "cluster_labels": None,
+        "merge_labels": True, "role": "worker", "node_labels": None, "node_taints": None}
+
+
+def test_desired_from_pool_splits_the_pools_labels_from_the_clusters():
+    cluster = inventory([pool("p", labels={"a": True, "b": 2})], labels={"b": "1", "c": "cluster"})
+    desired = desired_from_pool(cluster, cluster.pools[0])
+    assert desired["labels"] == {"a": "true", "b": "2"} and desired["cluster_labels"] == {"c": "cluster"}
+
+
+def test_create_sends_the_cluster_labels_under_the_pools():
+    cluster = inventory([pool(labels={"a": "pool"})], labels={"a": "cluster", "b": "cluster"})
+    plan_ = plan_nodegroup(desired_from_pool(cluster, cluster.pools[0]), None, CLUSTER, (1, 14))
+    assert plan_.actions[0].payload["labels"] == {"a": "pool", "b": "cluster"}
+    assert plan_.after["labels"] == {"kube_tag": "v1.29", "cern_enabled": "true", "a": "pool", "b": "cluster"}
+
+
+def test_a_changed_cluster_label_is_drift_with_a_note_not_a_problem():
+    cluster = inventory([pool(labels={"own": "1"})], labels={"kube_tag": "v1.30"})
+    obs = observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"})
+    plan_ = plan_nodegroup(desired_from_pool(cluster, cluster.pools[0]), obs, CLUSTER, (1, 14))
+    assert plan_.actions == [] and plan_.drift == {"kube_tag": {"nodegroup": "v1.29", "inventory": "v1.30"}}
+    (note,) = plan_.notes
+    assert "kube_tag='v1.29' (inventory: 'v1.30')" in note and "Magnum cannot change the labels" in note
+    assert "nodegroup 'gpu-a' of cluster 'k8s'" in note
+
+
+def test_the_pools_own_label_is_still_immutable():
+    cluster = inventory([pool(labels={"own": "2"})], labels={"kube_tag": "v1.30"})
+    obs = observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"})
+    with pytest.raises(Problems, match=r"labels own differ \(own: '1' -> '2'\)"):
+        plan_nodegroup(desired_from_pool(cluster, cluster.pools[0]), obs, CLUSTER, (1, 14))
+
+
+def test_without_merge_labels_cluster_labels_count_as_asked_for():
+    cluster = inventory([pool(labels={"own": "1"}, merge_labels=False)], labels={"kube_tag": "v1.30"})
+    desired = desired_from_pool(cluster, cluster.pools[0])
+    ok = plan_nodegroup(desired, observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}), CLUSTER, (1, 14))
+    assert ok.actions == [] and list(ok.drift) == ["kube_tag"]
+    with pytest.raises(Problems, match="present but not asked for .merge_labels is false.: extra"):
+        plan_nodegroup(desired, observed(node_count=1, labels={"kube_tag": "v1.30", "own": "1", "extra": "x"}),
+                       CLUSTER, (1, 14))
+
+
+def test_orphaned_nodegroups_are_those_no_pool_declares():
+    cluster = inventory([pool("gpu-a"), dict(pool("gpu-b", name="custom"), state="absent")])
+    listing = [{"name": "default-master", "is_default": True, "role": "master"},
+               {"name": "default-worker", "is_default": True, "role": "worker"},
+               {"name": "gpu-a"}, {"name": "custom"}, {"name": "gpu-b"}, {"name": "gpu-old", "role": "worker"}]
+    assert orphaned_nodegroups(listing, cluster) == ["gpu-b", "gpu-old"]

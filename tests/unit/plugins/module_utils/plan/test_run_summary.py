@@ -67,6 +67,11 @@ def test_check_mode_planned_waves_failed_steps_and_a_quiet_run():
     assert plan_run_summary.run_summary("c", {"a": {"changed": False}, "b": None})["lines"] == ["c: nothing changed"]
     # a change the extractors do not know still shows
     assert plan_run_summary.step_changes("helm", {"changed": True}) == ["helm changed"]
+    # the DRA driver's release says why it changed; a loop's items are read one by one
+    assert plan_run_summary.step_changes("dra_driver", {"changed": True, "release": {"name": "dra"}, "reasons": [
+        "not installed"]}) == ["DRA driver release dra: not installed"]
+    assert plan_run_summary.step_changes("x", {"changed": True, "results": [CLASSES, {"skipped": True}]}) == [
+        "DeviceClass gpu-t4 updated", "DeviceClass gpu-old deleted"]
 
 
 def test_filter_checks_its_input():

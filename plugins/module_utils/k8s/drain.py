@@ -1,0 +1,207 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one drain of the collection: cordon, evict the pods that use GPUs, wait for them to go, uncordon.
+
+Used by gpupool.core.nodegroup (nodes a shrink or a delete removes) and gpupool.core.mig_layout (nodes of a
+MIG wave). Which pods go and the request bodies are decided in plan/eviction.py; waiting goes through the
+one `Waiter` (plan/waiting.py) with one deadline for the whole drain (`timeout`).
+
+Evictions go through the policy/v1 Eviction subresource, so PodDisruptionBudgets apply: a 429 answer
+("the budget allows no disruption now") is retried until the deadline, then the drain fails naming the
+pod and its budget's message. A cordon records which module made it (annotation gpupool.io/cordoned-by),
+so a module only ever uncordons nodes it cordoned itself.
+
+No dry run here: in check mode the modules plan a drain (`gpu_pods`) but never run one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
+    CONTENT_MERGE,
+    RETRY_STATUS,
+    K8sError,
+    NotFound,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
+from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
+
+# An Eviction answered 429 is a PodDisruptionBudget refusing, waited out by the drain, not retried by the client.
+EVICTION_RETRY_STATUS = RETRY_STATUS - {429}
+
+
+class DrainError(GpupoolError):
+    """A drain could not finish: a budget kept refusing or evicted pods did not go in time."""
+
+
+class Drain:
+    """Cordon / evict / wait / uncordon over a `K8sClient`.
+
+    cordon_by: the value of the cordon annotation (which module cordons); timeout: seconds for one `evict()`
+    (evictions refused by a budget plus waiting for the pods to go); grace_period: the evicted pods' grace
+    period (None: each pod's own); sleep: seconds between two tries or checks; warn(text): pods that use
+    GPUs but are not evicted (DaemonSet, static pods); progress(text): what the drain is doing.
+    """
+
+    def __init__(
+        self,
+        client,
+        cordon_by: str,
+        timeout: float = 600.0,
+        grace_period: Optional[int] = None,
+        sleep: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+        warn: Optional[Callable[[str], None]] = None,
+        progress: Optional[Callable[[str], None]] = None,
+    ) -> None:
+        self.client = client
+        self.cordon_by = cordon_by
+        self.timeout = float(timeout)
+        self.grace_period = grace_period
+        self.sleep = float(sleep)
+        self.clock = clock
+        self.pause = pause
+        self.warn = warn or (lambda text: None)
+        self.progress = progress or (lambda text: None)
+        self.writes = 0  # cordons, uncordons and evictions sent
+
+    # ---- reads ----------------------------------------------------------------------------------------
+    def node(self, name: str) -> Optional[dict]:
+        try:
+            return self.client.request("GET", self.client.path("", "v1", "nodes", name=name))
+        except NotFound:
+            return None
+
+    def nodes(self, label_selector: str) -> List[dict]:
+        return self.client.list("", "v1", "nodes", label_selector=label_selector)
+
+    def pods_on(self, node_name: str) -> List[dict]:
+        """Every pod bound to the node (all namespaces), paging with limit/continue."""
+        items, token = [], None
+        while True:
+            doc = self.client.request(
+                "GET",
+                self.client.path("", "v1", "pods"),
+                query={"fieldSelector": "spec.nodeName=%s" % node_name, "limit": 500, "continue": token},
+            )
+            items.extend(doc.get("items") or [])
+            token = (doc.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    def gpu_pods(self, node_name: str) -> List[dict]:
+        """The pods a drain of the node would evict (read only: what check mode reports)."""
+        evict, _wait_for, _skipped = plan_eviction.pods_to_evict(self.pods_on(node_name), node_name)
+        return [pod for pod, _why in evict]
+
+    # ---- cordon -----------------------------------------------------------------------------------------
+    def _patch_node(self, name: str, patch: dict) -> None:
+        self.client.request(
+            "PATCH",
+            self.client.path("", "v1", "nodes", name=name),
+            query={"fieldManager": FIELD_MANAGER},
+            body=patch,
+            content_type=CONTENT_MERGE,
+        )
+        self.writes += 1
+
+    def cordon(self, name: str) -> Optional[str]:
+        """Cordon a node. Returns "cordoned" (done now), "ours" (already cordoned by this module, e.g. by an
+        interrupted earlier run) or None (gone, or cordoned by someone else: not ours to uncordon later)."""
+        node = self.node(name)
+        if node is None:
+            return None
+        if not (node.get("spec") or {}).get("unschedulable"):
+            self._patch_node(name, plan_eviction.cordon_patch(self.cordon_by))
+            self.progress("cordoned node %s" % name)
+            return "cordoned"
+        return "ours" if plan_eviction.cordoned_by(node) == self.cordon_by else None
+
+    def uncordon(self, name: str) -> None:
+        self._patch_node(name, plan_eviction.uncordon_patch())
+        self.progress("uncordoned node %s" % name)
+
+    # ---- evict ------------------------------------------------------------------------------------------
+    def _waiter(self, deadline: float) -> Waiter:
+        return Waiter(max(0.0, deadline - self.clock()), sleep=self.sleep, clock=self.clock, pause=self.pause)
+
+    def _evict_one(self, pod: dict, deadline: float) -> None:
+        meta = pod["metadata"]
+        path = self.client.path("", "v1", "pods", meta["namespace"], meta["name"], "eviction")
+        refusal = []
+
+        def probe():
+            try:
+                self.client.request(
+                    "POST",
+                    path,
+                    body=plan_eviction.eviction(pod, self.grace_period),
+                    retry_status=EVICTION_RETRY_STATUS,
+                )
+            except NotFound:
+                return True, "already gone"
+            except K8sError as err:
+                if not plan_eviction.eviction_refused(err.status, err.message):
+                    raise
+                refusal[:] = [err.message]
+                return False, "refused: %s" % err.message
+            self.writes += 1
+            return True, "evicted"
+
+        if not self._waiter(deadline).until(probe):
+            raise DrainError(
+                "pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s) and "
+                "still refused after %ds. Scale the workload or relax the budget, or raise drain_timeout, "
+                "then run again" % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429", self.timeout)
+            )
+        self.progress("evicted pod %s" % plan_eviction.pod_ref(pod))
+
+    def evict(self, node_names: Sequence[str]) -> List[str]:
+        """Evict the GPU pods of the nodes and wait until they are gone; returns the evicted pods (ns/name).
+
+        One deadline (`timeout`) covers the evictions and the wait. Pods already terminating are waited for
+        too; DaemonSet and static pods that use GPUs are reported through `warn` and left alone."""
+        deadline = self.clock() + self.timeout
+        evicted: List[str] = []
+        pending: Dict[str, str] = {}  # uid -> ns/name
+        for name in node_names:
+            evict, wait_for, skipped = plan_eviction.pods_to_evict(self.pods_on(name), name)
+            for pod, why in skipped:
+                self.warn("node %s: pod %s uses GPUs but is not evicted: %s" % (name, plan_eviction.pod_ref(pod), why))
+            for pod, _why in wait_for:
+                pending[pod["metadata"].get("uid")] = plan_eviction.pod_ref(pod)
+            for pod, _why in evict:
+                self._evict_one(pod, deadline)
+                evicted.append(plan_eviction.pod_ref(pod))
+                pending[pod["metadata"].get("uid")] = plan_eviction.pod_ref(pod)
+        if pending:
+            self._wait_gone(node_names, pending, deadline)
+        return evicted
+
+    def _wait_gone(self, node_names: Sequence[str], pending: Dict[str, str], deadline: float) -> None:
+        def probe():
+            live = set()
+            for name in node_names:
+                live.update(p["metadata"].get("uid") for p in self.pods_on(name))
+            for uid in [u for u in pending if u not in live]:
+                del pending[uid]
+            return not pending, "%d evicted pod(s) still there" % len(pending)
+
+        if not self._waiter(deadline).until(probe):
+            raise DrainError(
+                "pods evicted from %s are still there after %ds: %s. Check their finalizers and "
+                "termination grace periods (drain_grace_period shortens it), then run again"
+                % (", ".join(node_names), self.timeout, ", ".join(sorted(pending.values())))
+            )
+
+    def drain(self, node_names: Sequence[str]) -> Dict[str, List[str]]:
+        """Cordon the nodes, then evict their GPU pods and wait for them. The nodes stay cordoned: the caller
+        uncordons them (mig_layout, after the change) or removes them (nodegroup)."""
+        cordoned = [name for name in node_names if self.cordon(name)]
+        return {"cordoned": cordoned, "evicted": self.evict(node_names)}

@@ -1,0 +1,384 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Thin I/O around the ``helm`` binary (Helm 3.13+), for gpupool.core.dra_driver.
+
+Each method runs one helm command with ``--kubeconfig``/``--kube-context`` and JSON output where helm
+has it, and turns a failure into `HelmError` whose message is a sentence a person can act on (the
+chart's own ``fail`` text, a missing cert-manager, a timeout, a pending release, a refused registry
+login) - never a Go stack or a credential. Values go to helm as a private temporary file, never on
+the command line.
+
+Registry credentials: an OCI registry login runs ``helm registry login --password-stdin`` against a
+private registry config in a temporary directory (removed by `close()`); an HTTP chart repository
+gets ``--username``/``--password``. Every message helm prints is scrubbed of the password before it
+is shown.
+
+`apply_crds` server-side applies the chart's CRDs (``helm show crds``) before an install or upgrade:
+Helm installs ``crds/`` only on the first install and never upgrades them (docs/upgrade.md of the
+driver: "kubectl apply the CRDs first").
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
+
+FIELD_MANAGER = "gpupool"
+REDACTED = "********"
+DEFAULT_TIMEOUT = 600.0  # seconds a helm command may run on top of its own --timeout
+
+
+class HelmError(GpupoolError):
+    """A helm command that failed, with a readable message (credentials removed)."""
+
+    def __init__(self, action: str, message: str, returncode: Optional[int] = None, output: str = "",
+                 hint: str = ""):
+        self.action = action
+        self.returncode = returncode
+        self.output = output
+        self.hint = hint
+        text = "helm %s failed: %s" % (action, message) + ("; " + hint if hint else "")
+        super().__init__(text, helm_output=output[-4000:] if output else "")
+        self.message = message  # the sentence alone; describe() gives the whole text
+
+    def describe(self) -> str:
+        return str(self)
+
+
+class HelmNotFound(HelmError):
+    pass
+
+
+@dataclass(frozen=True)
+class ChartRef:
+    """Where the chart comes from: an OCI reference, a repository URL + name, or a local path/archive."""
+
+    chart: str
+    version: str
+    repo: Optional[str] = None
+    username: Optional[str] = None
+    password: Optional[str] = None
+    ca_file: Optional[str] = None
+    insecure_skip_tls_verify: bool = False
+    plain_http: bool = False
+
+    @property
+    def is_oci(self) -> bool:
+        return self.chart.startswith("oci://")
+
+    @property
+    def is_local(self) -> bool:
+        return not self.is_oci and not self.repo and (os.path.isdir(self.chart) or os.path.isfile(self.chart))
+
+    @property
+    def registry_host(self) -> Optional[str]:
+        return self.chart[len("oci://"):].split("/", 1)[0] if self.is_oci else None
+
+    def args(self) -> List[str]:
+        """The chart and its source flags, as `helm upgrade/show/pull` take them. A local chart gets
+        no --version (helm reads the version from Chart.yaml; the caller compares it)."""
+        out = [self.chart]
+        if not self.is_local:
+            out += ["--version", self.version]
+        if self.repo:
+            out += ["--repo", self.repo]
+            if self.username:
+                out += ["--username", self.username, "--password", self.password or ""]
+        if self.ca_file:
+            out += ["--ca-file", self.ca_file]
+        if self.insecure_skip_tls_verify:
+            out += ["--insecure-skip-tls-verify"]
+        if self.plain_http and self.is_oci:
+            out += ["--plain-http"]
+        return out
+
+    def describe(self) -> str:
+        where = " from %s" % self.repo if self.repo else ""
+        return "%s %s%s" % (self.chart, self.version, where)
+
+
+Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+class Helm:
+    """One helm binary talking to one cluster. Use as a context manager (temporary files)."""
+
+    def __init__(self, binary: str = "helm", kubeconfig: Optional[str] = None, context: Optional[str] = None,
+                 env: Optional[Dict[str, str]] = None, runner: Optional[Runner] = None,
+                 secrets: Sequence[str] = (), command_timeout: float = DEFAULT_TIMEOUT):
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.env = dict(os.environ, **(env or {}))
+        self._run_process = runner or subprocess.run
+        self._secrets = [s for s in secrets if s]
+        self.command_timeout = command_timeout
+        self._tmp = tempfile.mkdtemp(prefix="gpupool-helm-")
+        os.chmod(self._tmp, 0o700)
+        self.commands: List[List[str]] = []  # what ran, secrets redacted (for results and tests)
+
+    # ---- plumbing ------------------------------------------------------------------------------------
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "Helm":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def add_secret(self, secret: Optional[str]) -> None:
+        if secret:
+            self._secrets.append(secret)
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def write_kubeconfig(self, server: str, token: Optional[str] = None, ca_file: Optional[str] = None,
+                         client_cert: Optional[str] = None, client_key: Optional[str] = None,
+                         insecure: bool = False) -> str:
+        """A private kubeconfig (mode 0600, removed by close()) for a connection given as host/api_key:
+        helm then reads the token from a file, never from its command line."""
+        self.add_secret(token)
+        user: Dict[str, Any] = {}
+        if token:
+            user["token"] = token
+        if client_cert:
+            user["client-certificate"] = client_cert
+        if client_key:
+            user["client-key"] = client_key
+        cluster: Dict[str, Any] = {"server": server}
+        if ca_file:
+            cluster["certificate-authority"] = ca_file
+        if insecure:
+            cluster["insecure-skip-tls-verify"] = True
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "gpupool",
+                  "clusters": [{"name": "gpupool", "cluster": cluster}],
+                  "users": [{"name": "gpupool", "user": user}],
+                  "contexts": [{"name": "gpupool", "context": {"cluster": "gpupool", "user": "gpupool"}}]}
+        path = os.path.join(self._tmp, "kubeconfig")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(config, fh)
+        self.kubeconfig, self.context = path, None
+        return path
+
+    def _cluster_args(self) -> List[str]:
+        out = []
+        if self.kubeconfig:
+            out += ["--kubeconfig", self.kubeconfig]
+        if self.context:
+            out += ["--kube-context", self.context]
+        return out
+
+    def run(self, action: str, args: Sequence[str], stdin: Optional[str] = None, cluster: bool = True,
+            timeout: Optional[float] = None) -> "subprocess.CompletedProcess[str]":
+        """Run `helm <args>`; HelmError (readable, redacted) when it exits non-zero."""
+        argv = [self.binary] + list(args) + (self._cluster_args() if cluster else [])
+        if self._registry_config_used():
+            argv += ["--registry-config", self._registry_config]
+        self.commands.append([self.redact(a) for a in argv])
+        try:
+            proc = self._run_process(argv, input=stdin, capture_output=True, text=True, env=self.env,
+                                     timeout=timeout or self.command_timeout, check=False)
+        except FileNotFoundError:
+            raise HelmNotFound(action, "the helm binary %r was not found" % self.binary,
+                               hint="install helm 3.13 or later on the host that runs the module, or set "
+                                    "helm_binary to its path")
+        except subprocess.TimeoutExpired:
+            raise HelmError(action, "helm did not finish within %.0f s" % (timeout or self.command_timeout),
+                            hint="the API server or the chart registry may be unreachable")
+        if proc.returncode != 0:
+            output = self.redact((proc.stderr or "") + (proc.stdout or ""))
+            message, hint = readable(output)
+            raise HelmError(action, message, proc.returncode, output, hint)
+        return proc
+
+    @property
+    def _registry_config(self) -> str:
+        return os.path.join(self._tmp, "registry.json")
+
+    def _registry_config_used(self) -> bool:
+        return os.path.exists(self._registry_config)
+
+    def _values_file(self, values: Dict[str, Any]) -> str:
+        fd, path = tempfile.mkstemp(prefix="values-", suffix=".json", dir=self._tmp)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(values, fh, sort_keys=True)
+        return path
+
+    # ---- reads ---------------------------------------------------------------------------------------
+    def version(self) -> str:
+        return self.run("version", ["version", "--short"], cluster=False).stdout.strip()
+
+    def status(self, release: str, namespace: str) -> Optional[Dict[str, Any]]:
+        """The release's metadata (`helm get metadata -o json`: chart, version, appVersion, status,
+        revision, deployedAt), or None when there is no such release."""
+        try:
+            proc = self.run("get metadata", ["get", "metadata", release, "--namespace", namespace, "--output", "json"])
+        except HelmError as exc:
+            if "release: not found" in exc.output:
+                return None
+            raise
+        return json.loads(proc.stdout)
+
+    def get_values(self, release: str, namespace: str) -> Dict[str, Any]:
+        """The user-supplied values of the deployed revision (what we passed last time)."""
+        proc = self.run("get values", ["get", "values", release, "--namespace", namespace, "--output", "json"])
+        return json.loads(proc.stdout or "null") or {}
+
+    @staticmethod
+    def _yaml():
+        if yaml is None:  # PyYAML comes with ansible-core; say so plainly if it is missing
+            raise MissingLibrary("PyYAML", reason="to read helm's YAML output")
+        return yaml
+
+    def show_chart(self, chart: ChartRef) -> Dict[str, Any]:
+        """The chart's Chart.yaml (resolves the reference: proves it exists in that version)."""
+        proc = self.run("show chart", ["show", "chart"] + chart.args(), cluster=False)
+        return self._yaml().safe_load(proc.stdout) or {}
+
+    def show_crds(self, chart: ChartRef) -> List[Dict[str, Any]]:
+        """The chart's crds/ files. helm prints them back to back: each file must start its own YAML
+        document with `---` (controller-gen's files do); one that does not merges with the previous."""
+        proc = self.run("show crds", ["show", "crds"] + chart.args(), cluster=False)
+        return [doc for doc in self._yaml().safe_load_all(proc.stdout) if isinstance(doc, dict) and doc.get("kind")]
+
+    # ---- writes --------------------------------------------------------------------------------------
+    def registry_login(self, host: str, username: str, password: str, insecure: bool = False) -> None:
+        """Log in to an OCI registry with --password-stdin into a private registry config."""
+        self.add_secret(password)
+        if not self._registry_config_used():
+            with open(self._registry_config, "w") as fh:
+                fh.write("{}")
+            os.chmod(self._registry_config, 0o600)
+        args = ["registry", "login", host, "--username", username, "--password-stdin"]
+        if insecure:
+            args.append("--insecure")
+        self.run("registry login", args, stdin=password, cluster=False)
+
+    def upgrade(self, release: str, namespace: str, chart: ChartRef, values: Dict[str, Any], *,
+                dry_run: bool = False, wait: bool = True, timeout: float = 300.0,
+                create_namespace: bool = True) -> Dict[str, Any]:
+        """`helm upgrade --install` with exactly `values` (--reset-values: nothing carried over from
+        the previous revision, so `get values` equals what we passed). dry_run: --dry-run=server
+        (renders against the live cluster, writes nothing). Returns helm's JSON release."""
+        args = ["upgrade", release] + chart.args() + [
+            "--install", "--namespace", namespace, "--values", self._values_file(values), "--reset-values",
+            "--output", "json"]
+        if create_namespace:
+            args.append("--create-namespace")
+        if dry_run:
+            args.append("--dry-run=server")
+        elif wait:
+            args += ["--wait", "--timeout", "%ds" % int(timeout)]
+        proc = self.run("upgrade --install" + (" --dry-run=server" if dry_run else ""), args,
+                        timeout=timeout + self.command_timeout)
+        return json.loads(proc.stdout or "{}")
+
+    def uninstall(self, release: str, namespace: str, wait: bool = True, timeout: float = 300.0) -> bool:
+        """Uninstall; False when there was no release. CRDs stay (helm never deletes crds/)."""
+        args = ["uninstall", release, "--namespace", namespace]
+        if wait:
+            args += ["--wait", "--timeout", "%ds" % int(timeout)]
+        try:
+            self.run("uninstall", args, timeout=timeout + self.command_timeout)
+        except HelmError as exc:
+            if "not found" in exc.output:
+                return False
+            raise
+        return True
+
+
+# ---- errors as sentences ---------------------------------------------------------------------------
+_EXECUTION = re.compile(r"execution error at \((?P<where>[^)]*)\):\s*(?P<msg>.*)", re.S)
+_NO_KIND = re.compile(r'no matches for kind "(?P<kind>[^"]+)" in version "(?P<version>[^"]+)"')
+
+
+def readable(output: str) -> "tuple[str, str]":
+    """(message, hint) from helm's output: the chart's own failure text, or what went wrong."""
+    text = output.strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    error_lines = [ln for ln in lines if ln.startswith("Error:")]
+    first = error_lines[-1] if error_lines else (lines[-1] if lines else "no output")
+    if first.startswith("Error: "):
+        first = first[len("Error: "):]
+    match = _EXECUTION.search(text)
+    if match:
+        message = " ".join(match.group("msg").split())
+        template = match.group("where").split(":")[0]
+        return ("the chart refused the values (%s): %s" % (template, message),
+                "fix dra_driver.values (or the pool settings they come from) as the chart says")
+    missing = sorted(set(_NO_KIND.findall(text)))
+    if missing:
+        versions = sorted({version for _kind, version in missing})
+        kinds = ", ".join("%s (%s)" % (kind, version) for kind, version in missing)
+        hint = ""
+        if any(v.startswith("cert-manager.io/") for v in versions):
+            hint = ("the chart's webhook needs cert-manager: install cert-manager (its CRDs) first, or set "
+                    "dra_driver.values.webhook.enabled=false")
+        return ("the cluster does not know the kind(s) %s: their CRDs are not installed" % kinds, hint)
+    if "another operation (install/upgrade/rollback) is in progress" in text:
+        return (first, "a previous helm run was interrupted; check `helm history` and roll back or uninstall "
+                       "the pending revision")
+    if "context deadline exceeded" in text or "timed out waiting for the condition" in text:
+        return ("the release did not become ready in time (%s)" % first,
+                "check the driver's pods (kubectl -n <namespace> get pods) and the kubelet-plugin DaemonSet; "
+                "a pool node the plugin cannot run on (taints, affinity) or a crashing container keeps it unready")
+    if "chart requires kubeVersion" in text:
+        return (first, "the cluster's Kubernetes version is older than the chart supports")
+    if re.search(r"\b(401|403)\b|unauthorized|denied", text, re.I) and ("registry" in text or "oci" in text):
+        return (first, "check the registry credentials (dra_driver registry username/password)")
+    if "not found" in first and ("chart" in first or "version" in first or "manifest" in first):
+        return (first, "check dra_driver.chart and dra_driver.version (and the repository, if any)")
+    return (first, "")
+
+
+# ---- CRDs ------------------------------------------------------------------------------------------
+def apply_crds(client: Any, crds: Sequence[Dict[str, Any]], dry_run: bool = False) -> List[Dict[str, Any]]:
+    """Server-side apply each CRD (field manager gpupool, force: the chart's CRDs win over whoever
+    applied them before, as `kubectl apply` in the driver's upgrade docs would). `client` is a
+    k8s client with request(method, path, query, body, content_type). Returns one entry per CRD:
+    {"name", "changed"} (changed: the stored object's resourceVersion moved, or it is new)."""
+    results = []
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s" % name
+        before = _get(client, path)
+        query = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        if dry_run:
+            query["dryRun"] = "All"
+        after = client.request("PATCH", path, query=query, body=crd, content_type="application/apply-patch+yaml")
+        changed = before is None or (before.get("metadata") or {}).get("resourceVersion") != \
+            (after.get("metadata") or {}).get("resourceVersion")
+        if dry_run and before is not None:
+            # A dry run does not bump resourceVersion: compare what would be stored instead.
+            changed = _strip(before) != _strip(after)
+        results.append({"name": name, "changed": bool(changed)})
+    return results
+
+
+def _get(client: Any, path: str) -> Optional[Dict[str, Any]]:
+    try:
+        return client.request("GET", path)
+    except Exception as exc:  # the client's NotFound: no import of the client module here
+        if getattr(exc, "status", None) == 404:
+            return None
+        raise
+
+
+def _strip(obj: Dict[str, Any]) -> Dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+            if k not in ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")}
+    return {"metadata": meta, "spec": obj.get("spec")}

@@ -1,0 +1,70 @@
+"""A real Helm chart repository on loopback, holding the DRA driver SIMULATION chart at 0.4.1 and 0.5.1.
+
+The chart source is testbed/charts/dra-driver-nvidia-gpu (not NVIDIA's chart: its README says what it
+models). `helm package --version X --app-version X` makes one archive per driver line; the templates
+switch on .Chart.Version (0.5: the IMEX values and checks, no daemon DeviceClass with hostManaged). A
+plain HTTP server serves them with the index `helm repo index` writes, so the collection meets helm's
+own repository code path (``--repo URL``, ``--version``) - the path air-gapped sites use with a
+mirror. OCI registries are not served here (no registry implementation on the test bed).
+
+    repo = ChartRepo(helm="/path/to/helm").start()    # packages and serves
+    repo.url, repo.versions                           # http://127.0.0.1:PORT, ("0.4.1", "0.5.1")
+    repo.archive("0.5.1")                             # the .tgz, e.g. for a local-path install
+    repo.stop()
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
+CHART_NAME = "dra-driver-nvidia-gpu"
+VERSIONS = ("0.4.1", "0.5.1")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+
+class ChartRepo:
+    def __init__(self, helm: str, versions=VERSIONS, directory: str | Path | None = None, chart: Path = CHART):
+        self.helm = helm
+        self.versions = tuple(versions)
+        self.chart = Path(chart)
+        self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="gpupool-charts-")
+        self.dir = Path(directory or self._tmp.name)
+        self._server = None
+        self.url = ""
+
+    def archive(self, version: str) -> Path:
+        return self.dir / ("%s-%s.tgz" % (CHART_NAME, version))
+
+    def package(self) -> None:
+        for version in self.versions:
+            subprocess.run([self.helm, "package", str(self.chart), "--version", version, "--app-version", version,
+                            "--destination", str(self.dir)], check=True, capture_output=True, text=True)
+
+    def start(self) -> "ChartRepo":
+        self.dir.mkdir(parents=True, exist_ok=True)
+        handler = functools.partial(_Quiet, directory=str(self.dir))
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = "http://127.0.0.1:%d" % self._server.server_address[1]
+        self.package()
+        subprocess.run([self.helm, "repo", "index", str(self.dir), "--url", self.url], check=True,
+                       capture_output=True, text=True)
+        threading.Thread(target=self._server.serve_forever, name="chart-repo", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._tmp is not None:
+            self._tmp.cleanup()

@@ -1,0 +1,101 @@
+"""A Kubernetes API SIMULATOR at the JSON level of the collection's K8sClient (request/list/path), for unit tests.
+
+It models what a drain meets in a real kube-apiserver, nothing else:
+- GET /api/v1/nodes/<name> (404 when missing), the node list with a label selector (equality only);
+- GET /api/v1/pods?fieldSelector=spec.nodeName=<node> (all namespaces);
+- PATCH /api/v1/nodes/<name> as a JSON merge patch (RFC 7386: null deletes a key) of labels, annotations and spec;
+- POST /api/v1/namespaces/<ns>/pods/<name>/eviction: 201 and the pod is deleted (with grace period 0, as the
+  integration tests use), 404 for a missing pod, and 429 "Cannot evict pod as it would violate the pod's disruption
+  budget." (the API server's message) while the pod's budget allows no disruption.
+
+It does not import the code under test: the error classes the client raises are handed in (`error(status, msg)`).
+Integration tests run the same code against a real kube-apiserver.
+"""
+
+from __future__ import annotations
+
+import copy
+from urllib.parse import quote
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+class KubeApiSimulator:
+    def __init__(self, error, nodes=(), pods=()):
+        self.error = error
+        self.nodes = dict((n["metadata"]["name"], copy.deepcopy(n)) for n in nodes)
+        self.pods = dict(((p["metadata"]["namespace"], p["metadata"]["name"]), copy.deepcopy(p)) for p in pods)
+        self.budget_refusals = {}  # (namespace, name) -> how many evictions to refuse with 429
+        self.requests = []  # (method, path, body)
+        self.host = "https://simulated-apiserver"
+
+    @staticmethod
+    def path(group, version, plural, namespace=None, name=None, subresource=None):
+        base = "/api/%s" % version if group in ("", "core") else "/apis/%s/%s" % (group, version)
+        if namespace:
+            base += "/namespaces/%s" % quote(namespace, safe="")
+        base += "/" + plural
+        if name:
+            base += "/" + quote(name, safe="")
+        if subresource:
+            base += "/" + subresource
+        return base
+
+    def list(self, group, version, plural, namespace=None, label_selector=None, limit=500):
+        assert (group, version, plural) == ("", "v1", "nodes"), "the simulator lists nodes only"
+        self.requests.append(("GET", "/api/v1/nodes", {"labelSelector": label_selector}))
+        wanted = dict(part.split("=", 1) for part in (label_selector or "").split(",") if part)
+        return [
+            copy.deepcopy(n)
+            for _name, n in sorted(self.nodes.items())
+            if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
+        ]
+
+    def request(self, method, path, query=None, body=None, content_type=None, retry_status=None):
+        self.requests.append((method, path, body))
+        parts = path.strip("/").split("/")
+        if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+            node = self.nodes.get(parts[3])
+            if node is None:
+                raise self.error(404, 'nodes "%s" not found' % parts[3])
+            if method == "PATCH":
+                node.update(merge_patch(node, body))
+            return copy.deepcopy(node)
+        if parts == ["api", "v1", "pods"] and method == "GET":
+            node_name = query["fieldSelector"].split("=", 1)[1]
+            return {
+                "items": [
+                    copy.deepcopy(p) for _key, p in sorted(self.pods.items()) if p["spec"].get("nodeName") == node_name
+                ],
+                "metadata": {},
+            }
+        if (
+            len(parts) == 7
+            and parts[:3] == ["api", "v1", "namespaces"]
+            and parts[4] == "pods"
+            and parts[6] == "eviction"
+            and method == "POST"
+        ):
+            key = (parts[3], parts[5])
+            if key not in self.pods:
+                raise self.error(404, 'pods "%s" not found' % parts[5])
+            if self.budget_refusals.get(key):
+                self.budget_refusals[key] -= 1
+                raise self.error(429, "Cannot evict pod as it would violate the pod's disruption budget.")
+            del self.pods[key]
+            return {"kind": "Status", "status": "Success", "code": 201}
+        raise AssertionError("the simulator does not serve %s %s" % (method, path))
+
+    def writes(self):
+        return [(method, path) for method, path, _body in self.requests if method in ("POST", "PATCH", "PUT", "DELETE")]

@@ -1,0 +1,150 @@
+"""The one drain (k8s/drain.py) against the Kubernetes API simulator, with a virtual clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, NotFound
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import EVICTION_RETRY_STATUS, Drain, DrainError
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
+
+from tests.unit.plugins.module_utils.k8s.kube_api_simulator import KubeApiSimulator
+
+
+def error(status, message):
+    return (NotFound if status == 404 else K8sError)(message, status=status)
+
+
+def node(name, unschedulable=False, cordoned_by=None):
+    meta = {"name": name, "labels": {"magnum.openstack.org/nodegroup": "gpu"}}
+    if cordoned_by:
+        meta["annotations"] = {CORDON_ANNOTATION: cordoned_by}
+    return {"metadata": meta, "spec": {"unschedulable": True} if unschedulable else {}}
+
+
+def pod(name, node_name, gpu=True, daemonset=False, ns="ml"):
+    meta = {"name": name, "namespace": ns, "uid": "uid-" + name}
+    if daemonset:
+        meta["ownerReferences"] = [{"kind": "DaemonSet", "name": "dcgm"}]
+    limits = {"nvidia.com/gpu": "1"} if gpu else {"cpu": "1"}
+    return {"metadata": meta, "spec": {"nodeName": node_name, "containers": [{"resources": {"limits": limits}}]}}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def pause(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+def drain(api, clock, **kw):
+    warnings = []
+    d = Drain(api, "nodegroup", clock=clock, pause=clock.pause, warn=warnings.append, **kw)
+    d.warnings = warnings
+    return d
+
+
+def test_drain_cordons_marks_and_evicts_only_gpu_pods(clock):
+    api = KubeApiSimulator(
+        error,
+        nodes=[node("n0"), node("n1")],
+        pods=[pod("train", "n0"), pod("web", "n0", gpu=False), pod("dcgm", "n0", daemonset=True), pod("other", "n1")],
+    )
+    d = drain(api, clock)
+    done = d.drain(["n0"])
+    assert done == {"cordoned": ["n0"], "evicted": ["ml/train"]}
+    assert api.nodes["n0"]["spec"]["unschedulable"] is True
+    assert api.nodes["n0"]["metadata"]["annotations"][CORDON_ANNOTATION] == "nodegroup"
+    assert sorted(k[1] for k in api.pods) == ["dcgm", "other", "web"]
+    assert d.warnings == [
+        "node n0: pod ml/dcgm uses GPUs but is not evicted: DaemonSet pod (the MIG manager pauses GPU operands itself)"
+    ]
+    eviction = [body for method, path, body in api.requests if path.endswith("/eviction")]
+    assert eviction == [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": "train", "namespace": "ml"},
+            "deleteOptions": {"preconditions": {"uid": "uid-train"}},
+        }
+    ]
+
+
+def test_cordon_leaves_someone_elses_cordon_alone_and_recognises_its_own(clock):
+    api = KubeApiSimulator(
+        error, nodes=[node("mine", True, "nodegroup"), node("theirs", True), node("mig", True, "mig-layout")]
+    )
+    d = drain(api, clock)
+    assert [d.cordon(n) for n in ("mine", "theirs", "mig", "gone")] == ["ours", None, None, None]
+    assert api.writes() == []
+
+
+def test_uncordon_clears_the_mark(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")])
+    d = drain(api, clock)
+    d.cordon("n0")
+    d.uncordon("n0")
+    assert "unschedulable" not in api.nodes["n0"]["spec"]
+    assert CORDON_ANNOTATION not in (api.nodes["n0"]["metadata"].get("annotations") or {})
+    assert d.writes == 2
+
+
+def test_a_budget_that_refuses_is_retried_until_it_allows(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0")])
+    api.budget_refusals[("ml", "train")] = 3
+    d = drain(api, clock, timeout=60, sleep=2.0)
+    assert d.evict(["n0"]) == ["ml/train"]
+    assert len([p for m, p, b in api.requests if p.endswith("/eviction")]) == 4
+    assert clock.slept[:3] == [2.0, 2.0, 2.0]
+
+
+def test_a_budget_that_keeps_refusing_fails_at_the_deadline_naming_the_pod(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0")])
+    api.budget_refusals[("ml", "train")] = 1000
+    d = drain(api, clock, timeout=10, sleep=2.0)
+    with pytest.raises(
+        DrainError,
+        match=r"pod ml/train cannot be evicted: its PodDisruptionBudget allows no "
+        r"disruption now \(Cannot evict pod .*\) and still refused after 10s",
+    ):
+        d.evict(["n0"])
+    assert 10.0 <= clock.now <= 10.2
+    assert ("ml", "train") in api.pods
+
+
+def test_eviction_429_is_not_retried_by_the_client_itself():
+    assert 429 not in EVICTION_RETRY_STATUS and {500, 502, 503, 504} <= EVICTION_RETRY_STATUS
+
+
+def test_evicted_pods_that_do_not_go_fail_the_drain(clock, monkeypatch):
+    api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("stuck", "n0")])
+    stuck = dict(api.pods[("ml", "stuck")])
+    real = api.request
+
+    def request(method, path, **kw):
+        out = real(method, path, **kw)
+        if path.endswith("/eviction"):
+            api.pods[("ml", "stuck")] = dict(stuck, metadata=dict(stuck["metadata"], deletionTimestamp="now"))
+        return out
+
+    monkeypatch.setattr(api, "request", request)
+    d = drain(api, clock, timeout=30, sleep=5.0)
+    with pytest.raises(DrainError, match=r"pods evicted from n0 are still there after 30s: ml/stuck"):
+        d.evict(["n0"])
+
+
+def test_gpu_pods_reads_only(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0"), pod("web", "n0", gpu=False)])
+    assert [p["metadata"]["name"] for p in drain(api, clock).gpu_pods("n0")] == ["train"]
+    assert api.writes() == []
