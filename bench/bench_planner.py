@@ -5,6 +5,7 @@ Targets (2-core CI machine): validating a 50-pool inventory must stay interactiv
 plan() p99 < 5 ms and maximal_layouts() of one GPU < 1 s. Prints measurements and
 exits non-zero when a target is missed.  Run: make bench
 """
+
 from __future__ import annotations
 
 import itertools
@@ -12,8 +13,8 @@ import statistics
 import sys
 import time
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
 
 PLAN_P99_MS = 5.0
 MAXIMAL_S = 1.0
@@ -23,9 +24,17 @@ VALIDATE_50_POOLS_S = 1.0
 def bench_validate():
     """load_cluster() on an inventory of 50 static-MIG pools with per-GPU layouts."""
     from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+
     layouts = [{"3g.20gb": 1, "2g.10gb": 2}, {"1g.5gb": 7}, {"4g.20gb": 1, "2g.10gb": 1, "1g.5gb": 1}, {"7g.40gb": 1}]
-    pools = [{"name": "pool-%d" % i, "node_selector": {"pool": str(i)}, "gpu": {"model": "A100-40GB", "per_node": 8},
-              "mig": {"mode": "static", "layouts": {g: layouts[(i + g) % 4] for g in range(8)}}} for i in range(50)]
+    pools = [
+        {
+            "name": "pool-%d" % i,
+            "node_selector": {"pool": str(i)},
+            "gpu": {"model": "A100-40GB", "per_node": 8},
+            "mig": {"mode": "static", "layouts": {g: layouts[(i + g) % 4] for g in range(8)}},
+        }
+        for i in range(50)
+    ]
     t0 = time.perf_counter()
     load_cluster({"name": "bench", "pools": pools})
     return time.perf_counter() - t0
@@ -45,8 +54,10 @@ def main():
             mig_placement.fits(gpu, layout)
             samples.append((time.perf_counter() - t1) * 1000)
         p99 = statistics.quantiles(samples, n=100)[98]
-        print("%-14s layouts=%5d maximal=%3d maximal_layouts=%.3fs plan p50=%.3fms p99=%.3fms"
-              % (key, len(samples), len(layouts), maximal_s, statistics.median(samples), p99))
+        print(
+            "%-14s layouts=%5d maximal=%3d maximal_layouts=%.3fs plan p50=%.3fms p99=%.3fms"
+            % (key, len(samples), len(layouts), maximal_s, statistics.median(samples), p99)
+        )
         if p99 > PLAN_P99_MS:
             failures.append("%s plan p99 %.2f ms > %.1f ms" % (key, p99, PLAN_P99_MS))
         if maximal_s > MAXIMAL_S:

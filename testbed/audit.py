@@ -13,6 +13,7 @@ request the client has seen answered is therefore always on disk. Its ResponseCo
 written just after the response body, so `since()` waits (briefly) until every non-long-running
 request received in the window has completed before it returns.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,11 +38,11 @@ class Window:
     def __init__(self, events: list[dict]):
         self.events = events  # every audit event in the window, all stages
         received = {e["auditID"] for e in events if e.get("stage") == "RequestReceived"}
-        self.requests = [e for e in events
-                         if e.get("stage") == "ResponseComplete" and e["auditID"] in received]
+        self.requests = [e for e in events if e.get("stage") == "ResponseComplete" and e["auditID"] in received]
 
-    def select(self, *, verbs=None, user=None, resource=None, namespace=None, name=None,
-               include_dry_run=False) -> list[dict]:
+    def select(
+        self, *, verbs=None, user=None, resource=None, namespace=None, name=None, include_dry_run=False
+    ) -> list[dict]:
         out = []
         for e in self.requests:
             ref = e.get("objectRef") or {}
@@ -67,8 +68,10 @@ class Window:
 
     def counts(self, **filters) -> Counter:
         """Counter keyed by (verb, resource, user) - for reports and benchmarks."""
-        return Counter((e.get("verb"), (e.get("objectRef") or {}).get("resource"),
-                        e.get("user", {}).get("username")) for e in self.select(**filters))
+        return Counter(
+            (e.get("verb"), (e.get("objectRef") or {}).get("resource"), e.get("user", {}).get("username"))
+            for e in self.select(**filters)
+        )
 
 
 def is_dry_run(event) -> bool:

@@ -10,6 +10,7 @@ Versions come from the build modules (tools/kube/go.mod, tools/helm/go.mod): one
 
     python -m testbed.binaries ensure     # resolve all four, print where each came from
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -44,9 +45,12 @@ def _gomod_version(gomod: Path, module: str) -> str:
 
 def wanted_versions() -> dict[str, str]:
     kube = _gomod_version(TOOLS / "kube" / "go.mod", "k8s.io/kubernetes")
-    return {"kube-apiserver": kube, "kubectl": kube,
-            "etcd": _gomod_version(TOOLS / "kube" / "go.mod", "go.etcd.io/etcd/server/v3"),
-            "helm": _gomod_version(TOOLS / "helm" / "go.mod", "helm.sh/helm/v3")}
+    return {
+        "kube-apiserver": kube,
+        "kubectl": kube,
+        "etcd": _gomod_version(TOOLS / "kube" / "go.mod", "go.etcd.io/etcd/server/v3"),
+        "helm": _gomod_version(TOOLS / "helm" / "go.mod", "helm.sh/helm/v3"),
+    }
 
 
 K8S_VERSION = wanted_versions()["kube-apiserver"]
@@ -65,15 +69,18 @@ class Binary:
     source: str  # env, PATH, cache, download, build
 
 
-_VERSION_ARGS = {"etcd": ["--version"], "kube-apiserver": ["--version"],
-                 "kubectl": ["version", "--client"], "helm": ["version", "--short"]}
+_VERSION_ARGS = {
+    "etcd": ["--version"],
+    "kube-apiserver": ["--version"],
+    "kubectl": ["version", "--client"],
+    "helm": ["version", "--short"],
+}
 
 
 def probe_version(name: str, path: Path) -> str | None:
     """The binary's own version string (v1.37.1, v3.7.0, ...), None if it does not run."""
     try:
-        out = subprocess.run([str(path), *_VERSION_ARGS[name]], capture_output=True, text=True,
-                             timeout=30).stdout
+        out = subprocess.run([str(path), *_VERSION_ARGS[name]], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(r"v?(\d+\.\d+\.\d+[^\s+]*)", out)
@@ -119,8 +126,9 @@ def download(name: str, version: str, dest: Path) -> Path:
     file = url.rsplit("/", 1)[1]
     sums = _fetch(sum_url).decode()
     # .sha256 holds the bare digest; SHA256SUMS / .sha256sum hold "digest  filename" lines.
-    digests = {f[0] for f in map(str.split, sums.splitlines())
-               if len(f) == 1 or (len(f) == 2 and f[1].lstrip("*") == file)}
+    digests = {
+        f[0] for f in map(str.split, sums.splitlines()) if len(f) == 1 or (len(f) == 2 and f[1].lstrip("*") == file)
+    }
     if hashlib.sha256(data).hexdigest() not in digests:
         raise RuntimeError(f"checksum mismatch for {url}")
     if member:
@@ -141,10 +149,16 @@ def _go() -> str | None:
 def build(name: str, dest: Path) -> Path:
     go = _go()
     if not go:
-        raise RuntimeError(f"{name}: not found anywhere and no Go toolchain to build it "
-                           f"(install Go >= 1.26 or set {ENV_VARS[name]}=/path/to/{name})")
-    env = dict(os.environ, K8S_VERSION=K8S_VERSION, GPUPOOL_CACHE=str(dest.parent.parent.parent),
-               PATH=f"{Path(go).parent}:{os.environ.get('PATH', '')}")
+        raise RuntimeError(
+            f"{name}: not found anywhere and no Go toolchain to build it "
+            f"(install Go >= 1.26 or set {ENV_VARS[name]}=/path/to/{name})"
+        )
+    env = dict(
+        os.environ,
+        K8S_VERSION=K8S_VERSION,
+        GPUPOOL_CACHE=str(dest.parent.parent.parent),
+        PATH=f"{Path(go).parent}:{os.environ.get('PATH', '')}",
+    )
     _log(f"{name}: building from the Go module proxy (cold, on 2 cores: kube-apiserver ~8 min, all four ~12 min)")
     t0 = time.monotonic()
     proc = subprocess.Popen(["bash", str(TOOLS / "build-binaries.sh"), name], env=env, stdout=sys.stderr)
@@ -212,8 +226,9 @@ def _from_cache_or_fetch(name: str, want: str, cached: Path, allow_fetch: bool, 
             _log(f"{name}: replacing {cached} in the cache ({version}, want {want})")
             cached.unlink()
     if not allow_fetch:
-        raise FileNotFoundError(f"{name} {want} not found (env {ENV_VARS[name]}, PATH, {cache_dir()}); "
-                                f"run `make binaries`")
+        raise FileNotFoundError(
+            f"{name} {want} not found (env {ENV_VARS[name]}, PATH, {cache_dir()}); run `make binaries`"
+        )
     if not state.get("offline") and not os.environ.get("GPUPOOL_OFFLINE"):
         try:
             download(name, want, cached)

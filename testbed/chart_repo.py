@@ -12,6 +12,7 @@ mirror. OCI registries are not served here (no registry implementation on the te
     repo.archive("0.5.1")                             # the .tgz, e.g. for a local-path install
     repo.stop()
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,8 +48,22 @@ class ChartRepo:
 
     def package(self) -> None:
         for version in self.versions:
-            subprocess.run([self.helm, "package", str(self.chart), "--version", version, "--app-version", version,
-                            "--destination", str(self.dir)], check=True, capture_output=True, text=True)
+            subprocess.run(
+                [
+                    self.helm,
+                    "package",
+                    str(self.chart),
+                    "--version",
+                    version,
+                    "--app-version",
+                    version,
+                    "--destination",
+                    str(self.dir),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
 
     def start(self) -> "ChartRepo":
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -56,8 +71,9 @@ class ChartRepo:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = "http://127.0.0.1:%d" % self._server.server_address[1]
         self.package()
-        subprocess.run([self.helm, "repo", "index", str(self.dir), "--url", self.url], check=True,
-                       capture_output=True, text=True)
+        subprocess.run(
+            [self.helm, "repo", "index", str(self.dir), "--url", self.url], check=True, capture_output=True, text=True
+        )
         threading.Thread(target=self._server.serve_forever, name="chart-repo", daemon=True).start()
         return self
 

@@ -11,6 +11,7 @@ reconciles (no garbage collection, no default ServiceAccount per namespace, pods
     mark = cp.audit.mark(); ...; cp.audit.since(mark).writes(user="alice")
     cp.stop()
 """
+
 from __future__ import annotations
 
 import base64
@@ -45,16 +46,25 @@ RUNTIME_CONFIG = ("resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2", "resourc
 # DRAResourceClaimDeviceStatus): they are on. A gate name the server does not know makes it exit,
 # so only gates that --help lists as off by default are set (see feature_gates()); in 1.37 that
 # is none of these - the rest are beta and on by default.
-DRA_GATES = ("DRAExtendedResource", "DRADeviceTaints", "DRAPartitionableDevices", "DRAPrioritizedList",
-             "DRAAdminAccess", "DRAConsumableCapacity", "DRADeviceBindingConditions",
-             "DRAResourceClaimDeviceStatus")
-AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
-                # Metadata for everything, all stages kept: RequestReceived lets the audit reader
-                # know which requests are still in flight. Deletes at Request level: a DELETE
-                # with a DeleteOptions body ignores ?dryRun= in the URI, so only the logged
-                # body says whether it really deleted.
-                "rules": [{"level": "Request", "verbs": ["delete", "deletecollection"]},
-                          {"level": "Metadata"}]}
+DRA_GATES = (
+    "DRAExtendedResource",
+    "DRADeviceTaints",
+    "DRAPartitionableDevices",
+    "DRAPrioritizedList",
+    "DRAAdminAccess",
+    "DRAConsumableCapacity",
+    "DRADeviceBindingConditions",
+    "DRAResourceClaimDeviceStatus",
+)
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    # Metadata for everything, all stages kept: RequestReceived lets the audit reader
+    # know which requests are still in flight. Deletes at Request level: a DELETE
+    # with a DeleteOptions body ignores ?dryRun= in the URI, so only the logged
+    # body says whether it really deleted.
+    "rules": [{"level": "Request", "verbs": ["delete", "deletecollection"]}, {"level": "Metadata"}],
+}
 
 
 def _log(msg: str) -> None:
@@ -109,8 +119,13 @@ def _reap(pid: int) -> None:
 
 
 class ControlPlane:
-    def __init__(self, workdir: str | os.PathLike | None = None, *, detach: bool = False,
-                 extra_gates: dict[str, bool] | None = None):
+    def __init__(
+        self,
+        workdir: str | os.PathLike | None = None,
+        *,
+        detach: bool = False,
+        extra_gates: dict[str, bool] | None = None,
+    ):
         """workdir: where certs, etcd data and logs go (a fresh temp dir, made by start(), by default).
         detach: keep the processes running after this Python process exits (the CLI `up`)."""
         self.workdir = Path(workdir) if workdir else None
@@ -155,8 +170,10 @@ class ControlPlane:
             raise
         self.start_seconds = time.monotonic() - t0
         self.save_state()
-        _log(f"up in {self.start_seconds:.1f}s: {self.server} (kube-apiserver {bins['kube-apiserver'].version}, "
-             f"etcd {bins['etcd'].version}), workdir {self.workdir}")
+        _log(
+            f"up in {self.start_seconds:.1f}s: {self.server} (kube-apiserver {bins['kube-apiserver'].version}, "
+            f"etcd {bins['etcd'].version}), workdir {self.workdir}"
+        )
         return self
 
     def stop(self, remove: bool = True) -> None:
@@ -167,6 +184,22 @@ class ControlPlane:
         if remove and self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def kill_apiserver(self) -> None:
+        """SIGKILL kube-apiserver, as a crash would (fault tests); etcd and the data stay."""
+        pid = self.pids.pop("kube-apiserver")
+        if _pid_is(pid, self._marker):
+            os.kill(pid, signal.SIGKILL)
+            while _pid_is(pid, self._marker):
+                _reap(pid)
+                time.sleep(0.02)
+        self.save_state()
+
+    def restart_apiserver(self) -> None:
+        """Start kube-apiserver again after kill_apiserver(), on the same port with the same settings:
+        kubeconfigs minted before still work, the audit log goes on in the same file."""
+        self._start_apiserver(port=self.ports["apiserver"])
+        self.save_state()
+
     def __enter__(self):
         return self.start()
 
@@ -175,9 +208,15 @@ class ControlPlane:
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
         log = open(self.workdir / f"{name}.log", "ab")
-        proc = subprocess.Popen([self.bins[name], *args], stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True, cwd=self.workdir,
-                                preexec_fn=None if self.detach else _die_with_parent)
+        proc = subprocess.Popen(
+            [self.bins[name], *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.workdir,
+            preexec_fn=None if self.detach else _die_with_parent,
+        )
         log.close()
         self.pids[name] = proc.pid
         return proc
@@ -205,9 +244,19 @@ class ControlPlane:
         d.mkdir(exist_ok=True)
         ca = pki.new_ca()
         ca.write(d, "ca")
-        pki.issue(ca, "kube-apiserver", server=True, ips=["127.0.0.1", "10.96.0.1"],
-                  dns=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                       "kubernetes.default.svc.cluster.local"]).write(d, "apiserver")
+        pki.issue(
+            ca,
+            "kube-apiserver",
+            server=True,
+            ips=["127.0.0.1", "10.96.0.1"],
+            dns=[
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ],
+        ).write(d, "apiserver")
         pki.service_account_keys(d)
         self._ca = ca
 
@@ -218,11 +267,20 @@ class ControlPlane:
             self.ports.update(etcd=client, etcd_peer=peer)
             url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
             # Plain HTTP on loopback only; no fsync: test data is thrown away (speed over durability).
-            proc = self._spawn("etcd", [
-                "--name=default", f"--data-dir={self.workdir / 'etcd'}",
-                f"--listen-client-urls={url}", f"--advertise-client-urls={url}",
-                f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=default={peer_url}", "--unsafe-no-fsync", "--log-level=warn"])
+            proc = self._spawn(
+                "etcd",
+                [
+                    "--name=default",
+                    f"--data-dir={self.workdir / 'etcd'}",
+                    f"--listen-client-urls={url}",
+                    f"--advertise-client-urls={url}",
+                    f"--listen-peer-urls={peer_url}",
+                    f"--initial-advertise-peer-urls={peer_url}",
+                    f"--initial-cluster=default={peer_url}",
+                    "--unsafe-no-fsync",
+                    "--log-level=warn",
+                ],
+            )
 
             def healthy():
                 try:
@@ -230,6 +288,7 @@ class ControlPlane:
                         return json.load(r).get("health") == "true"
                 except (OSError, ValueError):
                     return False
+
             try:
                 return self._wait(proc, "etcd", healthy)
             except ProcessExited as e:
@@ -237,25 +296,31 @@ class ControlPlane:
                     raise
         raise RuntimeError("etcd did not start, see " + str(self.workdir / "etcd.log"))
 
-    def _start_apiserver(self) -> None:
+    def _start_apiserver(self, port: int | None = None) -> None:
+        """port: reuse this port (a restart: clients keep their kubeconfigs); None picks a free one."""
         d = self.workdir / "pki"
         (self.workdir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
         self.gates = {**feature_gates(Path(self.bins["kube-apiserver"])), **self.extra_gates}
         self.runtime_config = list(RUNTIME_CONFIG)
+        fixed = port
         for _attempt in range(len(RUNTIME_CONFIG) + 3):
-            port = free_port()
+            port = fixed if fixed is not None else free_port()
             self.ports["apiserver"] = port
             self.server = f"https://127.0.0.1:{port}"
             self._write_kubeconfig(self.kubeconfig, ADMIN_USER, [ADMIN_GROUP])
             args = [
                 f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-                "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
                 # The endpoint reconciler refuses a loopback address; nothing here needs the
                 # default/kubernetes Endpoints (no pods run), so it is switched off.
                 "--endpoint-reconciler-type=none",
-                f"--tls-cert-file={d / 'apiserver.crt'}", f"--tls-private-key-file={d / 'apiserver.key'}",
+                f"--tls-cert-file={d / 'apiserver.crt'}",
+                f"--tls-private-key-file={d / 'apiserver.key'}",
                 f"--client-ca-file={self.ca_file}",
-                "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
                 "--allow-privileged=true",  # as kubeadm sets it: driver DaemonSets run privileged
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -265,8 +330,11 @@ class ControlPlane:
                 f"--audit-log-path={self.workdir / 'audit.log'}",
                 # blocking: each event is written before the request goes on (the audit reader
                 # relies on it); maxsize large so the file is never rotated under a reader's mark.
-                "--audit-log-mode=blocking", "--audit-log-maxsize=10240", "--audit-log-maxbackup=1",
-                "--profiling=false"]
+                "--audit-log-mode=blocking",
+                "--audit-log-maxsize=10240",
+                "--audit-log-maxbackup=1",
+                "--profiling=false",
+            ]
             if self.runtime_config:
                 args.append("--runtime-config=" + ",".join(f"{gv}=true" for gv in self.runtime_config))
             if self.gates:
@@ -283,6 +351,8 @@ class ControlPlane:
                     self.runtime_config.remove(refused[0])
                 elif "address already in use" not in e.log:  # a port race: take another port
                     raise
+                elif fixed is not None:  # a restart: the old socket is still closing
+                    time.sleep(0.5)
         raise RuntimeError("kube-apiserver did not start, see " + str(self.workdir / "kube-apiserver.log"))
 
     def _apiserver_ready(self) -> bool:
@@ -302,19 +372,33 @@ class ControlPlane:
 
     # ---- credentials -------------------------------------------------------------------------
     def _write_kubeconfig(self, path: Path, user: str, groups) -> Path:
-        ca = getattr(self, "_ca", None) or pki.KeyPair(self.ca_file.read_bytes(),
-                                                       (self.workdir / "pki" / "ca.key").read_bytes())
+        ca = getattr(self, "_ca", None) or pki.KeyPair(
+            self.ca_file.read_bytes(), (self.workdir / "pki" / "ca.key").read_bytes()
+        )
         client = pki.issue(ca, user, orgs=groups)
         client.write(path.parent, path.name.removesuffix(".kubeconfig"))  # admin.crt: used by _get
 
         def b64(data: bytes) -> str:
             return base64.b64encode(data).decode()
-        cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "gpupool-testbed",
-               "clusters": [{"name": "gpupool-testbed", "cluster": {
-                   "server": self.server, "certificate-authority-data": b64(self.ca_file.read_bytes())}}],
-               "users": [{"name": user, "user": {"client-certificate-data": b64(client.cert_pem),
-                                                 "client-key-data": b64(client.key_pem)}}],
-               "contexts": [{"name": "gpupool-testbed", "context": {"cluster": "gpupool-testbed", "user": user}}]}
+
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "gpupool-testbed",
+            "clusters": [
+                {
+                    "name": "gpupool-testbed",
+                    "cluster": {"server": self.server, "certificate-authority-data": b64(self.ca_file.read_bytes())},
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {"client-certificate-data": b64(client.cert_pem), "client-key-data": b64(client.key_pem)},
+                }
+            ],
+            "contexts": [{"name": "gpupool-testbed", "context": {"cluster": "gpupool-testbed", "user": user}}],
+        }
         path.write_text(yaml.safe_dump(cfg))
         path.chmod(0o600)
         return path
@@ -329,15 +413,20 @@ class ControlPlane:
     def api_client(self, kubeconfig: str | os.PathLike | None = None):
         """A kubernetes.client.ApiClient for the admin (or the given) kubeconfig."""
         from kubernetes import config
+
         return config.new_client_from_config(config_file=str(kubeconfig or self.kubeconfig))
 
     # ---- the real CLIs -----------------------------------------------------------------------
     def env(self, kubeconfig: str | os.PathLike | None = None) -> dict[str, str]:
         """Environment for kubectl/helm/ansible: KUBECONFIG set, helm state kept in the workdir."""
         helm = self.workdir / "helm"
-        return dict(os.environ, KUBECONFIG=str(kubeconfig or self.kubeconfig),
-                    HELM_CACHE_HOME=str(helm / "cache"), HELM_CONFIG_HOME=str(helm / "config"),
-                    HELM_DATA_HOME=str(helm / "data"))
+        return dict(
+            os.environ,
+            KUBECONFIG=str(kubeconfig or self.kubeconfig),
+            HELM_CACHE_HOME=str(helm / "cache"),
+            HELM_CONFIG_HOME=str(helm / "config"),
+            HELM_DATA_HOME=str(helm / "data"),
+        )
 
     def bin(self, name: str) -> str:
         """Path of etcd, kube-apiserver, kubectl or helm (the latter two are looked up on first use)."""
@@ -346,17 +435,25 @@ class ControlPlane:
         return self.bins[name]
 
     def kubectl(self, *args: str, kubeconfig=None, check: bool = True, input: str | None = None):
-        return subprocess.run([self.bin("kubectl"), *args], env=self.env(kubeconfig), input=input,
-                              capture_output=True, text=True, check=check)
+        return subprocess.run(
+            [self.bin("kubectl"), *args],
+            env=self.env(kubeconfig),
+            input=input,
+            capture_output=True,
+            text=True,
+            check=check,
+        )
 
     def helm(self, *args: str, kubeconfig=None, check: bool = True):
-        return subprocess.run([self.bin("helm"), *args], env=self.env(kubeconfig),
-                              capture_output=True, text=True, check=check)
+        return subprocess.run(
+            [self.bin("helm"), *args], env=self.env(kubeconfig), capture_output=True, text=True, check=check
+        )
 
     # ---- state for the CLI (and for other processes that attach to a running control plane) --
     def save_state(self) -> None:
-        state = {k: getattr(self, k) for k in ("server", "pids", "ports", "bins", "runtime_config", "gates",
-                                                "start_seconds")}
+        state = {
+            k: getattr(self, k) for k in ("server", "pids", "ports", "bins", "runtime_config", "gates", "start_seconds")
+        }
         state.update(workdir=str(self.workdir), kubeconfig=str(self.kubeconfig), ca_file=str(self.ca_file))
         (self.workdir / "state.json").write_text(json.dumps(state, indent=2))
 
@@ -415,8 +512,18 @@ def main(argv: list[str]) -> int:
             return 1
         cp = ControlPlane.attach(link)
         up = cp.running() and cp._get("/readyz") == 200
-        print(json.dumps({"up": up, "server": cp.server, "kubeconfig": str(link / "admin.kubeconfig"),
-                          "pids": cp.pids, "workdir": str(cp.workdir)}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "up": up,
+                    "server": cp.server,
+                    "kubeconfig": str(link / "admin.kubeconfig"),
+                    "pids": cp.pids,
+                    "workdir": str(cp.workdir),
+                },
+                indent=2,
+            )
+        )
         return 0 if up else 1
     print("usage: python -m testbed.controlplane up|down|status", file=sys.stderr)
     return 2

@@ -12,6 +12,7 @@ Steps (each prints what it does):
 4. the same playbook again: must report changed=0 (idempotence);
 5. sandbox down, always.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,14 @@ def say(msg):
 
 def run(cmd, env=None, check=True, capture=False):
     say("$ " + " ".join(str(c) for c in cmd))
-    proc = subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env, text=True,
-                          stdout=subprocess.PIPE if capture else None, stderr=subprocess.STDOUT if capture else None)
+    proc = subprocess.run(
+        [str(c) for c in cmd],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.STDOUT if capture else None,
+    )
     if check and proc.returncode != 0:
         if capture:
             print(proc.stdout)
@@ -48,16 +55,25 @@ def run(cmd, env=None, check=True, capture=False):
 
 def environment():
     env = dict(os.environ)
-    env.update({"ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
-                "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-                "PATH": str(VENV_BIN) + os.pathsep + env.get("PATH", "")})
+    env.update(
+        {
+            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
+            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            "PATH": str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
+        }
+    )
     return env
 
 
 def site(env, label):
     t0 = time.monotonic()
-    proc = run([VENV_BIN / "ansible-playbook", "-i", INVENTORY, ROOT / "playbooks" / "site.yml"], env=env,
-               check=False, capture=True)
+    proc = run(
+        [VENV_BIN / "ansible-playbook", "-i", INVENTORY, ROOT / "playbooks" / "site.yml"],
+        env=env,
+        check=False,
+        capture=True,
+    )
     print(proc.stdout)
     recap = dict(re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout, re.M))
     say("%s: exit %d, changed=%s, %.0fs" % (label, proc.returncode, recap.get("cern-gpu"), time.monotonic() - t0))
@@ -69,7 +85,8 @@ def main():
     run([sys.executable, "-m", "testbed.sandbox", "up", "--inventory", INVENTORY], env=env)
     try:
         kubeconfig = yaml.safe_load((INVENTORY / "host_vars" / "cern-gpu" / "gpupool.yml").read_text())[
-            "gpupool_cluster"]["kubeconfig"]
+            "gpupool_cluster"
+        ]["kubeconfig"]
         env["KUBECONFIG"] = kubeconfig
         say("what the platform team set up before gpupool runs: the tenants' namespace")
         try:

@@ -16,18 +16,36 @@ Modelled:
   TimeSlicingSettings gate, MPS needs MPSSupport, with the driver's error message.
 Not modelled: every other flag, logging gates' effects, strict decoding of unknown config fields.
 """
+
 from __future__ import annotations
 
 import re
 
 LOGGING = {"ContextualLogging": True, "LoggingAlphaOptions": False, "LoggingBetaOptions": True}
-GATES_0_4 = {"TimeSlicingSettings": False, "MPSSupport": False, "IMEXDaemonsWithDNSNames": True,
-             "PassthroughSupport": False, "NVMLDeviceHealthCheck": False, "DynamicMIG": False,
-             "ComputeDomainCliques": True, "CrashOnNVLinkFabricErrors": True, "DeviceMetadata": False}
-GATES_0_5 = dict(GATES_0_4, FabricManagerPartitioning=False, HostManagedIMEXDaemon=False,
-                 DRAListTypeAttributes=False, ConsumableShares=False)
-EXCLUSIVE = (("DynamicMIG", "PassthroughSupport"), ("DynamicMIG", "NVMLDeviceHealthCheck"),
-             ("DynamicMIG", "MPSSupport"), ("PassthroughSupport", "NVMLDeviceHealthCheck"))
+GATES_0_4 = {
+    "TimeSlicingSettings": False,
+    "MPSSupport": False,
+    "IMEXDaemonsWithDNSNames": True,
+    "PassthroughSupport": False,
+    "NVMLDeviceHealthCheck": False,
+    "DynamicMIG": False,
+    "ComputeDomainCliques": True,
+    "CrashOnNVLinkFabricErrors": True,
+    "DeviceMetadata": False,
+}
+GATES_0_5 = dict(
+    GATES_0_4,
+    FabricManagerPartitioning=False,
+    HostManagedIMEXDaemon=False,
+    DRAListTypeAttributes=False,
+    ConsumableShares=False,
+)
+EXCLUSIVE = (
+    ("DynamicMIG", "PassthroughSupport"),
+    ("DynamicMIG", "NVMLDeviceHealthCheck"),
+    ("DynamicMIG", "MPSSupport"),
+    ("PassthroughSupport", "NVMLDeviceHealthCheck"),
+)
 REQUIRES = (("ComputeDomainCliques", "IMEXDaemonsWithDNSNames"), ("DeviceMetadata", "PassthroughSupport"))
 SHARING_GATES = {"TimeSlicing": "TimeSlicingSettings", "MPS": "MPSSupport"}
 
@@ -58,8 +76,10 @@ def startup_error(version: str, gates: dict, imex_mode: str = "", imex_isolation
     if has_imex_modes(version):
         if mode == "hostManaged":
             if not eff["HostManagedIMEXDaemon"]:
-                return ('imex configuration validation failed: imex.mode="hostManaged" requires the '
-                        "HostManagedIMEXDaemon feature gate to be enabled")
+                return (
+                    'imex configuration validation failed: imex.mode="hostManaged" requires the '
+                    "HostManagedIMEXDaemon feature gate to be enabled"
+                )
             eff["IMEXDaemonsWithDNSNames"] = eff["ComputeDomainCliques"] = False
         elif mode != "driverManaged":
             return "imex configuration validation failed: unknown imex.mode %r" % mode
@@ -78,6 +98,8 @@ def prepare_error(gates: dict, version: str, config: dict) -> str | None:
     strategy = ((config.get("sharing") or {}).get("strategy")) or ""
     gate = SHARING_GATES.get(strategy)
     if gate and not dict(gates_of(version), **gates).get(gate):
-        return ('"%s" is selected as the GPU sharing strategy, but the "%s" feature gate is not enabled'
-                % (strategy, gate))
+        return '"%s" is selected as the GPU sharing strategy, but the "%s" feature gate is not enabled' % (
+            strategy,
+            gate,
+        )
     return None

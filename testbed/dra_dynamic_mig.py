@@ -20,13 +20,20 @@ static builder: the counter set holds the whole GPU's engines (mig.engines), its
 multiprocessors the most any profile can use at its maximum count. `gpu` is the node's table entry
 as the node simulator holds it.
 """
+
 from __future__ import annotations
 
 from testbed import dra_resourceslices as static
 
 COUNTERS = ("multiprocessors", "copy-engines", "decoders", "encoders", "jpeg-engines", "ofa-engines")
-CAPACITY_NAMES = {"multiprocessors": "multiprocessors", "copy-engines": "copyEngines", "decoders": "decoders",
-                  "encoders": "encoders", "jpeg-engines": "jpegEngines", "ofa-engines": "ofaEngines"}
+CAPACITY_NAMES = {
+    "multiprocessors": "multiprocessors",
+    "copy-engines": "copyEngines",
+    "decoders": "decoders",
+    "encoders": "encoders",
+    "jpeg-engines": "jpegEngines",
+    "ofa-engines": "ofaEngines",
+}
 
 
 def wiped_layouts(gpu, layouts: dict) -> dict:
@@ -41,8 +48,14 @@ def wiped_layouts(gpu, layouts: dict) -> dict:
 
 
 def _counts(multiprocessors, engines) -> dict:
-    return {"multiprocessors": multiprocessors, "copy-engines": engines.copy, "decoders": engines.decoders,
-            "encoders": engines.encoders, "jpeg-engines": engines.jpeg, "ofa-engines": engines.ofa}
+    return {
+        "multiprocessors": multiprocessors,
+        "copy-engines": engines.copy,
+        "decoders": engines.decoders,
+        "encoders": engines.encoders,
+        "jpeg-engines": engines.jpeg,
+        "ofa-engines": engines.ofa,
+    }
 
 
 def _engines(profile) -> dict:
@@ -76,22 +89,36 @@ def gpu_devices(node: str, gpu, index: int, mig_on: bool) -> list:
         # Capacity: per dimension the largest any one MIG profile offers (partitions.go PartGetDevice).
         capacity = {CAPACITY_NAMES[n]: _quantity(n, max(_engines(p)[n] for p in gpu.mig.profiles)) for n in COUNTERS}
         capacity["memory"] = _quantity("memory", max(p.memory_mib for p in gpu.mig.profiles))
-        out.append({"name": "gpu-%d" % index, "attributes": full_attrs, "capacity": capacity,
-                    "consumesCounters": [{"counterSet": counter_set(index), "counters": consumes}]})
+        out.append(
+            {
+                "name": "gpu-%d" % index,
+                "attributes": full_attrs,
+                "capacity": capacity,
+                "consumesCounters": [{"counterSet": counter_set(index), "counters": consumes}],
+            }
+        )
     for prof in gpu.mig.profiles:
         engines = _engines(prof)
         for start in prof.starts:
-            mattrs = dict(attrs, type={"string": "mig"}, profile={"string": prof.name},
-                          parentUUID={"string": static.gpu_uuid(node, index)})
+            mattrs = dict(
+                attrs,
+                type={"string": "mig"},
+                profile={"string": prof.name},
+                parentUUID={"string": static.gpu_uuid(node, index)},
+            )
             capacity = {CAPACITY_NAMES[n]: _quantity(n, v) for n, v in engines.items()}
             capacity["memory"] = _quantity("memory", prof.memory_mib)
             consumes = {n: _quantity(n, v) for n, v in engines.items()}
             consumes["memory"] = _quantity("memory", prof.memory_mib)
-            consumes.update({"memory-slice-%d" % s: {"value": "1"}
-                             for s in range(start, start + prof.memory_slices)})
-            out.append({"name": static.mig_device_name(index, prof.name, prof.profile_id, start),
-                        "attributes": mattrs, "capacity": capacity,
-                        "consumesCounters": [{"counterSet": counter_set(index), "counters": consumes}]})
+            consumes.update({"memory-slice-%d" % s: {"value": "1"} for s in range(start, start + prof.memory_slices)})
+            out.append(
+                {
+                    "name": static.mig_device_name(index, prof.name, prof.profile_id, start),
+                    "attributes": mattrs,
+                    "capacity": capacity,
+                    "consumesCounters": [{"counterSet": counter_set(index), "counters": consumes}],
+                }
+            )
     return out
 
 

@@ -27,6 +27,7 @@ deterministic fakes; the slice name is ``<node>-<driver>`` where the real plugin
 ``<node>-<driver>-``; DynamicMIG (partitionable devices with shared counters) and PassthroughSupport
 (vfio devices) are not built. Pure functions: the DRA driver simulator writes the result.
 """
+
 from __future__ import annotations
 
 import re
@@ -62,8 +63,12 @@ def mig_device_name(minor, profile, profile_id, start):
     """The driver's name of a static MIG device: gpu-<minor>-mig-<rfc1123(profile sans dots)>-<GI id>-<start>.
 
     rfc1123 lowercases and turns every character outside [a-z0-9-.] into '-' (mig.go ToCanonicalName)."""
-    return "gpu-%d-mig-%s-%d-%d" % (minor, re.sub(r"[^a-z0-9.-]", "-", profile.replace(".", "").lower()),
-                                    profile_id, start)
+    return "gpu-%d-mig-%s-%d-%d" % (
+        minor,
+        re.sub(r"[^a-z0-9.-]", "-", profile.replace(".", "").lower()),
+        profile_id,
+        start,
+    )
 
 
 def _common(gpu, index):
@@ -93,24 +98,43 @@ def devices(node, gpu, count, layouts=None, minors=None):
         attrs = _common(gpu, index)
         if layout is None:
             attrs.update({"type": {"string": "gpu"}, "uuid": {"string": gpu_uuid(node, index)}})
-            out.append({"name": "gpu-%d" % minor, "attributes": attrs,
-                        "capacity": {"memory": {"value": "%dMi" % gpu.memory_mib}}})
+            out.append(
+                {
+                    "name": "gpu-%d" % minor,
+                    "attributes": attrs,
+                    "capacity": {"memory": {"value": "%dMi" % gpu.memory_mib}},
+                }
+            )
             continue
         for prof, start in sorted(placed(gpu, layout) if layout else [], key=lambda item: item[1]):
             mattrs = dict(attrs)
-            mattrs.update({"type": {"string": "mig"},
-                           "uuid": {"string": mig_uuid(node, index, prof.name, start)},
-                           "parentUUID": {"string": gpu_uuid(node, index)}, "profile": {"string": prof.name}})
+            mattrs.update(
+                {
+                    "type": {"string": "mig"},
+                    "uuid": {"string": mig_uuid(node, index, prof.name, start)},
+                    "parentUUID": {"string": gpu_uuid(node, index)},
+                    "profile": {"string": prof.name},
+                }
+            )
             eng = prof.engines
-            capacity = {"memory": {"value": "%dMi" % prof.memory_mib},
-                        "multiprocessors": {"value": str(prof.multiprocessors)},
-                        "copyEngines": {"value": str(eng.copy)}, "decoders": {"value": str(eng.decoders)},
-                        "encoders": {"value": str(eng.encoders)}, "jpegEngines": {"value": str(eng.jpeg)},
-                        "ofaEngines": {"value": str(eng.ofa)}}
+            capacity = {
+                "memory": {"value": "%dMi" % prof.memory_mib},
+                "multiprocessors": {"value": str(prof.multiprocessors)},
+                "copyEngines": {"value": str(eng.copy)},
+                "decoders": {"value": str(eng.decoders)},
+                "encoders": {"value": str(eng.encoders)},
+                "jpegEngines": {"value": str(eng.jpeg)},
+                "ofaEngines": {"value": str(eng.ofa)},
+            }
             for sl in range(start, start + prof.memory_slices):
                 capacity["memorySlice%d" % sl] = {"value": "1"}
-            out.append({"name": mig_device_name(minor, prof.name, prof.profile_id, start),
-                        "attributes": mattrs, "capacity": capacity})
+            out.append(
+                {
+                    "name": mig_device_name(minor, prof.name, prof.profile_id, start),
+                    "attributes": mattrs,
+                    "capacity": capacity,
+                }
+            )
     return out
 
 
@@ -128,8 +152,7 @@ def compute_domain_devices():
     ]
 
 
-def node_slices(node, gpu, count, layouts=None, generation=1, owner=None, drivers=(GPU_DRIVER, CD_DRIVER),
-                minors=None):
+def node_slices(node, gpu, count, layouts=None, generation=1, owner=None, drivers=(GPU_DRIVER, CD_DRIVER), minors=None):
     """ResourceSlice objects (resource.k8s.io/v1) the driver publishes for `node`.
 
     owner: the Node's {"name", "uid"} for the ownerReference the kubelet plugin sets (the Node owns
@@ -158,13 +181,17 @@ def slice_name(node, driver):
 def _slice(node, driver, devs, generation, owner):
     meta = {"name": slice_name(node, driver), "labels": {SIMULATED_LABEL: "true"}}
     if owner and owner.get("uid"):
-        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": owner["name"],
-                                    "uid": owner["uid"], "controller": True}]
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Node", "name": owner["name"], "uid": owner["uid"], "controller": True}
+        ]
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceSlice",
         "metadata": meta,
-        "spec": {"driver": driver, "nodeName": node,
-                 "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
-                 "devices": devs},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+            "devices": devs,
+        },
     }

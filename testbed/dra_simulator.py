@@ -44,6 +44,7 @@ the way the driver's binaries read them (testbed/dra_driver_rules.py, the simula
 Not simulated: PassthroughSupport (vfio devices; the slices stay as without it), Pods, CDI,
 allocation (no scheduler), the ComputeDomain controller's objects, health checks.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,8 +52,7 @@ import json
 import sys
 import time
 
-from testbed import dra_driver_rules
-from testbed import dra_dynamic_mig
+from testbed import dra_driver_rules, dra_dynamic_mig
 from testbed import dra_resourceslices as slices_mod
 from testbed.simulator_client import Kube, KubeError
 
@@ -105,8 +105,11 @@ def _term_matches(term: dict, node: dict) -> bool:
     labels = node["metadata"].get("labels") or {}
     if not all(_expr_matches(e, labels) for e in exprs):
         return False
-    return all(_expr_matches(dict(f, key="metadata.name"), {"metadata.name": node["metadata"]["name"]})
-               for f in fields if f.get("key") == "metadata.name")
+    return all(
+        _expr_matches(dict(f, key="metadata.name"), {"metadata.name": node["metadata"]["name"]})
+        for f in fields
+        if f.get("key") == "metadata.name"
+    )
 
 
 def _tolerates(tolerations, taint: dict) -> bool:
@@ -128,8 +131,9 @@ def schedules_on(pod_spec: dict, node: dict) -> bool:
     for key, value in (pod_spec.get("nodeSelector") or {}).items():
         if labels.get(key) != value:
             return False
-    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     if required is not None and not any(_term_matches(t, node) for t in required.get("nodeSelectorTerms") or []):
         return False
     tolerations = list(pod_spec.get("tolerations") or []) + list(DAEMONSET_TOLERATIONS)
@@ -140,8 +144,10 @@ def schedules_on(pod_spec: dict, node: dict) -> bool:
 
 
 def node_ready(node: dict) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (node.get("status") or {}).get("conditions") or []
+    )
 
 
 def is_kubelet_plugin(ds: dict) -> bool:
@@ -219,8 +225,9 @@ class DraDriverSimulator:
             drivers = tuple(CONTAINER_DRIVERS[c["name"]] for c in _containers(ds) if c.get("name") in CONTAINER_DRIVERS)
             gates = feature_gates(ds)
             version = driver_version(ds)
-            crash = dra_driver_rules.startup_error(version, gates, container_env(ds, "IMEX_MODE"),
-                                                   container_env(ds, "IMEX_ISOLATION"))
+            crash = dra_driver_rules.startup_error(
+                version, gates, container_env(ds, "IMEX_MODE"), container_env(ds, "IMEX_ISOLATION")
+            )
             for gate in NOT_SIMULATED_GATES:
                 if gates.get(gate) and key + gate not in self._warned:
                     self._warned.add(key + gate)
@@ -239,8 +246,14 @@ class DraDriverSimulator:
                 ready.append(node["metadata"]["name"])
                 for sl in self._node_slices(ds, node, machine, drivers, gates):
                     desired[sl["metadata"]["name"]] = sl
-            plugins[key] = {"nodes": scheduled, "ready": ready, "gates": gates, "drivers": list(drivers),
-                            "version": version, "error": crash}
+            plugins[key] = {
+                "nodes": scheduled,
+                "ready": ready,
+                "gates": gates,
+                "drivers": list(drivers),
+                "version": version,
+                "error": crash,
+            }
             self._ds_status(ds, len(scheduled), len(ready))
             if not crash:  # the controller (and webhook) exit on the same flags: never ready then
                 self._deployments(ds)
@@ -257,8 +270,9 @@ class DraDriverSimulator:
         name = node["metadata"]["name"]
         owner = {"name": name, "uid": node["metadata"].get("uid")}
         if not (gates.get("DynamicMIG") and slices_mod.GPU_DRIVER in drivers):
-            return slices_mod.node_slices(machine.name, machine.gpu, machine.count, dict(machine.layouts),
-                                          owner=owner, drivers=drivers)
+            return slices_mod.node_slices(
+                machine.name, machine.gpu, machine.count, dict(machine.layouts), owner=owner, drivers=drivers
+            )
         start = (ds["metadata"].get("uid"), ds["metadata"].get("generation"), name)
         if start not in self._started:
             self._started.add(start)
@@ -267,11 +281,11 @@ class DraDriverSimulator:
             if after != before:
                 self.inventory.set_layouts(name, after)
                 self.log("%s: DynamicMIG start-up destroyed the MIG devices it did not create" % name)
-        out = dra_dynamic_mig.node_slices(machine.name, machine.gpu, machine.count, self.inventory.layouts(name),
-                                          owner=owner)
+        out = dra_dynamic_mig.node_slices(
+            machine.name, machine.gpu, machine.count, self.inventory.layouts(name), owner=owner
+        )
         others = tuple(d for d in drivers if d != slices_mod.GPU_DRIVER)
-        return out + slices_mod.node_slices(machine.name, machine.gpu, machine.count, {}, owner=owner,
-                                            drivers=others)
+        return out + slices_mod.node_slices(machine.name, machine.gpu, machine.count, {}, owner=owner, drivers=others)
 
     # ---- claim prepare ----------------------------------------------------------------------------------
     def _prepare_claims(self, daemonsets: list) -> None:
@@ -287,25 +301,36 @@ class DraDriverSimulator:
         prepared = {}
         for claim in self.kube.list(CLAIMS):
             allocation = (claim.get("status") or {}).get("allocation") or {}
-            results = [r for r in (allocation.get("devices") or {}).get("results") or []
-                       if r.get("driver") == slices_mod.GPU_DRIVER and r.get("pool") in served]
+            results = [
+                r
+                for r in (allocation.get("devices") or {}).get("results") or []
+                if r.get("driver") == slices_mod.GPU_DRIVER and r.get("pool") in served
+            ]
             if not results:
                 continue
-            configs = [c for c in (allocation.get("devices") or {}).get("config") or []
-                       if ((c.get("opaque") or {}).get("driver")) == slices_mod.GPU_DRIVER]
+            configs = [
+                c
+                for c in (allocation.get("devices") or {}).get("config") or []
+                if ((c.get("opaque") or {}).get("driver")) == slices_mod.GPU_DRIVER
+            ]
             devices, record = [], []
             for res in results:
                 gates, version = served[res["pool"]]
                 error = None
                 for cfg in configs:
                     if not cfg.get("requests") or res.get("request") in cfg["requests"]:
-                        error = error or dra_driver_rules.prepare_error(gates, version,
-                                                                        cfg["opaque"].get("parameters") or {})
-                condition = {"type": "Ready", "status": "False" if error else "True",
-                             "reason": "PrepareFailed" if error else "Prepared",
-                             "message": error or "prepared by the DRA driver simulator"}
-                devices.append({"driver": res["driver"], "pool": res["pool"], "device": res["device"],
-                                "conditions": [condition]})
+                        error = error or dra_driver_rules.prepare_error(
+                            gates, version, cfg["opaque"].get("parameters") or {}
+                        )
+                condition = {
+                    "type": "Ready",
+                    "status": "False" if error else "True",
+                    "reason": "PrepareFailed" if error else "Prepared",
+                    "message": error or "prepared by the DRA driver simulator",
+                }
+                devices.append(
+                    {"driver": res["driver"], "pool": res["pool"], "device": res["device"], "conditions": [condition]}
+                )
                 record.append({"device": res["device"], "ready": not error, "message": condition["message"]})
             meta = claim["metadata"]
             prepared["%s/%s" % (meta["namespace"], meta["name"])] = record
@@ -314,8 +339,16 @@ class DraDriverSimulator:
 
     def _write_claim_status(self, claim: dict, devices: list) -> None:
         def strip(devs):
-            return [dict(d, conditions=[{k: v for k, v in c.items() if k != "lastTransitionTime"}
-                                        for c in d.get("conditions") or []]) for d in devs or []]
+            return [
+                dict(
+                    d,
+                    conditions=[
+                        {k: v for k, v in c.items() if k != "lastTransitionTime"} for c in d.get("conditions") or []
+                    ],
+                )
+                for d in devs or []
+            ]
+
         have = (claim.get("status") or {}).get("devices") or []
         if strip(have) == strip(devices):
             return
@@ -327,8 +360,14 @@ class DraDriverSimulator:
         path = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status" % (meta["namespace"], meta["name"])
         try:
             self.kube.patch(path, {"status": {"devices": devices}})
-            self.log("ResourceClaim %s/%s: %s" % (meta["namespace"], meta["name"], "; ".join(
-                "%s %s" % (d["device"], d["conditions"][0]["reason"]) for d in devices)))
+            self.log(
+                "ResourceClaim %s/%s: %s"
+                % (
+                    meta["namespace"],
+                    meta["name"],
+                    "; ".join("%s %s" % (d["device"], d["conditions"][0]["reason"]) for d in devices),
+                )
+            )
         except KubeError as exc:
             if exc.status not in (404, 409):
                 msg = "claim status %s/%s refused: %s" % (meta["namespace"], meta["name"], exc)
@@ -338,9 +377,16 @@ class DraDriverSimulator:
 
     # ---- DaemonSet / Deployment status ------------------------------------------------------------------
     def _ds_status(self, ds: dict, scheduled: int, ready: int) -> None:
-        want = {"currentNumberScheduled": scheduled, "desiredNumberScheduled": scheduled, "numberMisscheduled": 0,
-                "numberReady": ready, "updatedNumberScheduled": scheduled, "numberAvailable": ready,
-                "numberUnavailable": scheduled - ready, "observedGeneration": ds["metadata"].get("generation", 1)}
+        want = {
+            "currentNumberScheduled": scheduled,
+            "desiredNumberScheduled": scheduled,
+            "numberMisscheduled": 0,
+            "numberReady": ready,
+            "updatedNumberScheduled": scheduled,
+            "numberAvailable": ready,
+            "numberUnavailable": scheduled - ready,
+            "observedGeneration": ds["metadata"].get("generation", 1),
+        }
         have = ds.get("status") or {}
         if all(have.get(k, 0) == v for k, v in want.items()):
             return
@@ -361,8 +407,9 @@ class DraDriverSimulator:
         for dep in deployments:
             self._deployment(dep)
         if deployments or ns in self._rs_namespaces:
-            self._collect_replicasets(ns, self._live_deployments(ns) if selector else
-                                      {d["metadata"]["uid"] for d in deployments})
+            self._collect_replicasets(
+                ns, self._live_deployments(ns) if selector else {d["metadata"]["uid"] for d in deployments}
+            )
 
     def _live_deployments(self, namespace: str) -> set:
         return {d["metadata"]["uid"] for d in self.kube.list(_apps("deployments", namespace))}
@@ -374,58 +421,120 @@ class DraDriverSimulator:
         template = json.loads(json.dumps(spec["template"]))
         pth = _hash(template)[:10]
         status = dep.get("status") or {}
-        done = (status.get("observedGeneration") == meta.get("generation")
-                and status.get("readyReplicas", 0) == status.get("updatedReplicas", 0) == replicas
-                and status.get("replicas", 0) == replicas)
+        done = (
+            status.get("observedGeneration") == meta.get("generation")
+            and status.get("readyReplicas", 0) == status.get("updatedReplicas", 0) == replicas
+            and status.get("replicas", 0) == replicas
+        )
         rs_name = "%s-%s" % (name, pth)
         rs = self.kube.get(_apps("replicasets", ns, rs_name))
-        if rs is not None and not any(o.get("uid") == meta["uid"] and o.get("controller")
-                                      for o in rs["metadata"].get("ownerReferences") or []):
+        if rs is not None and not any(
+            o.get("uid") == meta["uid"] and o.get("controller") for o in rs["metadata"].get("ownerReferences") or []
+        ):
             # Left from an earlier Deployment of the same name (no garbage collector ran): replaced.
             self.kube.delete(_apps("replicasets", ns, rs_name))
             rs = None
-        rs_done = rs is not None and (rs.get("status") or {}).get("observedGeneration") == rs["metadata"].get("generation")
+        rs_done = rs is not None and (rs.get("status") or {}).get("observedGeneration") == rs["metadata"].get(
+            "generation"
+        )
         if done and rs_done:
             return
         if rs is None:
             self._rs_namespaces.add(ns)
             template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = pth
             match = dict((spec.get("selector") or {}).get("matchLabels") or {}, **{"pod-template-hash": pth})
-            rs = self.kube.create(_apps("replicasets", ns), {
-                "apiVersion": "apps/v1", "kind": "ReplicaSet",
-                "metadata": {"name": rs_name, "namespace": ns,
-                             "labels": dict(template["metadata"]["labels"], **{slices_mod.SIMULATED_LABEL: "true"}),
-                             "annotations": {"deployment.kubernetes.io/revision": "1",
-                                             "deployment.kubernetes.io/desired-replicas": str(replicas)},
-                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
-                                                  "uid": meta["uid"], "controller": True,
-                                                  "blockOwnerDeletion": True}]},
-                "spec": {"replicas": replicas, "selector": {"matchLabels": match}, "template": template}})
+            rs = self.kube.create(
+                _apps("replicasets", ns),
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": rs_name,
+                        "namespace": ns,
+                        "labels": dict(template["metadata"]["labels"], **{slices_mod.SIMULATED_LABEL: "true"}),
+                        "annotations": {
+                            "deployment.kubernetes.io/revision": "1",
+                            "deployment.kubernetes.io/desired-replicas": str(replicas),
+                        },
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "Deployment",
+                                "name": name,
+                                "uid": meta["uid"],
+                                "controller": True,
+                                "blockOwnerDeletion": True,
+                            }
+                        ],
+                    },
+                    "spec": {"replicas": replicas, "selector": {"matchLabels": match}, "template": template},
+                },
+            )
         elif rs["spec"].get("replicas") != replicas:
             rs = self.kube.patch(_apps("replicasets", ns, rs_name), {"spec": {"replicas": replicas}})
         # Older ReplicaSets of this Deployment (an earlier template) are scaled to zero.
         for old in self.kube.list(_apps("replicasets", ns)):
             owners = old["metadata"].get("ownerReferences") or []
-            if old["metadata"]["name"] != rs_name and any(o.get("uid") == meta["uid"] for o in owners) \
-                    and old["spec"].get("replicas"):
+            if (
+                old["metadata"]["name"] != rs_name
+                and any(o.get("uid") == meta["uid"] for o in owners)
+                and old["spec"].get("replicas")
+            ):
                 scaled = self.kube.patch(_apps("replicasets", ns, old["metadata"]["name"]), {"spec": {"replicas": 0}})
-                self.kube.patch(_apps("replicasets", ns, old["metadata"]["name"]) + "/status",
-                                {"status": {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0,
-                                            "observedGeneration": scaled["metadata"].get("generation", 1)}})
-        self.kube.patch(_apps("replicasets", ns, rs_name) + "/status", {"status": {
-            "replicas": replicas, "fullyLabeledReplicas": replicas, "readyReplicas": replicas,
-            "availableReplicas": replicas, "observedGeneration": rs["metadata"].get("generation", 1)}})
+                self.kube.patch(
+                    _apps("replicasets", ns, old["metadata"]["name"]) + "/status",
+                    {
+                        "status": {
+                            "replicas": 0,
+                            "readyReplicas": 0,
+                            "availableReplicas": 0,
+                            "observedGeneration": scaled["metadata"].get("generation", 1),
+                        }
+                    },
+                )
+        self.kube.patch(
+            _apps("replicasets", ns, rs_name) + "/status",
+            {
+                "status": {
+                    "replicas": replicas,
+                    "fullyLabeledReplicas": replicas,
+                    "readyReplicas": replicas,
+                    "availableReplicas": replicas,
+                    "observedGeneration": rs["metadata"].get("generation", 1),
+                }
+            },
+        )
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self.kube.patch(_apps("deployments", ns, name) + "/status", {"status": {
-            "observedGeneration": meta.get("generation", 1), "replicas": replicas, "updatedReplicas": replicas,
-            "readyReplicas": replicas, "availableReplicas": replicas,
-            "conditions": [
-                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-                 "message": "Deployment has minimum availability (DRA driver simulator).",
-                 "lastUpdateTime": now, "lastTransitionTime": now},
-                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-                 "message": 'ReplicaSet "%s" has successfully progressed.' % rs_name,
-                 "lastUpdateTime": now, "lastTransitionTime": now}]}})
+        self.kube.patch(
+            _apps("deployments", ns, name) + "/status",
+            {
+                "status": {
+                    "observedGeneration": meta.get("generation", 1),
+                    "replicas": replicas,
+                    "updatedReplicas": replicas,
+                    "readyReplicas": replicas,
+                    "availableReplicas": replicas,
+                    "conditions": [
+                        {
+                            "type": "Available",
+                            "status": "True",
+                            "reason": "MinimumReplicasAvailable",
+                            "message": "Deployment has minimum availability (DRA driver simulator).",
+                            "lastUpdateTime": now,
+                            "lastTransitionTime": now,
+                        },
+                        {
+                            "type": "Progressing",
+                            "status": "True",
+                            "reason": "NewReplicaSetAvailable",
+                            "message": 'ReplicaSet "%s" has successfully progressed.' % rs_name,
+                            "lastUpdateTime": now,
+                            "lastTransitionTime": now,
+                        },
+                    ],
+                }
+            },
+        )
         self.log("Deployment %s/%s: %d/%d ready (ReplicaSet %s)" % (ns, name, replicas, replicas, rs_name))
 
     def _collect_replicasets(self, namespace: str, live_uids: set) -> int:
@@ -443,8 +552,10 @@ class DraDriverSimulator:
     def _sync_slices(self, desired: dict, active: bool) -> None:
         if not active and not self._had_slices:
             return
-        current = {s["metadata"]["name"]: s for s in
-                   self.kube.list(SLICES, label_selector=slices_mod.SIMULATED_LABEL + "=true")}
+        current = {
+            s["metadata"]["name"]: s
+            for s in self.kube.list(SLICES, label_selector=slices_mod.SIMULATED_LABEL + "=true")
+        }
         for name, sl in desired.items():
             digest = _hash({k: v for k, v in sl["spec"].items() if k != "pool"})  # devices, counters
             sl["metadata"].setdefault("annotations", {})[CONTENT_ANNOTATION] = digest
@@ -483,5 +594,9 @@ class DraDriverSimulator:
 
     # ---- for tests --------------------------------------------------------------------------------------
     def status(self) -> dict:
-        return {"plugins": self.plugins, "publishes": self.publishes, "errors": list(self.errors),
-                "prepared": dict(self.prepared)}
+        return {
+            "plugins": self.plugins,
+            "publishes": self.publishes,
+            "errors": list(self.errors),
+            "prepared": dict(self.prepared),
+        }

@@ -27,6 +27,7 @@ nvml_version, init_return (an NVML error code nvmlInit returns).
 Command line: python -m testbed.fakenvml_config --model A100-40GB --count 2 --dir DIR
 prints the environment to export.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,17 @@ LIB_DIR = os.path.join(SRC_DIR, "build")
 LIB = os.path.join(LIB_DIR, "libnvidia-ml.so.1")
 
 # nvmlDeviceArchitecture_t and nvmlBrandType_t values (nvml.h / pynvml).
-ARCHITECTURE = {"Kepler": 2, "Maxwell": 3, "Pascal": 4, "Volta": 5, "Turing": 6, "Ampere": 7,
-                "Ada Lovelace": 8, "Hopper": 9, "Blackwell": 10}
+ARCHITECTURE = {
+    "Kepler": 2,
+    "Maxwell": 3,
+    "Pascal": 4,
+    "Volta": 5,
+    "Turing": 6,
+    "Ampere": 7,
+    "Ada Lovelace": 8,
+    "Hopper": 9,
+    "Blackwell": 10,
+}
 BRAND_TESLA, BRAND_NVIDIA = 2, 14
 FABRIC_COMPLETED = 3
 # PCI buses of a DGX A100 / HGX board, in GPU index order.
@@ -63,8 +73,9 @@ def build(quiet=True):
     cmd = ["make", "-s" if quiet else "--no-print-directory", "-C", SRC_DIR]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError("building the fake libnvidia-ml failed (%s):\n%s%s"
-                           % (" ".join(cmd), proc.stdout, proc.stderr))
+        raise RuntimeError(
+            "building the fake libnvidia-ml failed (%s):\n%s%s" % (" ".join(cmd), proc.stdout, proc.stderr)
+        )
     return LIB_DIR
 
 
@@ -88,37 +99,68 @@ def gpu_lines(index, spec, node_name="fake-node"):
         raise ValueError("unknown GPU keys for the fake NVML: %s" % ", ".join(sorted(spec)))
     p = "device.%d." % index
     lines = [
-        p + "name=" + name, p + "uuid=" + uuid, p + "pci_bus_id=" + pci_bus_id,
+        p + "name=" + name,
+        p + "uuid=" + uuid,
+        p + "pci_bus_id=" + pci_bus_id,
         p + "pci_device_id=" + (model.pci_device_ids[0] if model.pci_device_ids else "0x000010DE"),
-        p + "pci_subsystem_id=0x%08X" % 0x10DE, p + "memory_mib=%d" % memory_mib,
+        p + "pci_subsystem_id=0x%08X" % 0x10DE,
+        p + "memory_mib=%d" % memory_mib,
         p + "architecture=%d" % ARCHITECTURE.get(model.architecture, 0),
         p + "brand=%d" % (BRAND_TESLA if name.startswith("Tesla") else BRAND_NVIDIA),
         p + "cuda_compute_capability=" + model.compute_capability,
-        p + "minor_number=%d" % minor, p + "sm_count=%d" % (model.sm_count or 0),
+        p + "minor_number=%d" % minor,
+        p + "sm_count=%d" % (model.sm_count or 0),
         p + "mig_capable=%d" % bool(model.mig),
         p + "mig_needs_reset=%d" % bool(model.mig_mode_needs_reset),
-        p + "mig_mode=%d" % (mig and bool(model.mig)), p + "mig_pending=%d" % (pending and bool(model.mig)),
+        p + "mig_mode=%d" % (mig and bool(model.mig)),
+        p + "mig_pending=%d" % (pending and bool(model.mig)),
     ]
     if model.mig:
-        lines += [p + "memory_slices=%d" % model.mig.memory_slices, p + "compute_slices=%d" % model.mig.compute_slices,
-                  # What the whole GPU has: instances together never get more (two +me on A30 fail).
-                  p + "engines_total=%d %d %d %d %d" % tuple(model.mig.engines)]
+        lines += [
+            p + "memory_slices=%d" % model.mig.memory_slices,
+            p + "compute_slices=%d" % model.mig.compute_slices,
+            # What the whole GPU has: instances together never get more (two +me on A30 fail).
+            p + "engines_total=%d %d %d %d %d" % tuple(model.mig.engines),
+        ]
         for prof in model.mig.profiles:
             if prof.name in dropped:
                 continue
-            lines.append(p + "gi_profile=%d %d %d %d %d %d %d %d %d %d %d %d %s %s" % (
-                (prof.nvml_index, prof.profile_id, prof.compute_slices, prof.memory_slices, prof.max_instances,
-                 prof.memory_mib, prof.multiprocessors) + tuple(prof.engines) +
-                (",".join(str(s) for s in prof.starts), renames.get(prof.name, prof.name))))
+            lines.append(
+                p
+                + "gi_profile=%d %d %d %d %d %d %d %d %d %d %d %d %s %s"
+                % (
+                    (
+                        prof.nvml_index,
+                        prof.profile_id,
+                        prof.compute_slices,
+                        prof.memory_slices,
+                        prof.max_instances,
+                        prof.memory_mib,
+                        prof.multiprocessors,
+                    )
+                    + tuple(prof.engines)
+                    + (",".join(str(s) for s in prof.starts), renames.get(prof.name, prof.name))
+                )
+            )
     if fabric == "default":
         fabric = {} if model.multinode_nvlink else None
     if fabric is not None:
-        fab = {"cluster_uuid": str(_uuid.uuid5(_uuid.NAMESPACE_DNS, node_name + ".nvl72")), "clique_id": 1,
-               "state": FABRIC_COMPLETED, "status": 0, "health_summary": 1}
+        fab = {
+            "cluster_uuid": str(_uuid.uuid5(_uuid.NAMESPACE_DNS, node_name + ".nvl72")),
+            "clique_id": 1,
+            "state": FABRIC_COMPLETED,
+            "status": 0,
+            "health_summary": 1,
+        }
         fab.update(fabric)
-        lines += [p + "fabric=1", p + "fabric_cluster_uuid=" + fab["cluster_uuid"],
-                  p + "fabric_clique_id=%d" % fab["clique_id"], p + "fabric_state=%d" % fab["state"],
-                  p + "fabric_status=%d" % fab["status"], p + "fabric_health_summary=%d" % fab["health_summary"]]
+        lines += [
+            p + "fabric=1",
+            p + "fabric_cluster_uuid=" + fab["cluster_uuid"],
+            p + "fabric_clique_id=%d" % fab["clique_id"],
+            p + "fabric_state=%d" % fab["state"],
+            p + "fabric_status=%d" % fab["status"],
+            p + "fabric_health_summary=%d" % fab["health_summary"],
+        ]
     return lines
 
 
@@ -126,11 +168,13 @@ def render_config(node):
     node = dict(node)
     gpus = node.pop("gpus")
     name = node.pop("name", "fake-node")
-    lines = ["# fake libnvidia-ml node description (SIMULATOR; generated by testbed/fakenvml_config.py)",
-             "driver_version=" + node.pop("driver_version", "550.127.05"),
-             "nvml_version=" + node.pop("nvml_version", "12.550.127.05"),
-             "cuda_driver_version=%d" % node.pop("cuda_driver_version", 12040),
-             "device_count=%d" % len(gpus)]
+    lines = [
+        "# fake libnvidia-ml node description (SIMULATOR; generated by testbed/fakenvml_config.py)",
+        "driver_version=" + node.pop("driver_version", "550.127.05"),
+        "nvml_version=" + node.pop("nvml_version", "12.550.127.05"),
+        "cuda_driver_version=%d" % node.pop("cuda_driver_version", 12040),
+        "device_count=%d" % len(gpus),
+    ]
     if "init_return" in node:
         lines.append("init_return=%d" % node.pop("init_return"))
     if node:
@@ -141,7 +185,7 @@ def render_config(node):
 
 
 # ---- state: the same line format fakenvml.c reads and writes ----
-class State(object):
+class State:
     """Parsed state file: per GPU mig (current, pending), gis {id: ...}, cis, procs."""
 
     def __init__(self, ngpus):
@@ -162,8 +206,14 @@ class State(object):
             elif r[0] == "ci":
                 g["cis"][(int(r[2]), int(r[3]))] = {"profile_id": int(r[4]), "start": int(r[5]), "size": int(r[6])}
             elif r[0] == "proc":
-                g["procs"].append({"pid": int(r[2]), "used_mib": int(r[3]), "gpu_instance_id": int(r[4]),
-                                   "compute_instance_id": int(r[5])})
+                g["procs"].append(
+                    {
+                        "pid": int(r[2]),
+                        "used_mib": int(r[3]),
+                        "gpu_instance_id": int(r[4]),
+                        "compute_instance_id": int(r[5]),
+                    }
+                )
         return st
 
     def render(self):
@@ -176,8 +226,9 @@ class State(object):
                     if cgi == gi:
                         out.append("ci %d %d %d %d %d %d" % (d, gi, ci, c["profile_id"], c["start"], c["size"]))
             for p in g["procs"]:
-                out.append("proc %d %d %d %d %d" % (d, p["pid"], p["used_mib"], p["gpu_instance_id"],
-                                                    p["compute_instance_id"]))
+                out.append(
+                    "proc %d %d %d %d %d" % (d, p["pid"], p["used_mib"], p["gpu_instance_id"], p["compute_instance_id"])
+                )
         return "\n".join(out) + "\n"
 
 
@@ -198,12 +249,20 @@ def initial_state(node):
             used = set(st.gpus[d]["gis"])
             gi = 0 if full and 0 not in used else min(i for i in range(1, 16) if i not in used)
             st.gpus[d]["gis"][gi] = {"profile_id": prof.profile_id, "start": inst["start"], "size": prof.memory_slices}
-            st.gpus[d]["cis"][(gi, 0)] = {"profile_id": CI_PROFILE_FOR_SLICES[prof.compute_slices], "start": 0,
-                                          "size": prof.compute_slices}
+            st.gpus[d]["cis"][(gi, 0)] = {
+                "profile_id": CI_PROFILE_FOR_SLICES[prof.compute_slices],
+                "start": 0,
+                "size": prof.compute_slices,
+            }
         for proc in spec.get("processes", ()):
-            st.gpus[d]["procs"].append({"pid": proc["pid"], "used_mib": proc.get("used_mib", 1024),
-                                        "gpu_instance_id": proc.get("gpu_instance_id", -1),
-                                        "compute_instance_id": proc.get("compute_instance_id", -1)})
+            st.gpus[d]["procs"].append(
+                {
+                    "pid": proc["pid"],
+                    "used_mib": proc.get("used_mib", 1024),
+                    "gpu_instance_id": proc.get("gpu_instance_id", -1),
+                    "compute_instance_id": proc.get("compute_instance_id", -1),
+                }
+            )
     return st.render()
 
 
@@ -219,8 +278,11 @@ def _atomic_write(path, text):
 def write(node, directory):
     """Write config.txt and state.txt (and an empty calls.log) under directory; returns Paths."""
     os.makedirs(directory, exist_ok=True)
-    paths = Paths(os.path.join(directory, "config.txt"), os.path.join(directory, "state.txt"),
-                  os.path.join(directory, "calls.log"))
+    paths = Paths(
+        os.path.join(directory, "config.txt"),
+        os.path.join(directory, "state.txt"),
+        os.path.join(directory, "calls.log"),
+    )
     _atomic_write(paths.config, render_config(node))
     with locked(paths.state):
         _atomic_write(paths.state, initial_state(node))
@@ -266,25 +328,35 @@ def update_state(state_path, change):
 def reset(state_path, index):
     """Simulate a GPU reset (nvidia-smi -r / reboot): the pending MIG mode becomes current and every
     GPU instance, compute instance and process on that GPU is gone."""
+
     def change(st):
         g = st.gpus[index]
         g["mig"][0] = g["mig"][1]
         g["gis"].clear()
         g["cis"].clear()
         g["procs"] = []
+
     return update_state(state_path, change)
 
 
 def add_process(state_path, index, pid, used_mib=1024, gpu_instance_id=-1, compute_instance_id=-1):
     def change(st):
-        st.gpus[index]["procs"].append({"pid": pid, "used_mib": used_mib, "gpu_instance_id": gpu_instance_id,
-                                        "compute_instance_id": compute_instance_id})
+        st.gpus[index]["procs"].append(
+            {
+                "pid": pid,
+                "used_mib": used_mib,
+                "gpu_instance_id": gpu_instance_id,
+                "compute_instance_id": compute_instance_id,
+            }
+        )
+
     return update_state(state_path, change)
 
 
 def remove_processes(state_path, index):
     def change(st):
         st.gpus[index]["procs"] = []
+
     return update_state(state_path, change)
 
 

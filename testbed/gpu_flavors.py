@@ -10,6 +10,7 @@ GPU. GPU facts (product names, memory, MIG geometry) come from the test bed's ow
 
 Pure data and pure functions: no I/O.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -17,7 +18,9 @@ from collections import namedtuple
 from testbed import mig_tables
 
 Flavor = namedtuple("Flavor", "name gpu gpus vcpus ram_mib arch source")
-Flavor.__doc__ = """A Nova flavor: GPU key of testbed/mig_tables (or None), GPUs per server, vCPUs, RAM, CPU architecture."""
+Flavor.__doc__ = (
+    """A Nova flavor: GPU key of testbed/mig_tables (or None), GPUs per server, vCPUs, RAM, CPU architecture."""
+)
 
 _GB = 1024
 
@@ -26,27 +29,30 @@ def _f(name, gpu, gpus, vcpus, ram_gb, arch="amd64", source="CERN"):
     return Flavor(name, gpu, gpus, vcpus, int(ram_gb * _GB), arch, source)
 
 
-FLAVOR_TABLE = {f.name: f for f in (
-    # CERN (webinar table; "AMD CPUs" for g4.*). g1/g2.xlarge are deprecated there.
-    _f("g1.xlarge", "V100", 1, 4, 16),
-    _f("g1.4xlarge", "V100", 4, 16, 64),
-    _f("g2.xlarge", "T4", 1, 4, 16),
-    _f("g2.5xlarge", "T4", 1, 28, 168),
-    _f("g3.xlarge", "V100S", 1, 4, 16),
-    _f("g3.4xlarge", "V100S", 4, 16, 64),
-    _f("g4.p1.40g", "A100-40GB", 1, 16, 120),
-    _f("g4.p2.40g", "A100-40GB", 2, 32, 240),
-    _f("g4.p4.40g", "A100-40GB", 4, 64, 480),
-    # Not CERN's: flavors for the example's H100, H200 and GB200 pools (sizes illustrative).
-    _f("g5.h100x4", "H100-80GB", 4, 96, 960, source="sandbox"),
-    _f("g5.h200x8", "H200-141GB", 8, 192, 1920, source="sandbox"),
-    # A GB200 NVL72 compute tray: 2 Grace CPUs (arm64) and 4 Blackwell GPUs on multi-node NVLink.
-    _f("g6.gb200x4", "GB200", 4, 144, 880, arch="arm64", source="sandbox"),
-    # Plain CPU flavors for masters and default workers.
-    _f("m2.medium", None, 0, 2, 4, source="sandbox"),
-    _f("m2.large", None, 0, 4, 8, source="sandbox"),
-    _f("m1.medium", None, 0, 2, 4, source="sandbox"),
-)}
+FLAVOR_TABLE = {
+    f.name: f
+    for f in (
+        # CERN (webinar table; "AMD CPUs" for g4.*). g1/g2.xlarge are deprecated there.
+        _f("g1.xlarge", "V100", 1, 4, 16),
+        _f("g1.4xlarge", "V100", 4, 16, 64),
+        _f("g2.xlarge", "T4", 1, 4, 16),
+        _f("g2.5xlarge", "T4", 1, 28, 168),
+        _f("g3.xlarge", "V100S", 1, 4, 16),
+        _f("g3.4xlarge", "V100S", 4, 16, 64),
+        _f("g4.p1.40g", "A100-40GB", 1, 16, 120),
+        _f("g4.p2.40g", "A100-40GB", 2, 32, 240),
+        _f("g4.p4.40g", "A100-40GB", 4, 64, 480),
+        # Not CERN's: flavors for the example's H100, H200 and GB200 pools (sizes illustrative).
+        _f("g5.h100x4", "H100-80GB", 4, 96, 960, source="sandbox"),
+        _f("g5.h200x8", "H200-141GB", 8, 192, 1920, source="sandbox"),
+        # A GB200 NVL72 compute tray: 2 Grace CPUs (arm64) and 4 Blackwell GPUs on multi-node NVLink.
+        _f("g6.gb200x4", "GB200", 4, 144, 880, arch="arm64", source="sandbox"),
+        # Plain CPU flavors for masters and default workers.
+        _f("m2.medium", None, 0, 2, 4, source="sandbox"),
+        _f("m2.large", None, 0, 4, 8, source="sandbox"),
+        _f("m1.medium", None, 0, 2, 4, source="sandbox"),
+    )
+}
 
 # flavor: (GPU key, GPUs per node) - the short view most callers want.
 FLAVORS = {name: (f.gpu, f.gpus) for name, f in FLAVOR_TABLE.items()}
@@ -59,8 +65,14 @@ KUBELET_VERSION = "v1.37.1"
 NODES_PER_CLIQUE = 18
 
 # GFD's nvidia.com/gpu.family values per architecture.
-_FAMILY = {"Volta": "volta", "Turing": "turing", "Ampere": "ampere", "Ada Lovelace": "ada-lovelace",
-           "Hopper": "hopper", "Blackwell": "blackwell"}
+_FAMILY = {
+    "Volta": "volta",
+    "Turing": "turing",
+    "Ampere": "ampere",
+    "Ada Lovelace": "ada-lovelace",
+    "Hopper": "hopper",
+    "Blackwell": "blackwell",
+}
 
 
 def flavor(name):

@@ -25,6 +25,7 @@ Embedded::
 CLI: ``python -m testbed.magnum_emulator [--port 0] [--delay 0.3] [--release master]
 [--clusters seed.yaml] [--clouds-yaml clouds.yaml]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,7 @@ import json
 import logging
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -43,28 +45,57 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
-from testbed.magnum_model import (MIN_VERSION, RELEASES, ApiError, Cloud, Faults, Node, NodegroupEvent, vstr)
+from testbed.magnum_model import MIN_VERSION, RELEASES, ApiError, Cloud, Faults, Node, NodegroupEvent, vstr
 
 __all__ = ["MagnumEmulator", "Node", "NodegroupEvent", "Faults", "RELEASES"]
 
 LOG = logging.getLogger("testbed.magnum_emulator")
 MAGNUM_WRITE_METHODS = ("POST", "PATCH", "PUT", "DELETE")
-REASONS = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-           406: "Not Acceptable", 409: "Conflict", 500: "Internal Server Error", 502: "Bad Gateway",
-           503: "Service Unavailable", 504: "Gateway Timeout"}
+REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
 
 
 class MagnumEmulator:
     """Keystone + Magnum emulator on a ThreadingHTTPServer (see the module docstring)."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, delay: float = 0.3,
-                 conductor_lag: float = 0.05, release: str = "master", max_version: str | None = None,
-                 clusters: list[dict[str, Any]] | None = None, flavors: list[str] | None = None,
-                 username: str = "demo", password: str = "secret", project_name: str = "gpu-project",
-                 domain: str = "Default", region: str = "RegionOne", cloud_name: str = "magnum-emulator",
-                 seed: int = 0):
-        self.cloud = Cloud(delay=delay, conductor_lag=conductor_lag, release=release, max_version=max_version,
-                           seed=seed, clusters=clusters, flavors=flavors)
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        delay: float = 0.3,
+        conductor_lag: float = 0.05,
+        release: str = "master",
+        max_version: str | None = None,
+        clusters: list[dict[str, Any]] | None = None,
+        flavors: list[str] | None = None,
+        username: str = "demo",
+        password: str = "secret",
+        project_name: str = "gpu-project",
+        domain: str = "Default",
+        region: str = "RegionOne",
+        cloud_name: str = "magnum-emulator",
+        seed: int = 0,
+    ):
+        self.cloud = Cloud(
+            delay=delay,
+            conductor_lag=conductor_lag,
+            release=release,
+            max_version=max_version,
+            seed=seed,
+            clusters=clusters,
+            flavors=flavors,
+        )
         self.host, self.port = host, port
         self.username, self.password, self.project_name = username, password, project_name
         self.domain, self.region, self.cloud_name = domain, region, cloud_name
@@ -77,19 +108,31 @@ class MagnumEmulator:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "MagnumEmulator":
+        """Start (or, after stop(), restart on the same port: the cloud's state is kept, as Magnum's
+        database outlives its API and conductor processes)."""
         handler = type("Handler", (_Handler,), {"emu": self})
-        self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]
         self._stop.clear()
-        self._threads = [threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                          name="magnum-emulator-http", daemon=True),
-                         threading.Thread(target=self.cloud.run_due, args=(self._stop,),
-                                          name="magnum-emulator-conductor", daemon=True)]
+        self._threads = [
+            threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="magnum-emulator-http",
+                daemon=True,
+            ),
+            threading.Thread(
+                target=self.cloud.run_due, args=(self._stop,), name="magnum-emulator-conductor", daemon=True
+            ),
+        ]
         for t in self._threads:
             t.start()
-        LOG.info("Magnum emulator on %s (release %s, max microversion %s)", self.url, self.cloud.release,
-                 self.cloud.max_version)
+        LOG.info(
+            "Magnum emulator on %s (release %s, max microversion %s)",
+            self.url,
+            self.cloud.release,
+            self.cloud.max_version,
+        )
         return self
 
     def stop(self) -> None:
@@ -99,6 +142,9 @@ class MagnumEmulator:
         if self._httpd:
             self._httpd.shutdown()
             self._httpd.server_close()
+            # A stopped API answers nothing: kept-alive client connections are cut, as a dying
+            # process's are (otherwise their handler threads would go on serving them).
+            self._httpd.drop_connections()
         for t in self._threads:
             t.join(timeout=5)
 
@@ -123,11 +169,20 @@ class MagnumEmulator:
 
     def cloud_config(self) -> dict[str, Any]:
         """The cloud as a clouds.yaml entry (also usable as the modules' ``cloud`` dict)."""
-        return {"auth": {"auth_url": self.auth_url, "username": self.username, "password": self.password,
-                         "project_name": self.project_name, "user_domain_name": self.domain,
-                         "project_domain_name": self.domain},
-                "auth_type": "password", "region_name": self.region, "identity_api_version": 3,
-                "interface": "public"}
+        return {
+            "auth": {
+                "auth_url": self.auth_url,
+                "username": self.username,
+                "password": self.password,
+                "project_name": self.project_name,
+                "user_domain_name": self.domain,
+                "project_domain_name": self.domain,
+            },
+            "auth_type": "password",
+            "region_name": self.region,
+            "identity_api_version": 3,
+            "interface": "public",
+        }
 
     def write_clouds_yaml(self, path: str | Path) -> Path:
         """Write a clouds.yaml with one cloud named ``cloud_name`` (JSON is valid YAML)."""
@@ -137,8 +192,9 @@ class MagnumEmulator:
         return path
 
     # ------------------------------------------------------------------ Python test API
-    def on_nodegroup_change(self, callback: Callable[[dict, dict, NodegroupEvent], Any],
-                            replay: bool = True) -> Callable:
+    def on_nodegroup_change(
+        self, callback: Callable[[dict, dict, NodegroupEvent], Any], replay: bool = True
+    ) -> Callable:
         """Register ``callback(cluster, nodegroup, event)``; called when a nodegroup reaches
         CREATE_COMPLETE, is resized, updated, deleted or fails. cluster/nodegroup are API views
         (dicts), event a NodegroupEvent (kind, nodes, added, removed). With replay, existing
@@ -174,14 +230,16 @@ class MagnumEmulator:
     def reset_faults(self) -> None:
         self.set_faults()
 
-    def fail_next(self, operation: str, nodegroup: str | None = None, reason: str | None = None,
-                  count: int = 1) -> None:
+    def fail_next(
+        self, operation: str, nodegroup: str | None = None, reason: str | None = None, count: int = 1
+    ) -> None:
         """Make the next ``operation`` (create, update, resize, delete) end in *_FAILED with ``reason``."""
         if operation not in ("create", "update", "resize", "delete"):
             raise ValueError("operation must be create, update, resize or delete")
         with self.cloud.lock:
-            self.cloud.faults.failures.append({"operation": operation, "nodegroup": nodegroup,
-                                               "reason": reason, "count": count})
+            self.cloud.faults.failures.append(
+                {"operation": operation, "nodegroup": nodegroup, "reason": reason, "count": count}
+            )
 
     def set_delay(self, delay: float | None = None, conductor_lag: float | None = None) -> None:
         with self.cloud.lock:
@@ -219,6 +277,38 @@ class MagnumEmulator:
             return f.latency, status
 
 
+class _Server(ThreadingHTTPServer):
+    """ThreadingHTTPServer that knows its open connections, so stop() can cut them."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open: set = set()
+        self._open_lock = threading.Lock()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open.discard(request)
+
+    def drop_connections(self) -> None:
+        with self._open_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        LOG.debug("connection from %s ended with an error", client_address, exc_info=True)
+
+
 class _Handler(BaseHTTPRequestHandler):
     emu: MagnumEmulator
     protocol_version = "HTTP/1.1"
@@ -253,8 +343,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, err: ApiError, headers: dict[str, str] | None = None) -> None:
         # ParsableErrorMiddleware: title is the faultstring up to the first '.', detail the whole text.
-        item = {"request_id": "req-" + str(_uuid.uuid4()), "code": err.code, "status": err.status,
-                "title": err.detail.split(".", 1)[0], "detail": err.detail, "links": []}
+        item = {
+            "request_id": "req-" + str(_uuid.uuid4()),
+            "code": err.code,
+            "status": err.status,
+            "title": err.detail.split(".", 1)[0],
+            "detail": err.detail,
+            "links": [],
+        }
         item.update(err.extra)
         self._send(err.status, {"errors": [item]}, headers)
 
@@ -283,9 +379,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._status = 0
         self._mv_headers = None
         body = None
-        record = {"time": time.time(), "method": self.command, "path": path, "query": parts.query,
-                  "headers": {k: v for k, v in self.headers.items()
-                              if k.lower() not in ("x-auth-token", "authorization")}, "body": None}
+        record = {
+            "time": time.time(),
+            "method": self.command,
+            "path": path,
+            "query": parts.query,
+            "headers": {k: v for k, v in self.headers.items() if k.lower() not in ("x-auth-token", "authorization")},
+            "body": None,
+        }
         try:
             body = self._body()
             record["body"] = body if not path.startswith("/identity") else "<redacted>"
@@ -293,8 +394,7 @@ class _Handler(BaseHTTPRequestHandler):
             if latency:
                 time.sleep(latency)
             if fault:
-                raise ApiError(fault, "Injected fault: the service is unavailable, try again later.",
-                               code="server")
+                raise ApiError(fault, "Injected fault: the service is unavailable, try again later.", code="server")
             if path.startswith("/_emulator"):
                 self._admin(path, body)
             elif path.startswith("/identity"):
@@ -318,10 +418,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -------------------------------------------------------------- Keystone v3
     def _keystone_version(self) -> dict:
-        return {"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
-                "links": [{"rel": "self", "href": self.emu.auth_url + "/"}],
-                "media-types": [{"base": "application/json",
-                                 "type": "application/vnd.openstack.identity-v3+json"}]}
+        return {
+            "id": "v3.14",
+            "status": "stable",
+            "updated": "2020-04-07T00:00:00Z",
+            "links": [{"rel": "self", "href": self.emu.auth_url + "/"}],
+            "media-types": [{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}],
+        }
 
     def _keystone(self, path: str, body: Any) -> None:
         if path == "/identity" and self.command == "GET":
@@ -338,13 +441,15 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             ident = body["auth"]["identity"]
             user = ident["password"]["user"]
-            ok = "password" in ident["methods"] and user.get("password") == emu.password and \
-                emu.username in (user.get("name"), user.get("id"))
+            ok = (
+                "password" in ident["methods"]
+                and user.get("password") == emu.password
+                and emu.username in (user.get("name"), user.get("id"))
+            )
         except (KeyError, TypeError):
             ok = False
         if not ok:
-            return self._send(401, {"error": {"code": 401, "title": "Unauthorized",
-                                              "message": unauthorized.detail}})
+            return self._send(401, {"error": {"code": 401, "title": "Unauthorized", "message": unauthorized.detail}})
         token = _uuid.uuid4().hex
         now = _dt.datetime.now(_dt.timezone.utc)
         emu.tokens[token] = time.time() + 3600
@@ -352,23 +457,46 @@ class _Handler(BaseHTTPRequestHandler):
         domain = {"id": "default", "name": emu.domain}
 
         def endpoints(url: str) -> list[dict]:
-            return [{"id": _uuid.uuid4().hex, "interface": i, "region": emu.region, "region_id": emu.region,
-                     "url": url} for i in ("public", "internal", "admin")]
+            return [
+                {"id": _uuid.uuid4().hex, "interface": i, "region": emu.region, "region_id": emu.region, "url": url}
+                for i in ("public", "internal", "admin")
+            ]
 
-        self._send(201, {"token": {
-            "methods": ["password"], "user": {"id": "u-" + emu.username, "name": emu.username, "domain": domain,
-                                              "password_expires_at": None},
-            "project": {"id": project_id, "name": emu.project_name, "domain": domain},
-            "roles": [{"id": "r-member", "name": "member"}, {"id": "r-reader", "name": "reader"}],
-            "audit_ids": [_uuid.uuid4().hex[:22]], "is_domain": False,
-            "issued_at": now.strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
-            "expires_at": (now + _dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
-            "catalog": [
-                {"id": "svc-keystone", "type": "identity", "name": "keystone",
-                 "endpoints": endpoints(emu.url + "/identity")},
-                {"id": "svc-magnum", "type": "container-infra", "name": "magnum",
-                 "endpoints": endpoints(emu.magnum_url)},
-            ]}}, {"X-Subject-Token": token})
+        self._send(
+            201,
+            {
+                "token": {
+                    "methods": ["password"],
+                    "user": {
+                        "id": "u-" + emu.username,
+                        "name": emu.username,
+                        "domain": domain,
+                        "password_expires_at": None,
+                    },
+                    "project": {"id": project_id, "name": emu.project_name, "domain": domain},
+                    "roles": [{"id": "r-member", "name": "member"}, {"id": "r-reader", "name": "reader"}],
+                    "audit_ids": [_uuid.uuid4().hex[:22]],
+                    "is_domain": False,
+                    "issued_at": now.strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
+                    "expires_at": (now + _dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
+                    "catalog": [
+                        {
+                            "id": "svc-keystone",
+                            "type": "identity",
+                            "name": "keystone",
+                            "endpoints": endpoints(emu.url + "/identity"),
+                        },
+                        {
+                            "id": "svc-magnum",
+                            "type": "container-infra",
+                            "name": "magnum",
+                            "endpoints": endpoints(emu.magnum_url),
+                        },
+                    ],
+                }
+            },
+            {"X-Subject-Token": token},
+        )
 
     def _authorized(self) -> None:
         token = self.headers.get("X-Auth-Token")
@@ -378,20 +506,32 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------- Magnum
     def _magnum_root(self) -> None:
         cloud = self.emu.cloud
-        self._send(200, {
-            "name": "OpenStack Magnum API",
-            "description": "Magnum is an OpenStack project which aims to provide container cluster management.",
-            "versions": [{"id": "v1", "status": "CURRENT", "min_version": MIN_VERSION,
-                          "max_version": cloud.max_version,
-                          "links": [{"href": self.emu.magnum_url + "/", "rel": "self"}]}]})
+        self._send(
+            200,
+            {
+                "name": "OpenStack Magnum API",
+                "description": "Magnum is an OpenStack project which aims to provide container cluster management.",
+                "versions": [
+                    {
+                        "id": "v1",
+                        "status": "CURRENT",
+                        "min_version": MIN_VERSION,
+                        "max_version": cloud.max_version,
+                        "links": [{"href": self.emu.magnum_url + "/", "rel": "self"}],
+                    }
+                ],
+            },
+        )
 
     def _magnum(self, path: str, query: dict[str, list[str]], body: Any) -> None:
         cloud = self.emu.cloud
         svc = cloud.header_service
         # v1 Controller._route: min and max on every response, also on errors (reference §1).
-        self._mv_headers = {"OpenStack-API-Minimum-Version": "%s %s" % (svc, MIN_VERSION),
-                            "OpenStack-API-Maximum-Version": "%s %s" % (svc, cloud.max_version),
-                            "Vary": "OpenStack-API-Version"}
+        self._mv_headers = {
+            "OpenStack-API-Minimum-Version": "%s %s" % (svc, MIN_VERSION),
+            "OpenStack-API-Maximum-Version": "%s %s" % (svc, cloud.max_version),
+            "Vary": "OpenStack-API-Version",
+        }
         self._authorized()
         version = cloud.negotiate(self.headers.get("OpenStack-API-Version"))
         headers = dict(self._mv_headers, **{"OpenStack-API-Version": "%s %s" % (svc, vstr(version))})
@@ -402,24 +542,33 @@ class _Handler(BaseHTTPRequestHandler):
         if not seg:
             if m != "GET":
                 raise ApiError(405, "Method not allowed.")
-            return self._send(200, {"id": "v1", "media_types": [
-                {"base": "application/json", "type": "application/vnd.openstack.magnum.v1+json"}],
-                "links": [{"href": self.emu.magnum_url + "/", "rel": "self"}],
-                "clusters": [{"href": self.emu.magnum_url + "/clusters/", "rel": "self"}]}, headers)
+            return self._send(
+                200,
+                {
+                    "id": "v1",
+                    "media_types": [{"base": "application/json", "type": "application/vnd.openstack.magnum.v1+json"}],
+                    "links": [{"href": self.emu.magnum_url + "/", "rel": "self"}],
+                    "clusters": [{"href": self.emu.magnum_url + "/clusters/", "rel": "self"}],
+                },
+                headers,
+            )
         if seg[0] != "clusters":
             raise ApiError(404, "The resource could not be found.")
         with cloud.lock:  # the conductor thread changes the same dicts
             status, payload = self._magnum_resources(seg, m, q, body, version)
         self._send(status, payload, headers)
 
-    def _magnum_resources(self, seg: list[str], m: str, q: dict[str, str], body: Any,
-                          version: tuple) -> tuple[int, Any]:
+    def _magnum_resources(
+        self, seg: list[str], m: str, q: dict[str, str], body: Any, version: tuple
+    ) -> tuple[int, Any]:
         """(status, body) of a Magnum resource request; called with the state lock held."""
         cloud = self.emu.cloud
         path = "/v1/" + "/".join(seg)
         if len(seg) == 1 and m == "GET":
-            return 200, {"clusters": [cloud.cluster_view(c, expand=False) for c in cloud.clusters.values()],
-                         "next": None}
+            return 200, {
+                "clusters": [cloud.cluster_view(c, expand=False) for c in cloud.clusters.values()],
+                "next": None,
+            }
         if len(seg) == 2 and m == "GET":
             return 200, cloud.cluster_view(cloud.find_cluster(seg[1]))
         if len(seg) == 4 and seg[2] == "actions" and seg[3] == "resize" and m == "POST":
@@ -478,12 +627,15 @@ class _Handler(BaseHTTPRequestHandler):
                 state = []
                 for c in emu.cloud.clusters.values():
                     view = emu.cloud.cluster_view(c)
-                    view["nodegroups"] = [dict(emu.cloud.ng_view(c, ng, (1, 99)),
-                                               nodes=[n.__dict__ for n in ng["_nodes"]])
-                                          for ng in c["nodegroups"].values() if ng["_visible"]]
+                    view["nodegroups"] = [
+                        dict(emu.cloud.ng_view(c, ng, (1, 99)), nodes=[n.__dict__ for n in ng["_nodes"]])
+                        for ng in c["nodegroups"].values()
+                        if ng["_visible"]
+                    ]
                     state.append(view)
-            return self._send(200, {"release": emu.cloud.release, "max_version": emu.cloud.max_version,
-                                    "clusters": state})
+            return self._send(
+                200, {"release": emu.cloud.release, "max_version": emu.cloud.max_version, "clusters": state}
+            )
         raise ApiError(404, "Unknown emulator control %s %s" % (m, path))
 
 
@@ -497,15 +649,22 @@ def _load_clusters(path: str | None) -> list[dict[str, Any]] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m testbed.magnum_emulator",
-                                 description="Magnum API emulator (Keystone v3 + Magnum v1 nodegroups) on loopback.")
+    ap = argparse.ArgumentParser(
+        prog="python -m testbed.magnum_emulator",
+        description="Magnum API emulator (Keystone v3 + Magnum v1 nodegroups) on loopback.",
+    )
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
     ap.add_argument("--delay", type=float, default=0.3, help="seconds an operation stays *_IN_PROGRESS")
-    ap.add_argument("--conductor-lag", type=float, default=0.05,
-                    help="seconds before the conductor picks an operation up")
-    ap.add_argument("--release", choices=sorted(RELEASES), default="master",
-                    help="Magnum release whose microversion range and service names to emulate")
+    ap.add_argument(
+        "--conductor-lag", type=float, default=0.05, help="seconds before the conductor picks an operation up"
+    )
+    ap.add_argument(
+        "--release",
+        choices=sorted(RELEASES),
+        default="master",
+        help="Magnum release whose microversion range and service names to emulate",
+    )
     ap.add_argument("--max-version", help="override the maximum microversion, e.g. 1.10")
     ap.add_argument("--clusters", help="YAML file: a list of clusters (name, labels, node_count, ...)")
     ap.add_argument("--clouds-yaml", help="write a clouds.yaml for the emulator here")
@@ -513,14 +672,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s")
-    emu = MagnumEmulator(host=args.host, port=args.port, delay=args.delay, conductor_lag=args.conductor_lag,
-                         release=args.release, max_version=args.max_version,
-                         clusters=_load_clusters(args.clusters), cloud_name=args.cloud_name).start()
+    emu = MagnumEmulator(
+        host=args.host,
+        port=args.port,
+        delay=args.delay,
+        conductor_lag=args.conductor_lag,
+        release=args.release,
+        max_version=args.max_version,
+        clusters=_load_clusters(args.clusters),
+        cloud_name=args.cloud_name,
+    ).start()
     if args.clouds_yaml:
         emu.write_clouds_yaml(args.clouds_yaml)
         print("clouds.yaml: %s (cloud %s)" % (args.clouds_yaml, args.cloud_name), flush=True)
-    print("Magnum emulator: %s  keystone %s  magnum %s  (Ctrl-C stops)" % (emu.url, emu.auth_url, emu.magnum_url),
-          flush=True)
+    print(
+        "Magnum emulator: %s  keystone %s  magnum %s  (Ctrl-C stops)" % (emu.url, emu.auth_url, emu.magnum_url),
+        flush=True,
+    )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

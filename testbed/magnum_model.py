@@ -21,6 +21,7 @@ be given to get FlavorNotFound), policy (every token is a project member), quota
 cluster create/upgrade API, certificates. Node names imitate the Heat driver:
 ``<cluster>-<nodegroup>-<random>-node-<i>`` (``-master-<i>`` for masters).
 """
+
 from __future__ import annotations
 
 import ast
@@ -52,29 +53,60 @@ SERVICE_ALIASES = ("container-infrastructure-management", "container-infrastruct
 
 # Reference §1 "Status values".
 ALLOWED_NODEGROUP_STATES = {
-    "CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_IN_PROGRESS", "UPDATE_FAILED", "RESUME_COMPLETE",
-    "RESTORE_COMPLETE", "ROLLBACK_COMPLETE", "SNAPSHOT_COMPLETE", "CHECK_COMPLETE", "ADOPT_COMPLETE",
+    "CREATE_COMPLETE",
+    "UPDATE_COMPLETE",
+    "UPDATE_IN_PROGRESS",
+    "UPDATE_FAILED",
+    "RESUME_COMPLETE",
+    "RESTORE_COMPLETE",
+    "ROLLBACK_COMPLETE",
+    "SNAPSHOT_COMPLETE",
+    "CHECK_COMPLETE",
+    "ADOPT_COMPLETE",
 }
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # Reference §1 "PATCH": blocked paths (base + NodeGroupPatchType.internal_attrs()).
 PATCH_BLOCKED = {
-    "/created_at", "/id", "/links", "/updated_at", "/uuid", "/project_id", "/user_id",
-    "/name", "/cluster_id", "/docker_volume_size", "/labels", "/flavor_id", "/image_id",
-    "/node_addresses", "/node_count", "/role", "/is_default", "/stack_id", "/status",
-    "/status_reason", "/version",
+    "/created_at",
+    "/id",
+    "/links",
+    "/updated_at",
+    "/uuid",
+    "/project_id",
+    "/user_id",
+    "/name",
+    "/cluster_id",
+    "/docker_volume_size",
+    "/labels",
+    "/flavor_id",
+    "/image_id",
+    "/node_addresses",
+    "/node_count",
+    "/role",
+    "/is_default",
+    "/stack_id",
+    "/status",
+    "/status_reason",
+    "/version",
 }
 PATCH_PATH = re.compile(r"^(/[\w-]+)+$")
 # Kubelet may set these label prefixes itself; other kubernetes.io / k8s.io keys are refused.
 KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 KUBELET_LABELS = {
-    "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os",
-    "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
-    "kubernetes.io/arch", "kubernetes.io/hostname", "kubernetes.io/os",
-    "node.kubernetes.io/instance-type", "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+    "beta.kubernetes.io/arch",
+    "beta.kubernetes.io/instance-type",
+    "beta.kubernetes.io/os",
+    "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "kubernetes.io/arch",
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
 }
 # Output fields of a nodegroup in a list call (reference §1 "List output").
-LIST_FIELDS = ("uuid", "name", "flavor_id", "node_count", "role", "is_default", "image_id", "status",
-               "stack_id")
+LIST_FIELDS = ("uuid", "name", "flavor_id", "node_count", "role", "is_default", "image_id", "status", "stack_id")
 
 Version = tuple  # (major, minor)
 
@@ -101,8 +133,9 @@ class ApiError(Exception):
 
 
 def microversion_error(requested: str, min_v: str, max_v: str, what: str) -> ApiError:
-    return ApiError(406, what, code="magnum.microversion-unsupported",
-                    min_version=min_v, max_version=max_v, requested=requested)
+    return ApiError(
+        406, what, code="magnum.microversion-unsupported", min_version=min_v, max_version=max_v, requested=requested
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,22 +205,41 @@ class Faults:
 def default_seed() -> list[dict[str, Any]]:
     """One cluster with a default-master and a default-worker nodegroup and CERN-like labels
     (reference §3: labels from a public CERN cluster-template script)."""
-    return [{
-        "name": "k8s",
-        "labels": {"kube_tag": "v1.29.2", "container_infra_prefix": "registry.example.org/magnum/",
-                   "cern_enabled": "true", "nvidia_gpu_enabled": "false", "monitoring_enabled": "true"},
-        "master_count": 1, "node_count": 2,
-        "flavor_id": "m2.large", "master_flavor_id": "m2.medium", "image_id": "fedora-coreos-40",
-        "docker_volume_size": 50,
-    }]
+    return [
+        {
+            "name": "k8s",
+            "labels": {
+                "kube_tag": "v1.29.2",
+                "container_infra_prefix": "registry.example.org/magnum/",
+                "cern_enabled": "true",
+                "nvidia_gpu_enabled": "false",
+                "monitoring_enabled": "true",
+            },
+            "master_count": 1,
+            "node_count": 2,
+            "flavor_id": "m2.large",
+            "master_flavor_id": "m2.medium",
+            "image_id": "fedora-coreos-40",
+            "docker_volume_size": 50,
+        }
+    ]
 
 
 class Cloud:
     """In-memory Magnum: clusters, nodegroups, nodes, the conductor's scheduled transitions."""
 
-    def __init__(self, *, delay: float = 0.3, conductor_lag: float = 0.05, release: str = "master",
-                 max_version: str | None = None, seed: int = 0, project_id: str | None = None,
-                 flavors: list[str] | None = None, clusters: list[dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        *,
+        delay: float = 0.3,
+        conductor_lag: float = 0.05,
+        release: str = "master",
+        max_version: str | None = None,
+        seed: int = 0,
+        project_id: str | None = None,
+        flavors: list[str] | None = None,
+        clusters: list[dict[str, Any]] | None = None,
+    ):
         if release not in RELEASES:
             raise ValueError("release must be one of %s" % ", ".join(RELEASES))
         self.release = release
@@ -230,8 +282,14 @@ class Cloud:
         self._next_ip += 1
         addr = "10.0.%d.%d" % (self._next_ip // 250, self._next_ip % 250 + 2)
         name = "%s-%s-%s-%s-%d" % (self._dns(cluster["name"]), self._dns(ng["name"]), ng["_suffix"], kind, index)
-        return Node(name=name, server_id=self.uuid(), address=addr, role=ng["role"],
-                    cluster=cluster["name"], nodegroup=ng["name"])
+        return Node(
+            name=name,
+            server_id=self.uuid(),
+            address=addr,
+            role=ng["role"],
+            cluster=cluster["name"],
+            nodegroup=ng["name"],
+        )
 
     def _grow(self, cluster: dict, ng: dict, count: int) -> list[Node]:
         added = []
@@ -243,37 +301,71 @@ class Cloud:
         return added
 
     # ------------------------------------------------------------------ seeding
-    def add_cluster(self, name: str, *, labels: dict | None = None, master_count: int = 1, node_count: int = 1,
-                    flavor_id: str = "m1.medium", master_flavor_id: str | None = None,
-                    image_id: str = "fedora-coreos-40", docker_volume_size: int | None = None,
-                    api_address: str | None = "auto", cluster_template_id: str | None = None,
-                    status: str = "CREATE_COMPLETE", uuid: str | None = None) -> dict:
+    def add_cluster(
+        self,
+        name: str,
+        *,
+        labels: dict | None = None,
+        master_count: int = 1,
+        node_count: int = 1,
+        flavor_id: str = "m1.medium",
+        master_flavor_id: str | None = None,
+        image_id: str = "fedora-coreos-40",
+        docker_volume_size: int | None = None,
+        api_address: str | None = "auto",
+        cluster_template_id: str | None = None,
+        status: str = "CREATE_COMPLETE",
+        uuid: str | None = None,
+    ) -> dict:
         """Add a cluster in CREATE_COMPLETE with its default-master and default-worker nodegroups."""
         with self.lock:
             cid = uuid or self.uuid()
             if api_address == "auto":
                 api_address = "https://10.0.0.%d:6443" % (len(self.clusters) + 5)
             cluster = {
-                "uuid": cid, "name": name, "status": status, "status_reason": None,
-                "labels": {k: v for k, v in (labels or {}).items()},
-                "cluster_template_id": cluster_template_id or self.uuid(), "image_id": image_id,
-                "flavor_id": flavor_id, "master_flavor_id": master_flavor_id or flavor_id,
-                "docker_volume_size": docker_volume_size, "api_address": api_address,
-                "keypair": "default", "coe_version": (labels or {}).get("kube_tag", "v1.29.2"),
-                "stack_id": self.uuid(), "create_timeout": 60, "discovery_url": None,
-                "project_id": self.project_id, "user_id": self.uuid().replace("-", ""),
-                "health_status": "HEALTHY", "created_at": _now_iso(), "updated_at": None,
+                "uuid": cid,
+                "name": name,
+                "status": status,
+                "status_reason": None,
+                "labels": dict((labels or {}).items()),
+                "cluster_template_id": cluster_template_id or self.uuid(),
+                "image_id": image_id,
+                "flavor_id": flavor_id,
+                "master_flavor_id": master_flavor_id or flavor_id,
+                "docker_volume_size": docker_volume_size,
+                "api_address": api_address,
+                "keypair": "default",
+                "coe_version": (labels or {}).get("kube_tag", "v1.29.2"),
+                "stack_id": self.uuid(),
+                "create_timeout": 60,
+                "discovery_url": None,
+                "project_id": self.project_id,
+                "user_id": self.uuid().replace("-", ""),
+                "health_status": "HEALTHY",
+                "created_at": _now_iso(),
+                "updated_at": None,
                 "nodegroups": {},
             }
             self.clusters[cid] = cluster
-            for ng_name, role, count, flavor in (("default-master", "master", master_count, cluster["master_flavor_id"]),
-                                                 ("default-worker", "worker", node_count, flavor_id)):
-                ng = self._new_ng(cluster, {"name": ng_name, "role": role, "node_count": count,
-                                            "flavor_id": flavor, "image_id": image_id,
-                                            "min_node_count": 0 if role == "worker" else count,
-                                            "max_node_count": None,
-                                            "docker_volume_size": docker_volume_size,
-                                            "labels": dict(cluster["labels"])}, is_default=True)
+            for ng_name, role, count, flavor in (
+                ("default-master", "master", master_count, cluster["master_flavor_id"]),
+                ("default-worker", "worker", node_count, flavor_id),
+            ):
+                ng = self._new_ng(
+                    cluster,
+                    {
+                        "name": ng_name,
+                        "role": role,
+                        "node_count": count,
+                        "flavor_id": flavor,
+                        "image_id": image_id,
+                        "min_node_count": 0 if role == "worker" else count,
+                        "max_node_count": None,
+                        "docker_volume_size": docker_volume_size,
+                        "labels": dict(cluster["labels"]),
+                    },
+                    is_default=True,
+                )
                 ng["status"] = status
                 self._grow(cluster, ng, count)
                 cluster["nodegroups"][ng["uuid"]] = ng
@@ -281,16 +373,33 @@ class Cloud:
 
     def _new_ng(self, cluster: dict, body: dict, is_default: bool = False) -> dict:
         return {
-            "uuid": self.uuid(), "name": body["name"], "cluster_id": cluster["uuid"],
-            "project_id": self.project_id, "docker_volume_size": body.get("docker_volume_size"),
-            "labels": body.get("labels") or {}, "flavor_id": body.get("flavor_id"), "image_id": body.get("image_id"),
-            "node_count": body.get("node_count", 1), "role": body.get("role") or "worker",
-            "min_node_count": body.get("min_node_count", 0), "max_node_count": body.get("max_node_count"),
-            "is_default": is_default, "stack_id": self.uuid(), "status": "CREATE_IN_PROGRESS",
-            "status_reason": None, "version": None, "merge_labels": bool(body.get("merge_labels", False)),
-            "node_labels": body.get("node_labels") or {}, "node_taints": body.get("node_taints") or [],
-            "created_at": _now_iso(), "updated_at": None,
-            "_suffix": self._suffix(), "_index": -1, "_nodes": [], "_visible": True, "_busy": None,
+            "uuid": self.uuid(),
+            "name": body["name"],
+            "cluster_id": cluster["uuid"],
+            "project_id": self.project_id,
+            "docker_volume_size": body.get("docker_volume_size"),
+            "labels": body.get("labels") or {},
+            "flavor_id": body.get("flavor_id"),
+            "image_id": body.get("image_id"),
+            "node_count": body.get("node_count", 1),
+            "role": body.get("role") or "worker",
+            "min_node_count": body.get("min_node_count", 0),
+            "max_node_count": body.get("max_node_count"),
+            "is_default": is_default,
+            "stack_id": self.uuid(),
+            "status": "CREATE_IN_PROGRESS",
+            "status_reason": None,
+            "version": None,
+            "merge_labels": bool(body.get("merge_labels", False)),
+            "node_labels": body.get("node_labels") or {},
+            "node_taints": body.get("node_taints") or [],
+            "created_at": _now_iso(),
+            "updated_at": None,
+            "_suffix": self._suffix(),
+            "_index": -1,
+            "_nodes": [],
+            "_visible": True,
+            "_busy": None,
         }
 
     # ------------------------------------------------------------------ microversions
@@ -313,16 +422,22 @@ class Cloud:
             raise microversion_error(hdr, min_v, max_v, "Invalid value for OpenStack-API-Version header")
         if version[0] != 1 or not parse_version(min_v) <= version <= parse_version(max_v):
             raise microversion_error(
-                hdr, min_v, max_v,
+                hdr,
+                min_v,
+                max_v,
                 "Version %s was requested but the minor version is not supported by this service. "
-                "The supported version range is: [%s, %s]." % (ver, min_v, max_v))
+                "The supported version range is: [%s, %s]." % (ver, min_v, max_v),
+            )
         return version
 
     def require(self, version: Version, minimum: str, what: str) -> None:
         if version < parse_version(minimum):
-            raise microversion_error(vstr(version), MIN_VERSION, self.max_version,
-                                     "%s needs microversion %s or later, %s was requested."
-                                     % (what, minimum, vstr(version)))
+            raise microversion_error(
+                vstr(version),
+                MIN_VERSION,
+                self.max_version,
+                "%s needs microversion %s or later, %s was requested." % (what, minimum, vstr(version)),
+            )
 
     # ------------------------------------------------------------------ lookups
     def find_cluster(self, ident: str) -> dict:
@@ -347,17 +462,32 @@ class Cloud:
         masters = [n for n in ngs if n["role"] == "master"]
         workers = [n for n in ngs if n["role"] != "master"]
         view = {k: v for k, v in c.items() if k != "nodegroups"}
-        view.update({
-            "master_count": sum(n["node_count"] for n in masters),
-            "node_count": sum(n["node_count"] for n in workers),
-            "master_addresses": [x.address for n in masters for x in n["_nodes"]],
-            "node_addresses": [x.address for n in workers for x in n["_nodes"]],
-            "links": [{"href": "/v1/clusters/%s" % c["uuid"], "rel": "self"}],
-        })
+        view.update(
+            {
+                "master_count": sum(n["node_count"] for n in masters),
+                "node_count": sum(n["node_count"] for n in workers),
+                "master_addresses": [x.address for n in masters for x in n["_nodes"]],
+                "node_addresses": [x.address for n in workers for x in n["_nodes"]],
+                "links": [{"href": "/v1/clusters/%s" % c["uuid"], "rel": "self"}],
+            }
+        )
         if not expand:
-            view = {k: view[k] for k in ("uuid", "name", "keypair", "node_count", "master_count", "status",
-                                         "stack_id", "create_timeout", "health_status", "labels",
-                                         "links")}
+            view = {
+                k: view[k]
+                for k in (
+                    "uuid",
+                    "name",
+                    "keypair",
+                    "node_count",
+                    "master_count",
+                    "status",
+                    "stack_id",
+                    "create_timeout",
+                    "health_status",
+                    "labels",
+                    "links",
+                )
+            }
         return copy.deepcopy(view)
 
     def ng_view(self, cluster: dict, ng: dict, version: Version, expand: bool = True) -> dict:
@@ -382,24 +512,36 @@ class Cloud:
         name, mn, mx, cnt = ng["name"], ng["min_node_count"], ng["max_node_count"], ng["node_count"]
         if mx is not None:
             if mx < mn:
-                raise ApiError(409, "Nodegroup %s: Invalid input for max_node_count: min_node_count (%s) should be "
-                                    "less or equal to max_node_count (%s)" % (name, mn, mx))
+                raise ApiError(
+                    409,
+                    "Nodegroup %s: Invalid input for max_node_count: min_node_count (%s) should be "
+                    "less or equal to max_node_count (%s)" % (name, mn, mx),
+                )
             if cnt > mx:
-                raise ApiError(409, "Nodegroup %s: Invalid input for max_node_count: node_count (%s) should be less "
-                                    "or equal to max_node_count (%s)" % (name, cnt, mx))
+                raise ApiError(
+                    409,
+                    "Nodegroup %s: Invalid input for max_node_count: node_count (%s) should be less "
+                    "or equal to max_node_count (%s)" % (name, cnt, mx),
+                )
         if mn > cnt:
-            raise ApiError(409, "Nodegroup %s: Invalid input for min_node_count: min_node_count (%s) should be less "
-                                "or equal to node_count (%s)" % (name, mn, cnt))
+            raise ApiError(
+                409,
+                "Nodegroup %s: Invalid input for min_node_count: min_node_count (%s) should be less "
+                "or equal to node_count (%s)" % (name, mn, cnt),
+            )
 
     @staticmethod
     def _validate_node_labels_taints(ng: dict) -> None:
         labels, taints = ng.get("node_labels") or {}, ng.get("node_taints") or []
         if (labels or taints) and ng["role"] == "master":
             raise ApiError(400, "node_labels and node_taints are not allowed on master nodegroups.")
-        if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                   for k, v in labels.items()):
-            raise ApiError(400, "Invalid input for field/attribute node_labels. Value: %r. "
-                                "A dict of strings is expected." % (labels,))
+        if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            raise ApiError(
+                400,
+                "Invalid input for field/attribute node_labels. Value: %r. A dict of strings is expected." % (labels,),
+            )
         for key in labels:
             prefix = key.split("/", 1)[0] if "/" in key else ""
             restricted = prefix.endswith("kubernetes.io") or prefix.endswith("k8s.io")
@@ -409,8 +551,9 @@ class Cloud:
             raise ApiError(400, "Invalid input for field/attribute node_taints: a list is expected.")
         for t in taints:
             if not isinstance(t, dict) or "key" not in t or t.get("effect") not in TAINT_EFFECTS:
-                raise ApiError(400, "Invalid taint %r: key and effect (one of %s) are required."
-                               % (t, ", ".join(TAINT_EFFECTS)))
+                raise ApiError(
+                    400, "Invalid taint %r: key and effect (one of %s) are required." % (t, ", ".join(TAINT_EFFECTS))
+                )
 
     # ------------------------------------------------------------------ scheduling
     def _schedule(self, after: float, fn: Callable[[], None]) -> None:
@@ -427,9 +570,17 @@ class Cloud:
                 return f.get("reason") or "%s of nodegroup %s failed (injected fault)" % (operation, ng_name)
         return None
 
-    def _start_op(self, cluster: dict, ng: dict, op: str, in_progress: str, complete: str, failed: str,
-                  apply: Callable[[], tuple[str, list[Node], list[Node]]],
-                  on_pickup: Callable[[], None] | None = None) -> None:
+    def _start_op(
+        self,
+        cluster: dict,
+        ng: dict,
+        op: str,
+        in_progress: str,
+        complete: str,
+        failed: str,
+        apply: Callable[[], tuple[str, list[Node], list[Node]]],
+        on_pickup: Callable[[], None] | None = None,
+    ) -> None:
         """Conductor: after conductor_lag the op is picked up (``on_pickup`` saves the new values, the
         status becomes *_IN_PROGRESS), after ``delay`` it ends. ``apply`` runs at the end and returns
         (event kind, added, removed); the hooks run before the final status is visible."""
@@ -461,8 +612,12 @@ class Cloud:
         if event.kind == "deleted":
             snapshot_ng = dict(self.ng_view(cluster, ng, (1, 99)), status=status)
         else:
-            snapshot_ng = dict(self.ng_view(cluster, ng, (1, 99)), status=status, status_reason=reason,
-                               node_addresses=[n.address for n in ng["_nodes"]])
+            snapshot_ng = dict(
+                self.ng_view(cluster, ng, (1, 99)),
+                status=status,
+                status_reason=reason,
+                node_addresses=[n.address for n in ng["_nodes"]],
+            )
         snapshot_cluster = self.cluster_view(cluster)
         self._pending_hooks.append((snapshot_cluster, snapshot_ng, event))
 
@@ -500,8 +655,9 @@ class Cloud:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
-                if not self._queue and not any(ng["_busy"] for c in self.clusters.values()
-                                               for ng in c["nodegroups"].values()):
+                if not self._queue and not any(
+                    ng["_busy"] for c in self.clusters.values() for ng in c["nodegroups"].values()
+                ):
                     return
             time.sleep(0.01)
         raise TimeoutError("the Magnum emulator did not settle within %ss" % timeout)
@@ -510,9 +666,12 @@ class Cloud:
     def add_hook(self, callback: Callable[[dict, dict, NodegroupEvent], Any], replay: bool = True) -> None:
         with self.lock:
             self._hooks.append(callback)
-            existing = [(self.cluster_view(c), self.ng_view(c, ng, (1, 99)), ng) for c in self.clusters.values()
-                        for ng in c["nodegroups"].values()
-                        if ng["_visible"] and ng["status"].endswith("_COMPLETE") and ng["_nodes"]]
+            existing = [
+                (self.cluster_view(c), self.ng_view(c, ng, (1, 99)), ng)
+                for c in self.clusters.values()
+                for ng in c["nodegroups"].values()
+                if ng["_visible"] and ng["status"].endswith("_COMPLETE") and ng["_nodes"]
+            ]
         if replay:
             for cluster, view, ng in existing:
                 nodes = list(ng["_nodes"])
@@ -530,8 +689,15 @@ class Cloud:
             self.hook_errors.append("%s/%s %s: %r" % (cluster["name"], ng["name"], event.kind, exc))
 
     # ------------------------------------------------------------------ API operations
-    def list_ngs(self, cluster_ident: str, version: Version, role: str | None, limit: int | None,
-                 marker: str | None, base_url: str) -> dict:
+    def list_ngs(
+        self,
+        cluster_ident: str,
+        version: Version,
+        role: str | None,
+        limit: int | None,
+        marker: str | None,
+        base_url: str,
+    ) -> dict:
         self.require(version, "1.9", "The nodegroup API")
         cluster = self.find_cluster(cluster_ident)
         ngs = [n for n in cluster["nodegroups"].values() if n["_visible"] and (role is None or n["role"] == role)]
@@ -539,12 +705,16 @@ class Cloud:
             uuids = [n["uuid"] for n in ngs]
             if marker not in uuids:
                 raise ApiError(404, "Nodegroup %s could not be found." % marker)
-            ngs = ngs[uuids.index(marker) + 1:]
+            ngs = ngs[uuids.index(marker) + 1 :]
         nxt = None
         if limit is not None and limit > 0 and len(ngs) > limit:
             ngs = ngs[:limit]
-            nxt = "%s/v1/clusters/%s/nodegroups?limit=%d&marker=%s" % (base_url, cluster["uuid"], limit,
-                                                                       ngs[-1]["uuid"])
+            nxt = "%s/v1/clusters/%s/nodegroups?limit=%d&marker=%s" % (
+                base_url,
+                cluster["uuid"],
+                limit,
+                ngs[-1]["uuid"],
+            )
         return {"nodegroups": [self.ng_view(cluster, n, version, expand=False) for n in ngs], "next": nxt}
 
     def show_ng(self, cluster_ident: str, ng_ident: str, version: Version) -> dict:
@@ -556,8 +726,20 @@ class Cloud:
         self.require(version, "1.9", "The nodegroup API")
         if not isinstance(body, dict):
             raise ApiError(400, "Invalid input: a JSON object is expected.")
-        allowed = {"name", "docker_volume_size", "labels", "flavor_id", "image_id", "node_count", "role",
-                   "min_node_count", "max_node_count", "merge_labels", "project_id", "cluster_id"}
+        allowed = {
+            "name",
+            "docker_volume_size",
+            "labels",
+            "flavor_id",
+            "image_id",
+            "node_count",
+            "role",
+            "min_node_count",
+            "max_node_count",
+            "merge_labels",
+            "project_id",
+            "cluster_id",
+        }
         if parse_version(self.max_version) >= (1, 14):  # older WSME types lack the attributes
             allowed |= {"node_labels", "node_taints"}
         unknown = sorted(set(body) - allowed - {"uuid", "status", "is_default"})
@@ -568,27 +750,43 @@ class Cloud:
         name = body.get("name")
         if not isinstance(name, str) or not 1 <= len(name) <= 255:
             raise ApiError(400, "Invalid input for field/attribute name. Value: %r." % (name,))
-        for field, minimum in (("node_count", 0), ("min_node_count", 0), ("max_node_count", 0),
-                               ("docker_volume_size", 1)):
+        for field, minimum in (
+            ("node_count", 0),
+            ("min_node_count", 0),
+            ("max_node_count", 0),
+            ("docker_volume_size", 1),
+        ):
             value = body.get(field)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
-                raise ApiError(400, "Invalid input for field/attribute %s. Value: %r. Value should be greater or "
-                                    "equal to %d" % (field, value, minimum))
+                raise ApiError(
+                    400,
+                    "Invalid input for field/attribute %s. Value: %r. Value should be greater or "
+                    "equal to %d" % (field, value, minimum),
+                )
         labels = body.get("labels")
         if labels is not None and not isinstance(labels, dict):
             raise ApiError(400, "Invalid input for field/attribute labels. Value: %r." % (labels,))
         with self.lock:
             cluster = self.find_cluster(cluster_ident)
             if not cluster.get("api_address"):
-                raise ApiError(409, "The cluster %s does not have an api_address yet; "
-                                    "nodegroups can be created once the cluster is ready." % cluster["name"])
+                raise ApiError(
+                    409,
+                    "The cluster %s does not have an api_address yet; "
+                    "nodegroups can be created once the cluster is ready." % cluster["name"],
+                )
             if any(n["name"] == name for n in cluster["nodegroups"].values()):
-                raise ApiError(409, "A node group with name %s already exists in the cluster %s."
-                               % (name, cluster["name"]))
-            fields = {"name": name, "node_count": body.get("node_count", 1),
-                      "min_node_count": body.get("min_node_count", 0), "max_node_count": body.get("max_node_count"),
-                      "role": body.get("role") or "worker", "node_labels": body.get("node_labels"),
-                      "node_taints": body.get("node_taints")}
+                raise ApiError(
+                    409, "A node group with name %s already exists in the cluster %s." % (name, cluster["name"])
+                )
+            fields = {
+                "name": name,
+                "node_count": body.get("node_count", 1),
+                "min_node_count": body.get("min_node_count", 0),
+                "max_node_count": body.get("max_node_count"),
+                "role": body.get("role") or "worker",
+                "node_labels": body.get("node_labels"),
+                "node_taints": body.get("node_taints"),
+            }
             self._validate_node_count(fields)
             self._validate_node_labels_taints(fields)
             if fields["role"] == "master":
@@ -604,9 +802,16 @@ class Cloud:
                 ng_labels = dict(cluster["labels"], **labels)
             else:
                 ng_labels = dict(labels)
-            ng = self._new_ng(cluster, dict(body, labels=ng_labels, flavor_id=flavor,
-                                            image_id=body.get("image_id") or cluster["image_id"],
-                                            role=fields["role"]))
+            ng = self._new_ng(
+                cluster,
+                dict(
+                    body,
+                    labels=ng_labels,
+                    flavor_id=flavor,
+                    image_id=body.get("image_id") or cluster["image_id"],
+                    role=fields["role"],
+                ),
+            )
             ng["_visible"] = self.conductor_lag <= 0  # the conductor writes the row (reference §1)
             cluster["nodegroups"][ng["uuid"]] = ng
 
@@ -626,8 +831,11 @@ class Cloud:
             new = {k: copy.deepcopy(v) for k, v in ng.items() if not k.startswith("_")}
             for op in patch:
                 if not isinstance(op, dict) or op.get("op") not in ("add", "replace", "remove"):
-                    raise ApiError(400, "Invalid input for field/attribute op. Value: %r. Value should be one of: "
-                                        "add, replace, remove" % (op.get("op") if isinstance(op, dict) else op,))
+                    raise ApiError(
+                        400,
+                        "Invalid input for field/attribute op. Value: %r. Value should be one of: "
+                        "add, replace, remove" % (op.get("op") if isinstance(op, dict) else op,),
+                    )
                 path = op.get("path", "")
                 if not isinstance(path, str) or not PATCH_PATH.match(path):
                     raise ApiError(400, "Invalid input for field/attribute path. Value: %r." % (path,))
@@ -637,19 +845,24 @@ class Cloud:
                 if field in ("node_labels", "node_taints"):
                     self.require(version, "1.14", "Updating %s" % field)
                 elif field not in ("min_node_count", "max_node_count"):
-                    raise ApiError(400, "Couldn't apply patch '%s'. Reason: can't replace non-existent object '%s'"
-                                   % (op, field))
+                    raise ApiError(
+                        400, "Couldn't apply patch '%s'. Reason: can't replace non-existent object '%s'" % (op, field)
+                    )
                 if op["op"] == "remove":
-                    new[field] = {"min_node_count": 0, "max_node_count": None, "node_labels": {},
-                                  "node_taints": []}[field]
+                    new[field] = {"min_node_count": 0, "max_node_count": None, "node_labels": {}, "node_taints": []}[
+                        field
+                    ]
                     continue
                 if "value" not in op:
                     raise ApiError(400, "'add' and 'replace' operations need a value")
                 value = op["value"]
                 # JsonPatchType.value is MultiType(text, int): dicts/lists go as their str() form.
                 if isinstance(value, bool) or not isinstance(value, (str, int)):
-                    raise ApiError(400, "Invalid input for field/attribute value. Value: %r. "
-                                        "Wrong type. Expected '(str, int)'" % (value,))
+                    raise ApiError(
+                        400,
+                        "Invalid input for field/attribute value. Value: %r. "
+                        "Wrong type. Expected '(str, int)'" % (value,),
+                    )
                 if field in ("node_labels", "node_taints"):
                     try:
                         value = ast.literal_eval(value) if isinstance(value, str) else value
@@ -667,10 +880,20 @@ class Cloud:
             def apply() -> tuple[str, list[Node], list[Node]]:
                 return "updated", [], []
 
-            self._start_op(cluster, ng, "update", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE", "UPDATE_FAILED", apply,
-                           on_pickup=lambda: ng.update(changes))
-            return dict(self.ng_view(cluster, ng, version), **{k: v for k, v in changes.items()
-                                                               if version >= (1, 14) or k.endswith("_count")})
+            self._start_op(
+                cluster,
+                ng,
+                "update",
+                "UPDATE_IN_PROGRESS",
+                "UPDATE_COMPLETE",
+                "UPDATE_FAILED",
+                apply,
+                on_pickup=lambda: ng.update(changes),
+            )
+            return dict(
+                self.ng_view(cluster, ng, version),
+                **{k: v for k, v in changes.items() if version >= (1, 14) or k.endswith("_count")},
+            )
 
     def delete_ng(self, cluster_ident: str, ng_ident: str, version: Version) -> None:
         self.require(version, "1.9", "The nodegroup API")
@@ -705,8 +928,11 @@ class Cloud:
                 raise ApiError(400, "Resizing a master nodegroup is not supported.")
             mn, mx = ng["min_node_count"], ng["max_node_count"]
             if count < mn or (mx is not None and count > mx):
-                raise ApiError(400, "Resizing %s outside the allowed range: min_node_count = %s, "
-                                    "max_node_count = %s" % (ng["name"], mn, mx))
+                raise ApiError(
+                    400,
+                    "Resizing %s outside the allowed range: min_node_count = %s, "
+                    "max_node_count = %s" % (ng["name"], mn, mx),
+                )
             if ng["status"] not in ALLOWED_NODEGROUP_STATES:
                 raise ApiError(400, "Resizing a nodegroup in status %s is not supported." % ng["status"])
             names = {n.name: n for n in ng["_nodes"]}
@@ -729,6 +955,14 @@ class Cloud:
                 return "resized", self._grow(cluster, ng, count), removed
 
             # The conductor saves the new count when it picks the resize up.
-            self._start_op(cluster, ng, "resize", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE", "UPDATE_FAILED", apply,
-                           on_pickup=lambda: ng.update(node_count=count))
+            self._start_op(
+                cluster,
+                ng,
+                "resize",
+                "UPDATE_IN_PROGRESS",
+                "UPDATE_COMPLETE",
+                "UPDATE_FAILED",
+                apply,
+                on_pickup=lambda: ng.update(node_count=count),
+            )
             return {"uuid": cluster["uuid"]}

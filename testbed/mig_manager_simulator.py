@@ -26,6 +26,7 @@ label is ignored elsewhere. Not simulated: pausing GPU clients (``nvidia.com/gpu
 ``rebooting`` state and WITH_REBOOT, GPU resets on Ampere, host GPU clients, the ConfigMaps the
 manager generates itself, GFD relabelling after a change. A failed apply leaves the old layout.
 """
+
 from __future__ import annotations
 
 import copy
@@ -89,8 +90,11 @@ def _check_entry(where: str, entry) -> None:
     if unknown:
         raise ConfigError("%s: unknown field(s) %s" % (where, ", ".join(unknown)))
     devices = entry.get("devices")
-    if devices != "all" and not (isinstance(devices, list) and devices and
-                                 all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)):
+    if devices != "all" and not (
+        isinstance(devices, list)
+        and devices
+        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
+    ):
         raise ConfigError("%s.devices must be 'all' or a list of GPU indices, got %r" % (where, devices))
     enabled = entry.get("mig-enabled")
     if not isinstance(enabled, bool):
@@ -113,8 +117,10 @@ def select(configs: dict, name: str) -> list:
         return configs[name]
     if name in BUILTIN:
         return BUILTIN[name]
-    raise ConfigError("MIG config %r is not in the mig-parted config (known: %s)"
-                      % (name, ", ".join(sorted(set(configs) | set(BUILTIN)))))
+    raise ConfigError(
+        "MIG config %r is not in the mig-parted config (known: %s)"
+        % (name, ", ".join(sorted(set(configs) | set(BUILTIN))))
+    )
 
 
 def _filter_matches(flt, gpu) -> bool:
@@ -160,9 +166,18 @@ class NodeMigState:
 class MigManagerSimulator:
     """See the module docstring. tick(nodes) runs from the sandbox loop thread."""
 
-    def __init__(self, kube: Kube, inventory, *, config_map: str = DEFAULT_CONFIG_MAP,
-                 namespace: str = DEFAULT_NAMESPACE, key: str = DEFAULT_KEY, delay: float = 1.0,
-                 republish=None, log=_log):
+    def __init__(
+        self,
+        kube: Kube,
+        inventory,
+        *,
+        config_map: str = DEFAULT_CONFIG_MAP,
+        namespace: str = DEFAULT_NAMESPACE,
+        key: str = DEFAULT_KEY,
+        delay: float = 1.0,
+        republish=None,
+        log=_log,
+    ):
         """republish(node name): called after a new layout is in place, before `success` (the DRA
         driver simulator republishes the node's ResourceSlices)."""
         self.kube = kube
@@ -176,8 +191,9 @@ class MigManagerSimulator:
         self._faults: list[dict] = []
 
     # ---- Python API for tests ---------------------------------------------------------------------
-    def inject_fault(self, node: str | None = None, count: int = 1,
-                     reason: str = "injected fault: nvidia-mig-parted apply failed") -> None:
+    def inject_fault(
+        self, node: str | None = None, count: int = 1, reason: str = "injected fault: nvidia-mig-parted apply failed"
+    ) -> None:
         """The next `count` applies (on `node`, or on any node) end in state failed."""
         with self._lock:
             self._faults.append({"node": node, "count": count, "reason": reason})

@@ -29,6 +29,7 @@ volume status, kubelet restarts. Labels set later by others (the collection) are
 node_labels/node_taints of an *updated* nodegroup are merged into its existing Nodes (an assumption:
 the reference does not say how Magnum propagates them).
 """
+
 from __future__ import annotations
 
 import copy
@@ -85,8 +86,14 @@ class GpuInventory:
     def register(self, name: str, gpu, count: int, flavor: str | None = None, clique: str | None = None) -> Machine:
         with self._lock:
             old = self._machines.get(name)
-            machine = Machine(name, gpu, count, flavor, clique,
-                              dict(old.layouts) if old and old.gpu == gpu and old.count == count else {})
+            machine = Machine(
+                name,
+                gpu,
+                count,
+                flavor,
+                clique,
+                dict(old.layouts) if old and old.gpu == gpu and old.count == count else {},
+            )
             self._machines[name] = machine
             return machine
 
@@ -155,16 +162,30 @@ def clique_id(cluster_uuid: str, nodegroup_uuid: str, node_name: str) -> str:
     return "%s.%d" % (fabric, 1 + index // gpu_flavors.NODES_PER_CLIQUE)
 
 
-def node_object(name: str, *, flavor: str | None, role: str = "worker", nodegroup: str | None = None,
-                provider_id: str | None = None, clique: str | None = None, extra_labels: dict | None = None,
-                taints: list | None = None, region: str = "RegionOne", zone: str = "nova") -> dict:
+def node_object(
+    name: str,
+    *,
+    flavor: str | None,
+    role: str = "worker",
+    nodegroup: str | None = None,
+    provider_id: str | None = None,
+    clique: str | None = None,
+    extra_labels: dict | None = None,
+    taints: list | None = None,
+    region: str = "RegionOne",
+    zone: str = "nova",
+) -> dict:
     """The Node as kubelet + cloud provider + NFD/GFD leave it (metadata and spec)."""
     fl = gpu_flavors.flavor(flavor) if flavor else None
     arch = fl.arch if fl else "amd64"
     labels = {
-        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": arch,
-        "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": arch,
-        "topology.kubernetes.io/region": region, "topology.kubernetes.io/zone": zone,
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": arch,
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": arch,
+        "topology.kubernetes.io/region": region,
+        "topology.kubernetes.io/zone": zone,
     }
     if flavor:
         labels["node.kubernetes.io/instance-type"] = flavor
@@ -181,15 +202,21 @@ def node_object(name: str, *, flavor: str | None, role: str = "worker", nodegrou
     if provider_id:
         spec["providerID"] = provider_id
     all_taints = [{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}] if role == "master" else []
-    all_taints += [{k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")}
-                   for t in (taints or [])]
+    all_taints += [
+        {k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")} for t in (taints or [])
+    ]
     if all_taints:
         spec["taints"] = all_taints
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels,
-                         "annotations": {SIMULATED_ANNOTATION: "node-simulator",
-                                         "node.alpha.kubernetes.io/ttl": "0"}},
-            "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {SIMULATED_ANNOTATION: "node-simulator", "node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": spec,
+    }
 
 
 def node_status(name: str, *, flavor: str | None, address: str | None = None, ready: bool = True) -> dict:
@@ -201,34 +228,65 @@ def node_status(name: str, *, flavor: str | None, address: str | None = None, re
     uid = uuid.uuid5(uuid.NAMESPACE_DNS, "node/" + name)
 
     def cond(ctype, status, reason, message):
-        return {"type": ctype, "status": status, "reason": reason, "message": message,
-                "lastHeartbeatTime": now, "lastTransitionTime": now}
+        return {
+            "type": ctype,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
 
-    capacity = {"cpu": str(vcpus), "memory": "%dMi" % ram, "pods": "110", "ephemeral-storage": "104857600Ki",
-                "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
-    allocatable = dict(capacity, cpu="%dm" % (vcpus * 1000 - 100), memory="%dMi" % max(ram - 512, 256),
-                       **{"ephemeral-storage": "96636764Ki"})
-    addresses = ([{"type": "InternalIP", "address": address}] if address else []) + \
-        [{"type": "Hostname", "address": name}]
-    return {"status": {
-        "capacity": capacity, "allocatable": allocatable,
-        "conditions": [
-            cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-            cond("Ready", "True" if ready else "False", "KubeletReady" if ready else "KubeletNotReady",
-                 "kubelet is posting ready status (node simulator)" if ready else "simulated NotReady"),
-        ],
-        "addresses": addresses,
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-        "nodeInfo": {
-            "machineID": uid.hex, "systemUUID": str(uid), "bootID": str(uuid.uuid5(uid, "boot")),
-            "kernelVersion": "6.8.5-301.fc40.%s" % ("aarch64" if arch == "arm64" else "x86_64"),
-            "osImage": "Fedora CoreOS 40.20240504.3.0", "containerRuntimeVersion": "containerd://1.7.27",
-            "kubeletVersion": gpu_flavors.KUBELET_VERSION, "kubeProxyVersion": "",
-            "operatingSystem": "linux", "architecture": arch,
-        },
-    }}
+    capacity = {
+        "cpu": str(vcpus),
+        "memory": "%dMi" % ram,
+        "pods": "110",
+        "ephemeral-storage": "104857600Ki",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+    }
+    allocatable = dict(
+        capacity,
+        cpu="%dm" % (vcpus * 1000 - 100),
+        memory="%dMi" % max(ram - 512, 256),
+        **{"ephemeral-storage": "96636764Ki"},
+    )
+    addresses = ([{"type": "InternalIP", "address": address}] if address else []) + [
+        {"type": "Hostname", "address": name}
+    ]
+    return {
+        "status": {
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "conditions": [
+                cond(
+                    "MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"
+                ),
+                cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                cond(
+                    "Ready",
+                    "True" if ready else "False",
+                    "KubeletReady" if ready else "KubeletNotReady",
+                    "kubelet is posting ready status (node simulator)" if ready else "simulated NotReady",
+                ),
+            ],
+            "addresses": addresses,
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": uid.hex,
+                "systemUUID": str(uid),
+                "bootID": str(uuid.uuid5(uid, "boot")),
+                "kernelVersion": "6.8.5-301.fc40.%s" % ("aarch64" if arch == "arm64" else "x86_64"),
+                "osImage": "Fedora CoreOS 40.20240504.3.0",
+                "containerRuntimeVersion": "containerd://1.7.27",
+                "kubeletVersion": gpu_flavors.KUBELET_VERSION,
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": arch,
+            },
+        }
+    }
 
 
 class NodeSimulator:
@@ -265,8 +323,11 @@ class NodeSimulator:
         removed = list(getattr(event, "removed", []) or [])
         ng_name = nodegroup["name"]
         with self._lock:
-            mine = {n for n, info in self._nodes.items()
-                    if info["nodegroup"] == ng_name and info["cluster"] == cluster["uuid"]}
+            mine = {
+                n
+                for n, info in self._nodes.items()
+                if info["nodegroup"] == ng_name and info["cluster"] == cluster["uuid"]
+            }
         wanted_names = {n.name for n in wanted}
         gone = sorted({n.name for n in removed} | (mine - wanted_names)) if kind != "failed" else []
         added = [n for n in wanted if n.name not in mine] if kind != "deleted" else []
@@ -280,29 +341,47 @@ class NodeSimulator:
         summary = "+%d -%d" % (len(added), len(gone))
         self.events.append((ng_name, kind, summary))
         if added or gone:
-            self.log("%s/%s %s: %s nodes (flavor %s)" % (cluster["name"], ng_name, kind, summary,
-                                                          nodegroup.get("flavor_id")))
+            self.log(
+                "%s/%s %s: %s nodes (flavor %s)" % (cluster["name"], ng_name, kind, summary, nodegroup.get("flavor_id"))
+            )
 
     # ---- Node writes -----------------------------------------------------------------------------------
-    def register_node(self, name: str, flavor: str | None, *, cluster_uuid: str = "standalone",
-                      nodegroup: str | None = None, nodegroup_uuid: str | None = None, role: str = "worker",
-                      address: str | None = None, provider_id: str | None = None, labels: dict | None = None,
-                      taints: list | None = None) -> dict:
+    def register_node(
+        self,
+        name: str,
+        flavor: str | None,
+        *,
+        cluster_uuid: str = "standalone",
+        nodegroup: str | None = None,
+        nodegroup_uuid: str | None = None,
+        role: str = "worker",
+        address: str | None = None,
+        provider_id: str | None = None,
+        labels: dict | None = None,
+        taints: list | None = None,
+    ) -> dict:
         """Register one Node directly (without the Magnum emulator)."""
         gpu, count = gpu_flavors.gpus_of(flavor)
         clique = None
         if gpu is not None and gpu.multinode_nvlink:
             clique = clique_id(cluster_uuid, nodegroup_uuid or nodegroup or "none", name)
-        body = node_object(name, flavor=flavor, role=role, nodegroup=nodegroup, provider_id=provider_id,
-                           clique=clique, extra_labels=labels, taints=taints)
+        body = node_object(
+            name,
+            flavor=flavor,
+            role=role,
+            nodegroup=nodegroup,
+            provider_id=provider_id,
+            clique=clique,
+            extra_labels=labels,
+            taints=taints,
+        )
         try:
             self.kube.create(node_path(), body)
         except KubeError as exc:
             if exc.status != 409:
                 raise
             # Already there (a re-registered kubelet): its labels and taints are refreshed.
-            self.kube.patch(node_path(name), {"metadata": {"labels": body["metadata"]["labels"]},
-                                              "spec": body["spec"]})
+            self.kube.patch(node_path(name), {"metadata": {"labels": body["metadata"]["labels"]}, "spec": body["spec"]})
         self.kube.patch(node_path(name) + "/status", node_status(name, flavor=flavor, address=address))
         self._clear_condition_taints(name)
         if gpu is not None and count:
@@ -324,8 +403,13 @@ class NodeSimulator:
             if keep == taints:
                 return
             try:
-                self.kube.patch(node_path(name), {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-                                                  "spec": {"taints": keep or None}})
+                self.kube.patch(
+                    node_path(name),
+                    {
+                        "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                        "spec": {"taints": keep or None},
+                    },
+                )
                 return
             except KubeError as exc:
                 if exc.status != 409:
@@ -333,12 +417,18 @@ class NodeSimulator:
 
     def _register(self, cluster: dict, nodegroup: dict, node) -> None:
         try:
-            self.register_node(node.name, nodegroup.get("flavor_id"), cluster_uuid=cluster["uuid"],
-                               nodegroup=nodegroup["name"], nodegroup_uuid=nodegroup.get("uuid"),
-                               role=getattr(node, "role", nodegroup.get("role", "worker")),
-                               address=getattr(node, "address", None),
-                               provider_id=getattr(node, "provider_id", None),
-                               labels=nodegroup.get("node_labels") or {}, taints=nodegroup.get("node_taints") or [])
+            self.register_node(
+                node.name,
+                nodegroup.get("flavor_id"),
+                cluster_uuid=cluster["uuid"],
+                nodegroup=nodegroup["name"],
+                nodegroup_uuid=nodegroup.get("uuid"),
+                role=getattr(node, "role", nodegroup.get("role", "worker")),
+                address=getattr(node, "address", None),
+                provider_id=getattr(node, "provider_id", None),
+                labels=nodegroup.get("node_labels") or {},
+                taints=nodegroup.get("node_taints") or [],
+            )
         except Exception as exc:  # reported, never raised into the emulator's conductor
             self.errors.append("register %s: %s" % (node.name, exc))
             self.log("cannot register %s: %s" % (node.name, exc))
@@ -354,8 +444,11 @@ class NodeSimulator:
             if taints:
                 have = current.get("spec", {}).get("taints") or []
                 keys = {(t["key"], t.get("effect")) for t in have}
-                merged = have + [{k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")}
-                                 for t in taints if (t["key"], t.get("effect")) not in keys]
+                merged = have + [
+                    {k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")}
+                    for t in taints
+                    if (t["key"], t.get("effect")) not in keys
+                ]
                 patch["spec"] = {"taints": merged}
             if patch:
                 self.kube.patch(node_path(name), patch)

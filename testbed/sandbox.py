@@ -32,6 +32,7 @@ Python::
     sb.sync()                                                 # one simulator pass, now
     sb.stop()
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,10 +51,12 @@ from pathlib import Path
 import yaml
 
 from testbed import gpu_flavors
-from testbed.dra_simulator import IDENTITY as DRA_IDENTITY, DraDriverSimulator
-from testbed.mig_manager_simulator import (DEFAULT_CONFIG_MAP, DEFAULT_NAMESPACE, IDENTITY as MIG_IDENTITY,
-                                           MigManagerSimulator)
-from testbed.node_simulator import IDENTITY as NODE_IDENTITY, GpuInventory, NodeSimulator
+from testbed.dra_simulator import IDENTITY as DRA_IDENTITY
+from testbed.dra_simulator import DraDriverSimulator
+from testbed.mig_manager_simulator import DEFAULT_CONFIG_MAP, DEFAULT_NAMESPACE, MigManagerSimulator
+from testbed.mig_manager_simulator import IDENTITY as MIG_IDENTITY
+from testbed.node_simulator import IDENTITY as NODE_IDENTITY
+from testbed.node_simulator import GpuInventory, NodeSimulator
 from testbed.simulator_client import Kube, simulator_kubeconfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,8 +67,12 @@ CLUSTER_NAME = "digaponc-gpu-004"
 INVENTORY_MARKER = ".written-by-testbed-sandbox"
 CLUSTER_LABELS = {
     # CERN-like cluster-template labels (reference magnum-nodegroups.md §3) with GPUs enabled.
-    "kube_tag": "v1.37.1", "container_infra_prefix": "registry.cern.ch/magnum/", "cern_enabled": "true",
-    "cern_chart_enabled": "true", "nvidia_gpu_enabled": "true", "monitoring_enabled": "true",
+    "kube_tag": "v1.37.1",
+    "container_infra_prefix": "registry.cern.ch/magnum/",
+    "cern_enabled": "true",
+    "cern_chart_enabled": "true",
+    "nvidia_gpu_enabled": "true",
+    "monitoring_enabled": "true",
 }
 
 
@@ -79,20 +86,40 @@ def state_dir() -> Path:
 
 def cluster_seed(name: str = CLUSTER_NAME, api_address: str | None = None) -> dict:
     """The Magnum cluster the sandbox starts with (what inventories/example points at)."""
-    return {"name": name, "labels": dict(CLUSTER_LABELS), "master_count": 1, "node_count": 1,
-            "flavor_id": "m2.large", "master_flavor_id": "m2.large", "image_id": "fedora-coreos-40",
-            "docker_volume_size": 50, "api_address": api_address or "auto"}
+    return {
+        "name": name,
+        "labels": dict(CLUSTER_LABELS),
+        "master_count": 1,
+        "node_count": 1,
+        "flavor_id": "m2.large",
+        "master_flavor_id": "m2.large",
+        "image_id": "fedora-coreos-40",
+        "docker_volume_size": 50,
+        "api_address": api_address or "auto",
+    }
 
 
 class Sandbox:
     """Control plane + Magnum emulator + node, DRA driver and MIG manager simulators (one process)."""
 
-    def __init__(self, *, control_plane=None, cluster: str = CLUSTER_NAME, magnum_delay: float = 2.0,
-                 conductor_lag: float = 0.1, mig_delay: float = 2.0, poll_interval: float = 0.5,
-                 state: str | os.PathLike | None = None, inventory: str | os.PathLike | None = None,
-                 example: str | os.PathLike = EXAMPLE_INVENTORY, magnum_port: int = 0,
-                 mig_config_map: str | None = None, mig_namespace: str | None = None,
-                 adopt_foreign_nodes: bool = True, log=_log):
+    def __init__(
+        self,
+        *,
+        control_plane=None,
+        cluster: str = CLUSTER_NAME,
+        magnum_delay: float = 2.0,
+        conductor_lag: float = 0.1,
+        mig_delay: float = 2.0,
+        poll_interval: float = 0.5,
+        state: str | os.PathLike | None = None,
+        inventory: str | os.PathLike | None = None,
+        example: str | os.PathLike = EXAMPLE_INVENTORY,
+        magnum_port: int = 0,
+        mig_config_map: str | None = None,
+        mig_namespace: str | None = None,
+        adopt_foreign_nodes: bool = True,
+        log=_log,
+    ):
         """control_plane: a started ControlPlane to use (not stopped by stop()); None starts one.
         state: directory for clouds.yaml (a temp dir by default). inventory: where to write the
         sandbox inventory (None: none is written). mig_config_map/mig_namespace: where the MIG
@@ -128,10 +155,12 @@ class Sandbox:
     # ---- lifecycle --------------------------------------------------------------------------------
     def start(self) -> "Sandbox":
         from testbed.magnum_emulator import MagnumEmulator
+
         t0 = time.monotonic()
         try:
             if self.cp is None:
                 from testbed.controlplane import ControlPlane
+
                 self.log("starting the control plane (etcd + kube-apiserver v1.37.1) ...")
                 self.cp = ControlPlane().start()
             if self.state is None:
@@ -145,18 +174,28 @@ class Sandbox:
             mig_kube = Kube(simulator_kubeconfig(self.cp, MIG_IDENTITY), "nvidia-mig-manager-simulator")
             self._ensure_namespace(mig_kube, self.mig_namespace)
             self.dra = DraDriverSimulator(dra_kube, self.inventory)
-            self.mig = MigManagerSimulator(mig_kube, self.inventory, config_map=self.mig_config_map,
-                                           namespace=self.mig_namespace, delay=self.mig_delay,
-                                           republish=lambda _node: self.dra.tick())
+            self.mig = MigManagerSimulator(
+                mig_kube,
+                self.inventory,
+                config_map=self.mig_config_map,
+                namespace=self.mig_namespace,
+                delay=self.mig_delay,
+                republish=lambda _node: self.dra.tick(),
+            )
             self.nodes = NodeSimulator(node_kube, self.inventory, clusters={self.cluster_name})
             self.log("starting the Magnum emulator (cluster %s) ..." % self.cluster_name)
-            self.magnum = MagnumEmulator(port=self.magnum_port, delay=self.magnum_delay,
-                                         conductor_lag=self.conductor_lag,
-                                         clusters=[cluster_seed(self.cluster_name, self.cp.server)],
-                                         flavors=sorted(gpu_flavors.FLAVOR_TABLE)).start()
+            self.magnum = MagnumEmulator(
+                port=self.magnum_port,
+                delay=self.magnum_delay,
+                conductor_lag=self.conductor_lag,
+                clusters=[cluster_seed(self.cluster_name, self.cp.server)],
+                flavors=sorted(gpu_flavors.FLAVOR_TABLE),
+            ).start()
             self.clouds_yaml = self.magnum.write_clouds_yaml(self.state / "clouds.yaml")
-            self.log("Magnum emulator: %s (clouds.yaml %s, cloud %s)" % (self.magnum.url, self.clouds_yaml,
-                                                                         self.magnum.cloud_name))
+            self.log(
+                "Magnum emulator: %s (clouds.yaml %s, cloud %s)"
+                % (self.magnum.url, self.clouds_yaml, self.magnum.cloud_name)
+            )
             self.nodes.attach(self.magnum)  # replays the default nodegroups: their Nodes register now
             self.log("nodes registered: %s" % ", ".join(self.nodes.nodes()))
             self.sync()
@@ -198,8 +237,7 @@ class Sandbox:
     def _ensure_namespace(kube: Kube, name: str) -> None:
         # The GPU Operator's namespace exists where a MIG manager runs; the simulator plays it.
         if kube.get("/api/v1/namespaces/" + name) is None:
-            kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                               "metadata": {"name": name}})
+            kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     # ---- the simulator loop -------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -243,14 +281,24 @@ class Sandbox:
         for name in self.inventory.names():
             st = self.mig.state(name)
             if st["config"] or any(v is not None for v in self.inventory.layouts(name).values()):
-                mig[name] = {"config": st["config"], "state": st["state"], "message": st["message"],
-                             "layout": {str(k): v for k, v in self.inventory.layouts(name).items()}}
-        return {"server": self.server, "kubeconfig": str(self.kubeconfig),
-                "magnum_url": self.magnum.url if self.magnum else None,
-                "clouds_yaml": str(self.clouds_yaml) if self.clouds_yaml else None,
-                "cluster": self.cluster_name, "nodes": self.nodes.nodes() if self.nodes else [],
-                "dra_driver": self.dra.status() if self.dra else None, "mig_manager": mig,
-                "ticks": self.ticks, "errors": self.errors[-5:]}
+                mig[name] = {
+                    "config": st["config"],
+                    "state": st["state"],
+                    "message": st["message"],
+                    "layout": {str(k): v for k, v in self.inventory.layouts(name).items()},
+                }
+        return {
+            "server": self.server,
+            "kubeconfig": str(self.kubeconfig),
+            "magnum_url": self.magnum.url if self.magnum else None,
+            "clouds_yaml": str(self.clouds_yaml) if self.clouds_yaml else None,
+            "cluster": self.cluster_name,
+            "nodes": self.nodes.nodes() if self.nodes else [],
+            "dra_driver": self.dra.status() if self.dra else None,
+            "mig_manager": mig,
+            "ticks": self.ticks,
+            "errors": self.errors[-5:],
+        }
 
     # ---- inventory ------------------------------------------------------------------------------------
     def _example_mig_manager(self) -> dict:
@@ -269,8 +317,10 @@ class Sandbox:
         (directory / "host_vars").mkdir(parents=True)
         (directory / INVENTORY_MARKER).write_text("written by python -m testbed.sandbox; removed by `down`\n")
         hosts = yaml.safe_load((self.example / "hosts.yml").read_text())
-        header = ("# Written by the SANDBOX (python -m testbed.sandbox up) from inventories/example: the same\n"
-                  "# hosts and pools, pointed at the simulated GPU cloud. Not in git; `down` removes it.\n")
+        header = (
+            "# Written by the SANDBOX (python -m testbed.sandbox up) from inventories/example: the same\n"
+            "# hosts and pools, pointed at the simulated GPU cloud. Not in git; `down` removes it.\n"
+        )
         (directory / "hosts.yml").write_text(header + yaml.safe_dump(hosts, sort_keys=False))
         for src in sorted(self.example.glob("host_vars/*/gpupool.yml")):
             data = yaml.safe_load(src.read_text()) or {}
@@ -287,18 +337,25 @@ class Sandbox:
             dra["version"] = yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"]
             cluster["dra_driver"] = dra
             data["gpupool_cluster"] = cluster
-            helm = _helm_path()
-            if helm:  # the dra_driver role's helm: the test bed's own (PATH may have none)
-                data["dra_driver_helm_binary"] = helm
             out = directory / "host_vars" / src.parent.name
             out.mkdir(parents=True, exist_ok=True)
+            helm = _helm_path()
+            if helm:  # the dra_driver role's helm: the test bed's own (PATH may have none). A file of its
+                # own, so an edit of gpupool.yml (the molecule pool-change scenario rewrites it) keeps it.
+                (out / "testbed.yml").write_text(
+                    "---\n"
+                    + header.replace("hosts and pools", "helm")
+                    + yaml.safe_dump({"dra_driver_helm_binary": helm})
+                )
             (out / "gpupool.yml").write_text(
-                "---\n" + header.replace("hosts and pools", "pools") + yaml.safe_dump(data, sort_keys=False))
+                "---\n" + header.replace("hosts and pools", "pools") + yaml.safe_dump(data, sort_keys=False)
+            )
         return directory
 
 
 def _helm_path() -> str | None:
     from testbed import binaries
+
     try:
         return str(binaries.find("helm", allow_fetch=False).path)
     except (FileNotFoundError, RuntimeError):
@@ -334,20 +391,37 @@ def cmd_run(args) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    sb = Sandbox(state=sdir, inventory=args.inventory, magnum_delay=args.magnum_delay, mig_delay=args.mig_delay,
-                 poll_interval=args.poll_interval, magnum_port=args.magnum_port)
+    sb = Sandbox(
+        state=sdir,
+        inventory=args.inventory,
+        magnum_delay=args.magnum_delay,
+        mig_delay=args.mig_delay,
+        poll_interval=args.poll_interval,
+        magnum_port=args.magnum_port,
+    )
     try:
         sb.start()
     except BaseException as exc:
         _log("start failed: %s: %s" % (type(exc).__name__, exc))
         return 1
-    state = {"ready": True, "pid": os.getpid(), "state_dir": str(sdir), "server": sb.server,
-             "kubeconfig": str(sb.kubeconfig), "controlplane_workdir": str(sb.cp.workdir),
-             "controlplane_pids": sb.cp.pids, "ports": dict(sb.cp.ports, magnum=sb.magnum.port),
-             "magnum_url": sb.magnum.url, "clouds_yaml": str(sb.clouds_yaml), "cloud_name": sb.magnum.cloud_name,
-             "cluster": sb.cluster_name, "inventory": str(args.inventory) if args.inventory else None,
-             "mig_config_map": "%s/%s" % (sb.mig_namespace, sb.mig_config_map),
-             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "start_seconds": sb.start_seconds}
+    state = {
+        "ready": True,
+        "pid": os.getpid(),
+        "state_dir": str(sdir),
+        "server": sb.server,
+        "kubeconfig": str(sb.kubeconfig),
+        "controlplane_workdir": str(sb.cp.workdir),
+        "controlplane_pids": sb.cp.pids,
+        "ports": dict(sb.cp.ports, magnum=sb.magnum.port),
+        "magnum_url": sb.magnum.url,
+        "clouds_yaml": str(sb.clouds_yaml),
+        "cloud_name": sb.magnum.cloud_name,
+        "cluster": sb.cluster_name,
+        "inventory": str(args.inventory) if args.inventory else None,
+        "mig_config_map": "%s/%s" % (sb.mig_namespace, sb.mig_config_map),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "start_seconds": sb.start_seconds,
+    }
     _write_json(sdir / "state.json", state)
     try:
         while not stop.wait(2.0):
@@ -376,13 +450,34 @@ def cmd_up(args) -> int:
     env = dict(os.environ)
     paths = [str(ROOT / ".build" / "collections"), str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    argv = [sys.executable, "-m", "testbed.sandbox", "run", "--state", str(sdir),
-            "--magnum-delay", str(args.magnum_delay), "--mig-delay", str(args.mig_delay),
-            "--poll-interval", str(args.poll_interval), "--magnum-port", str(args.magnum_port),
-            "--inventory", str(args.inventory or "")]
+    argv = [
+        sys.executable,
+        "-m",
+        "testbed.sandbox",
+        "run",
+        "--state",
+        str(sdir),
+        "--magnum-delay",
+        str(args.magnum_delay),
+        "--mig-delay",
+        str(args.mig_delay),
+        "--poll-interval",
+        str(args.poll_interval),
+        "--magnum-port",
+        str(args.magnum_port),
+        "--inventory",
+        str(args.inventory or ""),
+    ]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                cwd=ROOT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
     _log("starting (pid %d, log %s) ..." % (proc.pid, log_path))
     seen, deadline = 0, time.monotonic() + args.timeout
     while True:
@@ -437,6 +532,7 @@ def cmd_down(args) -> int:
     workdir = state.get("controlplane_workdir")
     if workdir and Path(workdir, "state.json").exists():
         from testbed.controlplane import ControlPlane
+
         ControlPlane.attach(workdir).stop()
     inventory = Path(state["inventory"]) if state.get("inventory") else Path(args.inventory) if args.inventory else None
     if inventory is not None and (inventory / INVENTORY_MARKER).exists():
@@ -463,13 +559,18 @@ def cmd_status(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m testbed.sandbox",
-                                 description="The sandbox: a simulated GPU cloud (real kube-apiserver, Magnum "
-                                             "emulator, node/DRA driver/MIG manager simulators).")
+    ap = argparse.ArgumentParser(
+        prog="python -m testbed.sandbox",
+        description="The sandbox: a simulated GPU cloud (real kube-apiserver, Magnum "
+        "emulator, node/DRA driver/MIG manager simulators).",
+    )
     ap.add_argument("command", choices=["up", "down", "status", "run"])
     ap.add_argument("--state", default=str(state_dir()), help="state directory (default %(default)s)")
-    ap.add_argument("--inventory", default=str(DEFAULT_INVENTORY),
-                    help="where `up` writes the sandbox inventory; '' for none (default %(default)s)")
+    ap.add_argument(
+        "--inventory",
+        default=str(DEFAULT_INVENTORY),
+        help="where `up` writes the sandbox inventory; '' for none (default %(default)s)",
+    )
     ap.add_argument("--magnum-delay", type=float, default=2.0, help="seconds a Magnum operation stays IN_PROGRESS")
     ap.add_argument("--mig-delay", type=float, default=2.0, help="seconds a MIG config stays pending")
     ap.add_argument("--poll-interval", type=float, default=0.5, help="simulator poll interval (s)")

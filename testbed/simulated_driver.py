@@ -9,6 +9,7 @@ sandbox inventory points dra_driver.chart at the SIMULATION chart in testbed/cha
 dra_driver_helm_binary at the test bed's helm). The module name stays, so `make demo` and the molecule
 scenarios' create step keep calling the same thing.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -6,6 +6,7 @@ never on the collection's own client code, which is what they test). Each simula
 identity (a client certificate minted by the control plane) so the audit log tells them apart from
 the collection: ``testbed:node-simulator``, ``testbed:dra-driver-simulator``, ...
 """
+
 from __future__ import annotations
 
 import json
@@ -27,20 +28,22 @@ class Kube:
 
     def __init__(self, kubeconfig: str | os.PathLike, field_manager: str, user_agent: str | None = None):
         from kubernetes import config
+
         self.api = config.new_client_from_config(config_file=str(kubeconfig))
         self.api.user_agent = user_agent or field_manager
         self.field_manager = field_manager
         self.kubeconfig = str(kubeconfig)
 
-    def request(self, method: str, path: str, body=None, query=None, content_type: str | None = None,
-                timeout: float = 15.0):
+    def request(
+        self, method: str, path: str, body=None, query=None, content_type: str | None = None, timeout: float = 15.0
+    ):
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        m, url, hdrs, data, _ = self.api.param_serialize(method, path, query_params=params or None,
-                                                         header_params=headers, body=body,
-                                                         auth_settings=["BearerToken"])
+        m, url, hdrs, data, _ = self.api.param_serialize(
+            method, path, query_params=params or None, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
         resp = self.api.call_api(m, url, header_params=hdrs, body=data, _request_timeout=timeout)
         raw = resp.read()
         try:
@@ -72,8 +75,9 @@ class Kube:
         return self.request("PUT", path, body=body, query={"fieldManager": self.field_manager})
 
     def patch(self, path: str, body, content_type: str = "application/merge-patch+json"):
-        return self.request("PATCH", path, body=body, content_type=content_type,
-                            query={"fieldManager": self.field_manager})
+        return self.request(
+            "PATCH", path, body=body, content_type=content_type, query={"fieldManager": self.field_manager}
+        )
 
     def delete(self, path: str, ignore_missing: bool = True):
         try:

@@ -18,6 +18,7 @@ What it does not model: dependencies, unit files on disk, the service actually r
 State file ($SYSTEMCTL_SIMULATOR_DIR/units.json):
     {"nvidia-imex.service": {"installed": true, "enabled": true, "masked": false, "active": true}}
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,10 @@ def install(bin_dir: Path, state_dir: Path, units: dict | None = None) -> Path:
     if units is not None:
         save(state_dir, units)
     script = bin_dir / "systemctl"
-    script.write_text("#!/bin/sh\n%s=%s exec %s %s \"$@\"\n" % (
-        ENV, shlex.quote(str(state_dir)), shlex.quote(sys.executable), shlex.quote(os.path.abspath(__file__))))
+    script.write_text(
+        '#!/bin/sh\n%s=%s exec %s %s "$@"\n'
+        % (ENV, shlex.quote(str(state_dir)), shlex.quote(sys.executable), shlex.quote(os.path.abspath(__file__)))
+    )
     script.chmod(0o755)
     return script
 
@@ -64,9 +67,11 @@ def _props(unit: dict | None) -> dict:
     if unit is None or not unit.get("installed", True) and not unit.get("masked"):
         return {"LoadState": "not-found", "ActiveState": "inactive", "UnitFileState": ""}
     masked = unit.get("masked", False)
-    return {"LoadState": "masked" if masked else "loaded",
-            "ActiveState": "active" if unit.get("active") else "inactive",
-            "UnitFileState": "masked" if masked else ("enabled" if unit.get("enabled") else "disabled")}
+    return {
+        "LoadState": "masked" if masked else "loaded",
+        "ActiveState": "active" if unit.get("active") else "inactive",
+        "UnitFileState": "masked" if masked else ("enabled" if unit.get("enabled") else "disabled"),
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -1,4 +1,5 @@
 """Generated docs (inventory reference, MIG catalog) match the code."""
+
 from __future__ import annotations
 
 import os
@@ -10,6 +11,9 @@ import gen_docs  # noqa: E402
 
 
 def test_generated_docs_are_current():
-    stale = [os.path.relpath(path, gen_docs.ROOT) for path, text in gen_docs.targets().items()
-             if not os.path.exists(path) or open(path).read() != text]
+    stale = [
+        os.path.relpath(path, gen_docs.ROOT)
+        for path, text in gen_docs.targets().items()
+        if not os.path.exists(path) or open(path).read() != text
+    ]
     assert not stale, "run `make docs`: %s out of date" % ", ".join(stale)

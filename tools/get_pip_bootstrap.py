@@ -6,6 +6,7 @@ from what is here: pip's bundled wheel (ensurepip), then `pip install` of the
 exact packages ansible-test asked for (e.g. pip==24.2) from PyPI.
 tools/run_ansible_test.py copies it to ~/.ansible/test/cache/get_pip_<ver>.py.
 """
+
 import subprocess
 import sys
 

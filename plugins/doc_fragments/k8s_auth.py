@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 
-class ModuleDocFragment(object):
+class ModuleDocFragment:
     # Connection options shared by every gpupool.core Kubernetes module (action group gpupool.core.k8s).
     DOCUMENTATION = r"""
 options:
@@ -68,6 +68,19 @@ notes:
   - Use C(module_defaults) with the C(group/gpupool.core.k8s) action group to set the connection options once.
   - The identity needs the permissions of the ClusterRole in the collection's C(docs/rbac/gpupool-clusterrole.yaml);
     a request it is not allowed to make fails with the server's 403 message and a pointer to that file.
+"""
+
+    # The run lease every Kubernetes module checks (gpupool.core.run_lease).
+    LEASE = r"""
+options:
+  run_lease:
+    description:
+      - The run lease this task belongs to, as M(gpupool.core.run_lease) returns it (its C(lease) value). Before its
+        first request the module checks that its run still holds that C(coordination.k8s.io) Lease (one GET) and
+        renews it when a third of its duration has passed (one write, never in check mode); when another run holds
+        it, the module fails before any write, naming the holder.
+      - playbooks/site.yml sets it for every task through C(module_defaults). Omitted, no lease is looked at.
+    type: dict
 """
 
     # The validated inventory and the pools to work on.

@@ -2,11 +2,11 @@
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Connection options shared by the collection's OpenStack modules (plugins/module_utils/openstack_client.py)."""
+
 from __future__ import annotations
 
 
-class ModuleDocFragment(object):
-
+class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
   cloud:

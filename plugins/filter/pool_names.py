@@ -9,6 +9,7 @@ A bare string must not reach a Jinja `in` test, which would match substrings ("g
 roles pass every selection through this filter. Whether the names exist is the pool model's check (the
 modules report an unknown pool with the known ones), not this filter's.
 """
+
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
@@ -34,12 +35,14 @@ def pool_names(value: object) -> list:
             if not isinstance(item, str):
                 raise AnsibleFilterError(
                     "gpupool_pools[%d] is %s %r; pool names are strings, e.g. gpupool_pools=[gpu-t4, gpu-h100]"
-                    % (index, type(item).__name__, item))
+                    % (index, type(item).__name__, item)
+                )
             items.extend(_split(item))
     else:
         raise AnsibleFilterError(
             "gpupool_pools is %s %r; give a list of pool names, a comma-separated string (gpu-t4,gpu-h100) "
-            "or one name" % (type(value).__name__, value))
+            "or one name" % (type(value).__name__, value)
+        )
     out = []
     for item in items:
         if item and item not in out:
@@ -47,6 +50,6 @@ def pool_names(value: object) -> list:
     return out
 
 
-class FilterModule(object):
+class FilterModule:
     def filters(self):
         return {"pool_names": pool_names}

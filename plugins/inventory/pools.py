@@ -128,7 +128,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.inventory impor
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.plan.inventory_hosts import (
-    CLUSTERS_GROUP, NODES_GROUP, groups_of, hosts_from_nodegroups, hosts_from_nodes)
+    CLUSTERS_GROUP,
+    NODES_GROUP,
+    groups_of,
+    hosts_from_nodegroups,
+    hosts_from_nodes,
+)
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable):
@@ -145,8 +150,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         if PYDANTIC_IMPORT_ERROR is not None:
-            raise AnsibleParserError("gpupool.core.pools needs the Python package pydantic >= 2.6 on the controller "
-                                     "(pip install 'pydantic>=2.6'): %s" % PYDANTIC_IMPORT_ERROR)
+            raise AnsibleParserError(
+                "gpupool.core.pools needs the Python package pydantic >= 2.6 on the controller "
+                "(pip install 'pydantic>=2.6'): %s" % PYDANTIC_IMPORT_ERROR
+            )
         declared = self._declared(os.path.dirname(os.path.abspath(path)))
         clusters = []
         for where, raw in declared:  # every cluster is checked before any API is asked
@@ -155,10 +162,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             except Problems as exc:
                 raise AnsibleParserError("%s: %s" % (path, exc.render()))
         names = [cluster.name for cluster, unused_raw in clusters]
-        twice = sorted(set(n for n in names if names.count(n) > 1))
+        twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise AnsibleParserError("%s: cluster(s) %s are declared more than once; each cluster is one host"
-                                     % (path, ", ".join(twice)))
+            raise AnsibleParserError(
+                "%s: cluster(s) %s are declared more than once; each cluster is one host" % (path, ", ".join(twice))
+            )
         self.inventory.add_group(CLUSTERS_GROUP)
         self.inventory.add_group(NODES_GROUP)
         node_owner = {}
@@ -166,11 +174,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             self._add_cluster(cluster, raw)
             for host in self._discover(cluster):
                 if host["name"] in node_owner or host["name"] in names:
-                    taken = ("a node of %s" % node_owner[host["name"]] if host["name"] in node_owner
-                             else "the cluster host %s" % host["name"])
+                    taken = (
+                        "a node of %s" % node_owner[host["name"]]
+                        if host["name"] in node_owner
+                        else "the cluster host %s" % host["name"]
+                    )
                     raise AnsibleParserError(
                         "%s: host name %s is taken twice (a node of %s, and %s); Ansible host names must be unique, "
-                        "so list these clusters in separate inventory files" % (path, host["name"], cluster.name, taken))
+                        "so list these clusters in separate inventory files" % (path, host["name"], cluster.name, taken)
+                    )
                 node_owner[host["name"]] = cluster.name
                 self._add_node(host)
 
@@ -182,13 +194,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             full = os.path.join(base, os.path.expanduser(pattern))
             matches = sorted(glob.glob(full))
             if not matches:
-                raise AnsibleParserError("cluster_files[%d]: %s matches no file (relative to %s)"
-                                         % (index, pattern, base))
+                raise AnsibleParserError(
+                    "cluster_files[%d]: %s matches no file (relative to %s)" % (index, pattern, base)
+                )
             for match in matches:
                 data = self.loader.load_from_file(match, cache="none") or {}
                 if not isinstance(data, dict) or "gpupool_cluster" not in data:
-                    raise AnsibleParserError("%s (cluster_files[%d]) has no top-level gpupool_cluster key; it must hold "
-                                             "one cluster as in host_vars/<cluster>/gpupool.yml" % (match, index))
+                    raise AnsibleParserError(
+                        "%s (cluster_files[%d]) has no top-level gpupool_cluster key; it must hold "
+                        "one cluster as in host_vars/<cluster>/gpupool.yml" % (match, index)
+                    )
                 out.append(("%s: gpupool_cluster" % os.path.relpath(match, base), data["gpupool_cluster"]))
         return out
 
@@ -232,21 +247,26 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             return hosts
         if failures:
             if self.get_option("strict_discovery"):
-                raise AnsibleParserError("gpupool.core.pools: cluster %s: no source of GPU nodes answered and "
-                                         "strict_discovery is set: %s" % (cluster.name, "; ".join(failures)))
-            self.display.warning("gpupool.core.pools: cluster %s: no source of GPU nodes answered, so only its "
-                                 "declared data is in the inventory (no node hosts): %s"
-                                 % (cluster.name, "; ".join(failures)))
+                raise AnsibleParserError(
+                    "gpupool.core.pools: cluster %s: no source of GPU nodes answered and "
+                    "strict_discovery is set: %s" % (cluster.name, "; ".join(failures))
+                )
+            self.display.warning(
+                "gpupool.core.pools: cluster %s: no source of GPU nodes answered, so only its "
+                "declared data is in the inventory (no node hosts): %s" % (cluster.name, "; ".join(failures))
+            )
         return []
 
     def _from_kubernetes(self, cluster):
         from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
-            K8sError, MissingDependency, connect)
+            K8sError,
+            MissingDependency,
+            connect,
+        )
         from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
 
         try:
-            client = connect({"request_timeout": self.get_option("request_timeout"), "request_retries": 0},
-                             cluster)
+            client = connect({"request_timeout": self.get_option("request_timeout"), "request_retries": 0}, cluster)
             nodes = client.list(NODE.group, NODE.versions[0], NODE.plural)
         except MissingDependency as exc:
             raise _Unavailable(str(exc))
@@ -258,13 +278,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
         if cluster.magnum is None:
             raise _Unavailable("the cluster has no magnum section")
         from ansible_collections.gpupool.core.plugins.module_utils.openstack.connection import (
-            ConnectionConfigError, connect_from_params)
+            ConnectionConfigError,
+            connect_from_params,
+        )
         from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient, MagnumError
 
         timeout = int(max(1, self.get_option("request_timeout")))
         cloud = cluster.magnum.cloud
-        params = {"cloud": dict(cloud, api_timeout=cloud.get("api_timeout", timeout))} if isinstance(cloud, dict) \
+        params = (
+            {"cloud": dict(cloud, api_timeout=cloud.get("api_timeout", timeout))}
+            if isinstance(cloud, dict)
             else {"cloud": cloud, "api_timeout": timeout}
+        )
         try:
             client = MagnumClient(connect_from_params(params), retries=0)
             client.negotiate()

@@ -8,6 +8,7 @@ Each piece here has a fragment of the same name (``gpupool.core.k8s_auth`` is AU
 test holds the two together, so an option has one spelling, one type and one default everywhere.
 A module composes the pieces it documents with `compose()` and adds its own options.
 """
+
 from __future__ import annotations
 
 import copy
@@ -24,6 +25,11 @@ AUTH = dict(
     client_key=dict(type="path", aliases=["key_file"], no_log=False),
     request_timeout=dict(type="float", default=30.0),
     request_retries=dict(type="int", default=5),
+)
+
+# The run this task belongs to (fragment k8s_auth.lease): every Kubernetes module checks its lease.
+LEASE = dict(
+    run_lease=dict(type="dict"),
 )
 
 # The validated inventory and the pools to work on (fragment k8s_auth.pools).
@@ -73,8 +79,16 @@ OPENSTACK = dict(
     interface=dict(type="str", default="public", choices=["admin", "internal", "public"], aliases=["endpoint_type"]),
 )
 
-PIECES = {"AUTH": AUTH, "POOLS": POOLS, "APPLY": APPLY, "NODES": NODES, "WAIT": WAIT, "DRAIN": DRAIN,
-          "OPENSTACK": OPENSTACK}
+PIECES = {
+    "AUTH": AUTH,
+    "LEASE": LEASE,
+    "POOLS": POOLS,
+    "APPLY": APPLY,
+    "NODES": NODES,
+    "WAIT": WAIT,
+    "DRAIN": DRAIN,
+    "OPENSTACK": OPENSTACK,
+}
 
 
 def compose(*pieces: dict, **own: dict) -> dict:
@@ -91,9 +105,11 @@ def compose(*pieces: dict, **own: dict) -> dict:
             spec[name] = copy.deepcopy(option)
     for name, option in own.items():
         if name in spec:
-            changed = set(k for k in set(option) | set(spec[name]) if option.get(k) != spec[name].get(k))
+            changed = {k for k in set(option) | set(spec[name]) if option.get(k) != spec[name].get(k)}
             if changed - {"default"}:
-                raise ValueError("option %s re-declares %s of a shared piece; only its default may change"
-                                 % (name, ", ".join(sorted(changed - {"default"}))))
+                raise ValueError(
+                    "option %s re-declares %s of a shared piece; only its default may change"
+                    % (name, ", ".join(sorted(changed - {"default"})))
+                )
         spec[name] = copy.deepcopy(option)
     return spec

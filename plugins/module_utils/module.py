@@ -21,29 +21,42 @@ Subclasses: `PoolModule` (cluster + pools, validated by the model before anythin
 (OpenStack connection + Magnum client), `MagnumPoolModule` (a Magnum module over the inventory's
 cluster + pools, or standalone over flat options) and `NvmlModule` (an NVML session on a GPU node).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, OPENSTACK, POOLS, compose
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, LEASE, OPENSTACK, POOLS, compose
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import RunLease
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import YAML_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
-from ansible_collections.gpupool.core.plugins.module_utils.openstack.connection import (
-    OPENSTACKSDK_IMPORT_ERROR, MINIMUM_SDK_VERSION, connect_from_params, secrets_in,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
 
-# requirement text and import error of each optional library, for missing_required_lib()
-LIBRARIES = {
-    "pydantic": ("pydantic>=2.6", PYDANTIC_IMPORT_ERROR),
-    "yaml": ("PyYAML", YAML_IMPORT_ERROR),
-    "openstacksdk": ("openstacksdk>=%s" % MINIMUM_SDK_VERSION, OPENSTACKSDK_IMPORT_ERROR),
-}
+
+def _openstack():
+    """openstack/connection.py, imported only by modules that talk to OpenStack: importing openstacksdk costs most
+    of a second of CPU, which every Kubernetes module run would otherwise pay for nothing."""
+    from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection
+
+    return connection
+
+
+def _library(name: str) -> Tuple[str, Any]:
+    """(requirement text, import error or None) of an optional library, for missing_required_lib()."""
+    if name == "pydantic":
+        return "pydantic>=2.6", PYDANTIC_IMPORT_ERROR
+    if name == "yaml":
+        return "PyYAML", YAML_IMPORT_ERROR
+    if name == "openstacksdk":
+        connection = _openstack()
+        return "openstacksdk>=%s" % connection.MINIMUM_SDK_VERSION, connection.OPENSTACKSDK_IMPORT_ERROR
+    raise KeyError(name)
 
 
 class GpupoolModule:
@@ -55,12 +68,17 @@ class GpupoolModule:
     required_libraries: Tuple[str, ...] = ()
 
     def __init__(self) -> None:
-        self.ansible = AnsibleModule(argument_spec=self.full_argument_spec(), supports_check_mode=True,
-                                     **self.module_kwargs)
+        self.ansible = AnsibleModule(
+            argument_spec=self.full_argument_spec(), supports_check_mode=True, **self.module_kwargs
+        )
         self.params = self.ansible.params
         self.check_mode = self.ansible.check_mode
         self.diff_mode = bool(self.ansible._diff)
         self.warnings: List[str] = []
+        # Any module given the inventory (validate too) hides its Magnum cloud's secrets before anything is
+        # printed, even when the inventory is refused.
+        if "cluster" in self.params:
+            self.hide_secrets(inventory_cloud(self.params.get("cluster")))
 
     @classmethod
     def full_argument_spec(cls) -> Dict[str, dict]:
@@ -83,25 +101,29 @@ class GpupoolModule:
         """Waits and drains are skipped in check mode: nothing was written that could be waited for."""
         return not self.check_mode
 
+    def hide_secrets(self, cloud: Any) -> None:
+        """Passwords and credential secrets inside a cloud dict never reach the output (masked wherever they
+        appear: the invocation at -vvv, returned data, messages)."""
+        for secret in secrets_in(cloud):
+            self.ansible.no_log_values.add(secret)
+
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
 
-    def hide_secrets(self, cloud: Any) -> None:
-        """Passwords and credential secrets inside a cloud dict never reach the output."""
-        for secret in secrets_in(cloud):
-            self.ansible.no_log_values.add(secret)
-
     def require_at_least(self, **minimums: int) -> None:
         """Numeric options with a lower bound (an argument spec cannot say it), checked before any request."""
-        problems = [(name, "must be at least %d, got %s" % (low, self.params[name]))
-                    for name, low in minimums.items() if self.params.get(name) is not None and self.params[name] < low]
+        problems = [
+            (name, "must be at least %d, got %s" % (low, self.params[name]))
+            for name, low in minimums.items()
+            if self.params.get(name) is not None and self.params[name] < low
+        ]
         if problems:
             raise Problems(problems, subject="in the module options")
 
     def check_libraries(self) -> None:
         for name in self.required_libraries:
-            requirement, error = LIBRARIES[name]
+            requirement, error = _library(name)
             if error is not None:
                 raise MissingLibrary(requirement, traceback=str(error))
 
@@ -173,7 +195,7 @@ class KubernetesModule(PoolModule):
 
     @classmethod
     def full_argument_spec(cls) -> Dict[str, dict]:
-        return compose(POOLS, AUTH, *cls.shared, **cls.argument_spec)
+        return compose(POOLS, AUTH, LEASE, *cls.shared, **cls.argument_spec)
 
     def __init__(self) -> None:
         super().__init__()
@@ -185,9 +207,22 @@ class KubernetesModule(PoolModule):
         """Connected on first use, so inventory problems fail before any request."""
         if self._engine is None:
             client = k8s_connect(self.params, self.cluster)
-            self._engine = ApplyEngine(client, check_mode=self.check_mode,
-                                       force_conflicts=bool(self.params.get("force_conflicts")))
+            self._engine = ApplyEngine(
+                client, check_mode=self.check_mode, force_conflicts=bool(self.params.get("force_conflicts"))
+            )
+            self.hold_run_lease(client)
         return self._engine
+
+    def hold_run_lease(self, client) -> None:
+        """With O(run_lease): before anything else, make sure this run still holds its lease (a second run, or
+        one that took over an expired lease, stops here before writing), renewing it when it is getting old."""
+        lease = self.params.get("run_lease")
+        if not lease:
+            return
+        run_lease = RunLease(
+            client, lease["namespace"], lease["name"], lease["holder"], lease["duration"], check_mode=self.check_mode
+        )
+        self.lease_result = run_lease.hold()
 
     @property
     def client(self):
@@ -235,7 +270,7 @@ class MagnumModule(GpupoolModule):
         if cloud is not None:
             self.hide_secrets(cloud)
             params["cloud"] = cloud
-        return connect_from_params(params)
+        return _openstack().connect_from_params(params)
 
 
 class MagnumPoolModule(MagnumModule):
@@ -261,22 +296,45 @@ class MagnumPoolModule(MagnumModule):
         cluster = self.params["cluster"]
         if isinstance(cluster, dict):
             if PYDANTIC_IMPORT_ERROR is not None:
-                requirement, error = LIBRARIES["pydantic"]
+                requirement, error = _library("pydantic")
                 raise MissingLibrary(requirement, reason="to read the cluster inventory", traceback=str(error))
             given = [name for name in self.standalone_options if self.params.get(name) is not None]
             if given:
-                raise Problems([(name, "is for standalone use (cluster given as a Magnum cluster name); with the "
-                                 "inventory as cluster, set it in the pool's nodegroup instead") for name in given],
-                               subject="in the module options")
+                raise Problems(
+                    [
+                        (
+                            name,
+                            "is for standalone use (cluster given as a Magnum cluster name); with the "
+                            "inventory as cluster, set it in the pool's nodegroup instead",
+                        )
+                        for name in given
+                    ],
+                    subject="in the module options",
+                )
             self.cluster = load_cluster(cluster)
             self.selected = select_pools(self.cluster, self.params["pools"])
         elif not isinstance(cluster, str) or not cluster:
-            raise Problems([("cluster", "must be the cluster inventory (a mapping, usually {{ gpupool_cluster }}) or "
-                             "the name or uuid of a Magnum cluster, got %s" % type(cluster).__name__)],
-                           subject="in the module options")
+            raise Problems(
+                [
+                    (
+                        "cluster",
+                        "must be the cluster inventory (a mapping, usually {{ gpupool_cluster }}) or "
+                        "the name or uuid of a Magnum cluster, got %s" % type(cluster).__name__,
+                    )
+                ],
+                subject="in the module options",
+            )
         elif self.params["pools"]:
-            raise Problems([("pools", "selects pools of a cluster inventory; with cluster given as a Magnum "
-                             "cluster name there are no pools to select")], subject="in the module options")
+            raise Problems(
+                [
+                    (
+                        "pools",
+                        "selects pools of a cluster inventory; with cluster given as a Magnum "
+                        "cluster name there are no pools to select",
+                    )
+                ],
+                subject="in the module options",
+            )
 
 
 class NvmlModule(GpupoolModule):

@@ -56,6 +56,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.wait
   - gpupool.core.k8s_auth.apply
@@ -146,8 +147,11 @@ def compute_domain_status(obj):
 
 class ComputeDomainModule(KubernetesModule):
     shared = (APPLY, WAIT)
-    argument_spec = dict(recreate=dict(type="bool", default=False),
-                         prune=dict(type="bool", default=True), wait_timeout=dict(type="int", default=300))
+    argument_spec = dict(
+        recreate=dict(type="bool", default=False),
+        prune=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=300),
+    )
 
     def run(self):
         p = self.params
@@ -160,8 +164,14 @@ class ComputeDomainModule(KubernetesModule):
         info["api_version"] = api_version
         wanted = cluster_compute_domains(self.cluster, self.pool_names, api_version=api_version)
         prune = PruneScope(pools=self.pool_names) if p["prune"] else None
-        self.converge(COMPUTE_DOMAIN, wanted, prune=prune, immutable=("spec",), recreate=p["recreate"],
-                      delete_timeout=float(p["wait_timeout"]))
+        self.converge(
+            COMPUTE_DOMAIN,
+            wanted,
+            prune=prune,
+            immutable=("spec",),
+            recreate=p["recreate"],
+            delete_timeout=float(p["wait_timeout"]),
+        )
         if p["wait"] and self.may_wait:
             self.wait_ready(info)
         return info
@@ -178,7 +188,9 @@ class ComputeDomainModule(KubernetesModule):
             status = "%d/%d ComputeDomain(s) Ready" % (len(pending) - len(waiting), len(pending))
             if waiting:
                 status += "; waiting for " + ", ".join(
-                    "%s/%s (%s)" % (r.namespace, r.name, compute_domain_status(r.object) or "no status") for r in waiting)
+                    "%s/%s (%s)" % (r.namespace, r.name, compute_domain_status(r.object) or "no status")
+                    for r in waiting
+                )
             probe.waiting = waiting
             return not waiting, status
 
@@ -188,9 +200,17 @@ class ComputeDomainModule(KubernetesModule):
             raise GpupoolError(
                 "%d ComputeDomain(s) not Ready after %ds: %s. Check the DRA driver's compute-domain controller and the "
                 "IMEX daemon pods in its namespace (kubectl get computedomain -A, kubectl -n <driver namespace> get "
-                "pods)" % (len(probe.waiting), self.params["wait_timeout"], ", ".join(
-                    "%s/%s (status %s)" % (r.namespace, r.name, compute_domain_status(r.object) or "unset")
-                    for r in probe.waiting)), wait_log=result.log)
+                "pods)"
+                % (
+                    len(probe.waiting),
+                    self.params["wait_timeout"],
+                    ", ".join(
+                        "%s/%s (status %s)" % (r.namespace, r.name, compute_domain_status(r.object) or "unset")
+                        for r in probe.waiting
+                    ),
+                ),
+                wait_log=result.log,
+            )
 
     def object_results(self):
         objects = []

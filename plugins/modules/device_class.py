@@ -41,6 +41,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
@@ -117,11 +118,12 @@ diff:
   elements: dict
 """
 
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY
 from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import (
-    cluster_device_classes, without_extended_resource_names,
+    cluster_device_classes,
+    without_extended_resource_names,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import DEVICE_CLASS
 
@@ -135,9 +137,15 @@ def extended_resources_supported(engine, desired, api_version):
         obj = live.get((None, d.obj["metadata"]["name"]))
         if obj is not None and (obj.get("spec") or {}).get("extendedResourceName"):
             return True
-    probe = {"apiVersion": api_version, "kind": "DeviceClass", "metadata": {"name": PROBE_NAME},
-             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
-                      "extendedResourceName": "gpupool.io/probe"}}
+    probe = {
+        "apiVersion": api_version,
+        "kind": "DeviceClass",
+        "metadata": {"name": PROBE_NAME},
+        "spec": {
+            "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+            "extendedResourceName": "gpupool.io/probe",
+        },
+    }
     out = engine.apply(DEVICE_CLASS, probe, dry_run=True)
     return bool((out.get("spec") or {}).get("extendedResourceName"))
 
@@ -157,9 +165,10 @@ class DeviceClassModule(KubernetesModule):
             supported = extended_resources_supported(self.engine, with_ext, api_version)
             info["extended_resource_names"] = supported
             if not supported:
-                self.warn("the cluster drops DeviceClass extendedResourceName (feature gate DRAExtendedResource is "
-                          "off); classes %s are published without it"
-                          % ", ".join(d.obj["metadata"]["name"] for d in with_ext))
+                self.warn(
+                    "the cluster drops DeviceClass extendedResourceName (feature gate DRAExtendedResource is "
+                    "off); classes %s are published without it" % ", ".join(d.obj["metadata"]["name"] for d in with_ext)
+                )
                 wanted = without_extended_resource_names(wanted)
         self.converge(DEVICE_CLASS, wanted, prune=PruneScope(pools=pools) if self.params["prune"] else None)
         return info

@@ -89,6 +89,7 @@ options:
     type: str
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - ansible.builtin.action_common_attributes
 attributes:
@@ -194,20 +195,32 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import res
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import ChartRef, Helm, HelmError, apply_crds
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import (
-    CERT_MANAGER_CRDS, line_for, needs_cert_manager, parse_version,
+    CERT_MANAGER_CRDS,
+    line_for,
+    needs_cert_manager,
+    parse_version,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan import gpu_operator as operator
 from ansible_collections.gpupool.core.plugins.module_utils.plan.dra_driver_release import (
-    GPU_DRIVER, rollout_status, upgrade_reasons,
+    GPU_DRIVER,
+    rollout_status,
+    upgrade_reasons,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.dra_driver_values import (
-    desired_values, user_overrides, values_diff,
+    desired_values,
+    user_overrides,
+    values_diff,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
-    CLUSTER_POLICY, CUSTOM_RESOURCE_DEFINITION, DAEMON_SET, DEPLOYMENT, NODE, RESOURCE_SLICE,
+    CLUSTER_POLICY,
+    CUSTOM_RESOURCE_DEFINITION,
+    DAEMON_SET,
+    DEPLOYMENT,
+    NODE,
+    RESOURCE_SLICE,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
@@ -250,13 +263,20 @@ class DraDriverModule(KubernetesModule):
     # ---- helm --------------------------------------------------------------------------------------------
     def open_helm(self):
         p = resolve_params(self.params, self.cluster)
-        helm = Helm(self.params["helm_binary"], secrets=[self.params.get("registry_password") or "",
-                                                         p.get("api_key") or ""])
+        helm = Helm(
+            self.params["helm_binary"], secrets=[self.params.get("registry_password") or "", p.get("api_key") or ""]
+        )
         if p.get("kubeconfig"):
             helm.kubeconfig, helm.context = p["kubeconfig"], p.get("context")
         elif p.get("host"):
-            helm.write_kubeconfig(p["host"], p.get("api_key"), p.get("ca_cert"), p.get("client_cert"),
-                                  p.get("client_key"), insecure=p.get("validate_certs") is False)
+            helm.write_kubeconfig(
+                p["host"],
+                p.get("api_key"),
+                p.get("ca_cert"),
+                p.get("client_cert"),
+                p.get("client_key"),
+                insecure=p.get("validate_certs") is False,
+            )
         else:
             helm.context = p.get("context")
         self.helm = helm
@@ -266,15 +286,22 @@ class DraDriverModule(KubernetesModule):
         except ValueError:
             major, minor = MINIMUM_HELM
         if (major, minor) < MINIMUM_HELM:
-            raise GpupoolError("helm %s is too old: the module needs helm %d.%d or later (--dry-run=server, "
-                               "get metadata)" % (version, MINIMUM_HELM[0], MINIMUM_HELM[1]))
+            raise GpupoolError(
+                "helm %s is too old: the module needs helm %d.%d or later (--dry-run=server, "
+                "get metadata)" % (version, MINIMUM_HELM[0], MINIMUM_HELM[1])
+            )
         return helm
 
     def chart_ref(self):
         s = self.cluster.dra_driver
         username, password = self.params.get("registry_username"), self.params.get("registry_password")
-        ref = ChartRef(s.chart, s.version, repo=s.repository, username=username if s.repository else None,
-                       password=password if s.repository else None)
+        ref = ChartRef(
+            s.chart,
+            s.version,
+            repo=s.repository,
+            username=username if s.repository else None,
+            password=password if s.repository else None,
+        )
         if ref.is_oci and username:
             self.helm.registry_login(ref.registry_host, username, password or "")
         return ref
@@ -284,9 +311,16 @@ class DraDriverModule(KubernetesModule):
         if ref.is_local:
             meta = self.helm.show_chart(ref)
             if str(meta.get("version")) != ref.version:
-                raise Problems([("gpupool_cluster.dra_driver.chart", "the local chart %s is version %s but "
-                                 "gpupool_cluster.dra_driver.version is %s; point chart at the %s chart or change "
-                                 "the version" % (ref.chart, meta.get("version"), ref.version, ref.version))])
+                raise Problems(
+                    [
+                        (
+                            "gpupool_cluster.dra_driver.chart",
+                            "the local chart %s is version %s but "
+                            "gpupool_cluster.dra_driver.version is %s; point chart at the %s chart or change "
+                            "the version" % (ref.chart, meta.get("version"), ref.version, ref.version),
+                        )
+                    ]
+                )
             return meta.get("name")
         return ref.chart.rstrip("/").rsplit("/", 1)[-1]
 
@@ -308,8 +342,10 @@ class DraDriverModule(KubernetesModule):
         root = operator.driver_root(facts, s.nvidia_driver_root, explicit)
         report = dict(facts, driver_root=root, nodes_labelled=[])
         if facts["driver_container"] and explicit and s.nvidia_driver_root != operator.OPERATOR_DRIVER_ROOT:
-            self.warn("the GPU Operator runs its driver container (root %s) but dra_driver.nvidia_driver_root is %s"
-                      % (operator.OPERATOR_DRIVER_ROOT, s.nvidia_driver_root))
+            self.warn(
+                "the GPU Operator runs its driver container (root %s) but dra_driver.nvidia_driver_root is %s"
+                % (operator.OPERATOR_DRIVER_ROOT, s.nvidia_driver_root)
+            )
         busy = operator.nodes_with_device_plugin(facts, pool_nodes)
         if busy:
             if self.params["gpu_operator"] == "refuse":
@@ -350,17 +386,25 @@ class DraDriverModule(KubernetesModule):
         desired = desired_values(self.cluster, line, root)
         current = helm.get_values(s.release_name, s.namespace) if metadata else None
         reasons = upgrade_reasons(metadata, current, desired, chart_name, s.version)
-        self.info.update(release=_release(metadata), reasons=reasons, values=desired,
-                         values_diff=values_diff(current, desired), user_overrides=user_overrides(self.cluster, line,
-                                                                                                  root))
+        self.info.update(
+            release=_release(metadata),
+            reasons=reasons,
+            values=desired,
+            values_diff=values_diff(current, desired),
+            user_overrides=user_overrides(self.cluster, line, root),
+        )
         if reasons:
             self.values_diff_text = {
-                "before_header": "helm values of %s/%s%s" % (
-                    s.namespace, s.release_name,
-                    " (revision %s)" % metadata.get("revision") if metadata else " (not installed)"),
+                "before_header": "helm values of %s/%s%s"
+                % (
+                    s.namespace,
+                    s.release_name,
+                    " (revision %s)" % metadata.get("revision") if metadata else " (not installed)",
+                ),
                 "after_header": "desired values (%s %s)" % (chart_name, s.version),
                 "before": yaml.safe_dump(current or {}, sort_keys=True, default_flow_style=False),
-                "after": yaml.safe_dump(desired, sort_keys=True, default_flow_style=False)}
+                "after": yaml.safe_dump(desired, sort_keys=True, default_flow_style=False),
+            }
             self.preflight(desired, line)
             crds = helm.show_crds(ref)
             # The chart's own checks against the live cluster first: a refusal leaves nothing half-done.
@@ -382,7 +426,8 @@ class DraDriverModule(KubernetesModule):
                 raise GpupoolError(
                     "the chart's webhook (webhook.enabled=true, tls.mode cert-manager) needs cert-manager, but the "
                     "cluster has no %s: install cert-manager first, use webhook.tls.mode=secret, or set "
-                    "dra_driver.values.webhook.enabled=false" % " and no ".join(missing))
+                    "dra_driver.values.webhook.enabled=false" % " and no ".join(missing)
+                )
 
     def wait_rollout(self, pool_nodes):
         s = self.cluster.dra_driver
@@ -392,22 +437,29 @@ class DraDriverModule(KubernetesModule):
             daemonsets = self.engine.list(DAEMON_SET, s.namespace, label_selector=selector)
             deployments = self.engine.list(DEPLOYMENT, s.namespace, label_selector=selector)
             slices = self.engine.list(RESOURCE_SLICE) if self.engine.version(RESOURCE_SLICE, required=False) else []
-            slice_nodes = [(sl.get("spec") or {}).get("nodeName") for sl in slices
-                           if (sl.get("spec") or {}).get("driver") == GPU_DRIVER]
+            slice_nodes = [
+                (sl.get("spec") or {}).get("nodeName")
+                for sl in slices
+                if (sl.get("spec") or {}).get("driver") == GPU_DRIVER
+            ]
             probe.status = rollout_status(daemonsets, deployments, self.pool_nodes(), slice_nodes)
             return probe.status["done"], probe.status["message"]
 
-        result = Waiter(self.params["wait_timeout"], self.params["wait_sleep"],
-                        progress=self.info["progress"].append).until(probe)
+        result = Waiter(
+            self.params["wait_timeout"], self.params["wait_sleep"], progress=self.info["progress"].append
+        ).until(probe)
         self.info["rollout"] = probe.status
         if not result.done:
             raise GpupoolError(
                 "the DRA driver did not roll out within %ds: %s. Check the pods in namespace %s (kubectl -n %s get "
                 "pods); a pool node without the plugin usually has a taint the plugin does not tolerate or lacks "
-                "the pool label" % (self.params["wait_timeout"], probe.status["message"], s.namespace, s.namespace))
+                "the pool label" % (self.params["wait_timeout"], probe.status["message"], s.namespace, s.namespace)
+            )
         if probe.status["nodes_not_ready"]:
-            self.warn("pool node(s) not Ready, not checked for the kubelet plugin: %s"
-                      % ", ".join(probe.status["nodes_not_ready"]))
+            self.warn(
+                "pool node(s) not Ready, not checked for the kubelet plugin: %s"
+                % ", ".join(probe.status["nodes_not_ready"])
+            )
 
     def absent(self, ref):
         s = self.cluster.dra_driver
@@ -434,9 +486,10 @@ class DraDriverModule(KubernetesModule):
             # reinstall right after does not meet a CRD still terminating.
             for name in deleted if not self.check_mode else []:
                 if not self.engine.wait_gone(CUSTOM_RESOURCE_DEFINITION, name, timeout=self.params["wait_timeout"]):
-                    raise GpupoolError("CRD %s is still terminating after %ds: its objects are being deleted; check "
-                                       "kubectl get crd %s -o yaml (status.conditions)"
-                                       % (name, self.params["wait_timeout"], name))
+                    raise GpupoolError(
+                        "CRD %s is still terminating after %ds: its objects are being deleted; check "
+                        "kubectl get crd %s -o yaml (status.conditions)" % (name, self.params["wait_timeout"], name)
+                    )
             self.info["crds_deleted"] = deleted
             self.changed = self.changed or bool(deleted)
         return self.info

@@ -216,14 +216,17 @@ def read(params):
         wanted = params["devices"] if params["devices"] is not None else list(range(count))
         missing = [i for i in wanted if i < 0 or i >= count]
         if missing:
-            raise Problems("GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d"
-                           % (", ".join(str(i) for i in missing), count, count - 1))
+            raise Problems(
+                "GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d"
+                % (", ".join(str(i) for i in missing), count, count - 1)
+            )
         gpus = []
         for index in wanted:
             facts = nvml_facts.read_gpu(session.handle(index), index, params["include_profiles"], system)
             reported = facts.pop("_profiles")
-            _model, _aliases, differences = effective_model(facts["name"], reported, facts["pci_device_id"],
-                                                            label="GPU %d (%s)" % (index, facts["name"]))
+            _model, _aliases, differences = effective_model(
+                facts["name"], reported, facts["pci_device_id"], label="GPU %d (%s)" % (index, facts["name"])
+            )
             catalog = catalog_model_for(facts["name"], facts["pci_device_id"])
             facts["catalog_model"] = catalog.key if catalog is not None else None
             if params["include_profiles"]:
@@ -245,13 +248,17 @@ class GpuFactsModule(NvmlModule):
         except nvml_facts.NvmlUnavailable as exc:
             if self.params["require_nvml"]:
                 raise GpupoolError(str(exc), nvml_available=False)
-            return dict(nvml_available=False, msg=str(exc),
-                        ansible_facts={"gpupool_gpus": [], "gpupool_nvml": {"available": False, "msg": str(exc)}})
+            return dict(
+                nvml_available=False,
+                msg=str(exc),
+                ansible_facts={"gpupool_gpus": [], "gpupool_nvml": {"available": False, "msg": str(exc)}},
+            )
         except nvml_facts.NvmlError as exc:
             raise GpupoolError("reading the GPUs through NVML failed: %s" % exc, nvml_available=True)
         nvml = dict(system, available=True)
-        return dict(nvml_available=True, gpus=gpus, ansible_facts={"gpupool_gpus": gpus, "gpupool_nvml": nvml},
-                    **system)
+        return dict(
+            nvml_available=True, gpus=gpus, ansible_facts={"gpupool_gpus": gpus, "gpupool_nvml": nvml}, **system
+        )
 
 
 def main():

@@ -157,7 +157,7 @@ def host_path(root, path):
     return os.path.join(root, path.lstrip("/")) if root and root != "/" else path
 
 
-class Systemd(object):
+class Systemd:
     """systemctl through Ansible's run_command (no subprocess of our own)."""
 
     def __init__(self, ansible):
@@ -165,7 +165,9 @@ class Systemd(object):
         self.binary = ansible.get_bin_path("systemctl", required=True)
 
     def state(self, unit):
-        rc, out, err = self.ansible.run_command([self.binary, "show", unit, "-p", "LoadState,ActiveState,UnitFileState"])
+        rc, out, err = self.ansible.run_command(
+            [self.binary, "show", unit, "-p", "LoadState,ActiveState,UnitFileState"]
+        )
         if rc != 0:
             raise GpupoolError("systemctl show %s failed (exit %d): %s" % (unit, rc, (err or out).strip()))
         props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
@@ -174,8 +176,9 @@ class Systemd(object):
     def run(self, verb, unit):
         rc, out, err = self.ansible.run_command([self.binary, verb, unit])
         if rc != 0:
-            raise GpupoolError("systemctl %s %s failed (exit %d): %s" % (verb, unit, rc, (err or out).strip()),
-                               action=verb)
+            raise GpupoolError(
+                "systemctl %s %s failed (exit %d): %s" % (verb, unit, rc, (err or out).strip()), action=verb
+            )
 
 
 def read_fabric():
@@ -210,8 +213,10 @@ class ImexModule(NvmlModule):
         if p["mode"] == plan.HOST_MANAGED:
             problems = plan.member_problems(p["members"], p["address"]) + plan.settings_problems(p["settings"])
             if problems:
-                raise Problems([("members" if "setting" not in m else "settings", m) for m in problems],
-                               subject="in the host-managed IMEX settings")
+                raise Problems(
+                    [("members" if "setting" not in m else "settings", m) for m in problems],
+                    subject="in the host-managed IMEX settings",
+                )
         elif p["members"]:
             self.warn("members are ignored with mode=driver_managed: the DRA driver finds the domain's nodes itself")
 
@@ -245,8 +250,10 @@ class ImexModule(NvmlModule):
                 existing = fh.read()
         settings = plan.required_settings(p["config_dir"], p["socket_path"], p["settings"])
         changed, before, after = False, {}, {}
-        for path, content in ((nodes_file, plan.nodes_config(p["members"])),
-                              (config_file, plan.edit_config(existing, settings))):
+        for path, content in (
+            (nodes_file, plan.nodes_config(p["members"])),
+            (config_file, plan.edit_config(existing, settings)),
+        ):
             file_changed, old = self.write_file(host_path(p["root"], path), content)
             self.result["files"][path] = file_changed
             if file_changed:
@@ -259,8 +266,10 @@ class ImexModule(NvmlModule):
         systemd = Systemd(self.ansible)
         unit_before = systemd.state(p["unit"])
         if p["mode"] == plan.HOST_MANAGED and not unit_before["installed"]:
-            raise GpupoolError("%s is not installed on this node: host-managed IMEX needs the nvidia-imex package of "
-                               "the NVIDIA driver (it provides the unit, nvidia-imex and nvidia-imex-ctl)" % p["unit"])
+            raise GpupoolError(
+                "%s is not installed on this node: host-managed IMEX needs the nvidia-imex package of "
+                "the NVIDIA driver (it provides the unit, nvidia-imex and nvidia-imex-ctl)" % p["unit"]
+            )
         files_changed, diff_before, diff_after = False, {}, {}
         if p["mode"] == plan.HOST_MANAGED:
             files_changed, diff_before, diff_after = self.host_files()
@@ -277,8 +286,9 @@ class ImexModule(NvmlModule):
         self.result["changed"] = files_changed or bool(actions)
         if actions:
             diff_before["unit"] = unit_before
-            diff_after["unit"] = self.result["unit"]["after"] if not self.check_mode else dict(unit_before,
-                                                                                               planned=actions)
+            diff_after["unit"] = (
+                self.result["unit"]["after"] if not self.check_mode else dict(unit_before, planned=actions)
+            )
         if self.diff_mode and self.result["changed"]:
             self.result["diff"] = {"before": diff_before, "after": diff_after}
         if p["check_fabric"]:

@@ -205,14 +205,23 @@ from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlMod
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import mig_apply as nvml_mig
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_apply import (
-    catalog_model_for, current_layout, effective_model, layout_summary, plan_gpu, translate_layout,
+    catalog_model_for,
+    current_layout,
+    effective_model,
+    layout_summary,
+    plan_gpu,
+    translate_layout,
 )
 
 
 def observed_state(facts):
     mig = facts["mig"]
-    return {"mig_capable": mig["capable"], "mig_current": mig["current"], "mig_pending": mig["pending"],
-            "instances": mig["instances"]}
+    return {
+        "mig_capable": mig["capable"],
+        "mig_current": mig["current"],
+        "mig_pending": mig["pending"],
+        "instances": mig["instances"],
+    }
 
 
 def summary(facts):
@@ -238,11 +247,13 @@ def run(module, request):
         system = nvml_facts.read_system()
         count = session.count()
         if "all" in desired:
-            desired = {i: desired["all"] for i in range(count)}
+            desired = dict.fromkeys(range(count), desired["all"])
         missing = sorted(i for i in desired if i < 0 or i >= count)
         if missing:
-            raise Problems("GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d. "
-                           "No change made." % (", ".join(str(i) for i in missing), count, count - 1))
+            raise Problems(
+                "GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d. "
+                "No change made." % (", ".join(str(i) for i in missing), count, count - 1)
+            )
         handles, facts, plans, errors = {}, {}, {}, []
         read_all = range(count) if p["export"] else sorted(desired)
         for index in read_all:
@@ -252,12 +263,14 @@ def run(module, request):
             gpu = facts[index]
             enabled, layout = desired[index]
             label = "GPU %d (%s)" % (index, gpu["name"])
-            model, aliases, diffs = effective_model(gpu["name"], gpu["_profiles"], gpu["pci_device_id"],
-                                                    label=gpu["name"])
+            model, aliases, diffs = effective_model(
+                gpu["name"], gpu["_profiles"], gpu["pci_device_id"], label=gpu["name"]
+            )
             warnings.extend(diffs)
             if gpu["mig"]["capable"] and model is None:
-                errors.append("%s reports no MIG profiles and is not in the MIG catalog: the layout cannot be "
-                              "planned" % label)
+                errors.append(
+                    "%s reports no MIG profiles and is not in the MIG catalog: the layout cannot be planned" % label
+                )
                 continue
             if layout is not None and model is not None:
                 layout, more = translate_layout(model, layout, aliases, gpu["name"])
@@ -268,7 +281,8 @@ def run(module, request):
                 hint = ""
                 if getattr(exc, "suggestions", None):
                     hint = " Layouts that fit: %s." % "; ".join(
-                        " + ".join("%s x%d" % (n, c) for n, c in sorted(s.items())) for s in exc.suggestions)
+                        " + ".join("%s x%d" % (n, c) for n, c in sorted(s.items())) for s in exc.suggestions
+                    )
                 errors.append("%s: %s.%s" % (label, exc.reason.rstrip("."), hint))
         for text in warnings:
             module.warn(text)
@@ -278,18 +292,28 @@ def run(module, request):
         for index, gp in sorted(plans.items()):
             procs = facts[index]["processes"]
             if gp.changed and procs:
-                busy.append("GPU %d (%s) runs %d compute process(es), pid %s"
-                            % (index, facts[index]["name"], len(procs), ", ".join(str(x["pid"]) for x in procs)))
+                busy.append(
+                    "GPU %d (%s) runs %d compute process(es), pid %s"
+                    % (index, facts[index]["name"], len(procs), ", ".join(str(x["pid"]) for x in procs))
+                )
         if busy and not p["force"]:
-            raise GpupoolError("MIG change refused, no change made: %s. Changing MIG would disrupt them: stop those "
-                               "processes (drain the node) and run again, or set force: true." % "; ".join(busy),
-                               busy=busy)
+            raise GpupoolError(
+                "MIG change refused, no change made: %s. Changing MIG would disrupt them: stop those "
+                "processes (drain the node) and run again, or set force: true." % "; ".join(busy),
+                busy=busy,
+            )
         results = []
         for index, gp in sorted(plans.items()):
             gpu = facts[index]
-            entry = {"index": index, "name": gpu["name"], "uuid": gpu["uuid"],
-                     "catalog_model": None, "before": summary(gpu), "kept_gpu_instances":
-                     [k["gpu_instance_id"] for k in gp.kept], "reset_required": gp.reset_required}
+            entry = {
+                "index": index,
+                "name": gpu["name"],
+                "uuid": gpu["uuid"],
+                "catalog_model": None,
+                "before": summary(gpu),
+                "kept_gpu_instances": [k["gpu_instance_id"] for k in gp.kept],
+                "reset_required": gp.reset_required,
+            }
             catalog = catalog_model_for(gpu["name"], gpu["pci_device_id"])
             entry["catalog_model"] = catalog.key if catalog is not None else None
             if module.check_mode or not gp.changed:
@@ -336,13 +360,18 @@ class MigConfigModule(NvmlModule):
             raise GpupoolError("cannot configure MIG on this host: %s" % exc)
         except nvml_facts.NvmlError as exc:
             raise GpupoolError("reading the GPUs through NVML failed, no change made by this step: %s" % exc)
-        out = dict(changed=any(r["actions"] for r in results),
-                   reset_required=any(r["reset_required"] for r in results), gpus=results)
+        out = dict(
+            changed=any(r["actions"] for r in results),
+            reset_required=any(r["reset_required"] for r in results),
+            gpus=results,
+        )
         if exported is not None:
             out["mig_parted_config"] = exported
         if self.diff_mode:
-            out["diff"] = {"before": {"gpu%d" % r["index"]: r["before"] for r in results},
-                           "after": {"gpu%d" % r["index"]: r["after"] for r in results}}
+            out["diff"] = {
+                "before": {"gpu%d" % r["index"]: r["before"] for r in results},
+                "after": {"gpu%d" % r["index"]: r["after"] for r in results},
+            }
         return out
 
 

@@ -32,6 +32,10 @@ description:
     C(nvidia.com/mig.config.state=success), uncordon. When the config's content changed but its name did not, the
     label is removed and set again after O(relabel_delay) seconds, because the MIG manager only acts on label
     changes."
+  - "Requests: the cordon is decided from the plan's node LIST (no read per node) and sent with the node's
+    C(resourceVersion) as precondition (a node changed meanwhile is read again); without O(drain) and for a first
+    config the cordon and the config label go in one write. A wave is watched with one LIST of the nodes carrying
+    the config label per round, first after 1 s, then less and less often up to O(wait_sleep)."
   - "A node that ends in state C(failed) stops the rollout: the task fails naming the node, the nodes of later
     waves are not touched, and the failed node stays cordoned. A node already in state C(failed) for the wanted
     config stops the run before any write unless O(retry_failed=true)."
@@ -59,7 +63,7 @@ options:
     type: int
     default: 1800
   wait_sleep:
-    description: Seconds between two reads of a wave's nodes while waiting.
+    description: Longest pause between two reads of a wave's nodes while waiting (the first read comes after 1 s).
     type: float
     default: 5
   relabel_delay:
@@ -81,6 +85,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.nodes
   - gpupool.core.k8s_auth.drain
@@ -207,6 +212,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollo
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout_text as plan_mig_rollout_text
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 
 class Stop(GpupoolError):
@@ -228,17 +234,26 @@ class Rollout:
         self.drain = self.p["drain"]
         self.cordon = self.p["cordon"] or self.drain
         # The one drain (k8s/drain.py); cordons made here are marked as mig_layout's.
-        self.drainer = Drain(self.client, model_names.CORDON_VALUE, timeout=self.p["drain_timeout"],
-                             grace_period=self.p["drain_grace_period"], sleep=max(0.1, min(self.p["wait_sleep"], 2.0)),
-                             warn=module.warn)
+        self.drainer = Drain(
+            self.client,
+            model_names.CORDON_VALUE,
+            timeout=self.p["drain_timeout"],
+            grace_period=self.p["drain_grace_period"],
+            sleep=max(0.1, min(self.p["wait_sleep"], 2.0)),
+            warn=module.warn,
+        )
         self.changed = False
         self.diff = []
         self.waves = []
         self.failed_nodes = []
         self.pools = {}
         self.plans = []
-        self.cm_result = {"name": self.mm.config_map, "namespace": self.mm.namespace, "action": "unchanged",
-                          "configs": {}}
+        self.cm_result = {
+            "name": self.mm.config_map,
+            "namespace": self.mm.namespace,
+            "action": "unchanged",
+            "configs": {},
+        }
 
     # ---- reads ----------------------------------------------------------------------------------------
     def read_config_map(self):
@@ -250,15 +265,17 @@ class Rollout:
         return live, doc, owned
 
     def merge(self, doc, owned, nodes):
-        desired = dict((n, c["entries"]) for n, c in self.configs.items())
+        desired = {n: c["entries"] for n, c in self.configs.items()}
         prune = []
         if self.p["prune"] and not self.p["pools"]:
-            in_use = set((n["metadata"].get("labels") or {}).get(model_names.CONFIG_LABEL) for n in nodes)
+            in_use = {(n["metadata"].get("labels") or {}).get(model_names.CONFIG_LABEL) for n in nodes}
             prune = [n for n in owned if n not in desired and n not in in_use]
             kept = [n for n in owned if n not in desired and n in in_use]
             for name in kept:
-                self.module.warn("MIG config %s is no longer wanted by any pool but nodes are still labelled with it; "
-                                 "it stays in the ConfigMap until they are switched to another config" % name)
+                self.module.warn(
+                    "MIG config %s is no longer wanted by any pool but nodes are still labelled with it; "
+                    "it stays in the ConfigMap until they are switched to another config" % name
+                )
         where = "ConfigMap %s/%s" % (self.mm.namespace, self.mm.config_map)
         new_doc, names, changes = plan_mig_rollout.merge_document(doc, desired, owned, prune, where)
         return new_doc, names, changes
@@ -266,12 +283,12 @@ class Rollout:
     # ---- plan -------------------------------------------------------------------------------------------
     def plan(self):
         nodes = self.engine.list(NODE)
-        self.nodes_by_name = dict((n["metadata"]["name"], n) for n in nodes)
+        self.nodes_by_name = {n["metadata"]["name"]: n for n in nodes}
         assigned = assign_nodes(self.static, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
         live, doc, owned = self.read_config_map()
         new_doc, names, changes = self.merge(doc, owned, nodes)
         self.cm = (live, doc, owned, new_doc, names, changes)
-        changed_configs = set(n for n, c in changes.items() if c in ("created", "updated"))
+        changed_configs = {n for n, c in changes.items() if c in ("created", "updated")}
         for pool in self.scope:
             if pool not in self.static:
                 why = "state absent" if pool.state != "present" else "mig.mode is %s" % pool.mig.mode
@@ -279,23 +296,42 @@ class Rollout:
                 continue
             name = pool.mig_config_name
             cfg = self.configs[name]
-            plan = plan_mig_rollout.plan_pool(pool.name, name, cfg["digest"], assigned[pool.name], self.mm.max_unavailable,
-                                              config_changed=name in changed_configs, retry_failed=self.p["retry_failed"])
+            plan = plan_mig_rollout.plan_pool(
+                pool.name,
+                name,
+                cfg["digest"],
+                assigned[pool.name],
+                self.mm.max_unavailable,
+                config_changed=name in changed_configs,
+                retry_failed=self.p["retry_failed"],
+            )
             plan["selector"] = node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
             self.plans.append(plan)
-            self.pools[pool.name] = {"config_name": name, "digest": cfg["digest"], "selector": plan["selector"],
-                                     "nodes": plan["nodes"], "waves": plan["waves"]}
+            self.pools[pool.name] = {
+                "config_name": name,
+                "digest": cfg["digest"],
+                "selector": plan["selector"],
+                "nodes": plan["nodes"],
+                "waves": plan["waves"],
+            }
             for n in plan["skipped"]:
-                self.module.warn("pool %s: node %s is NotReady and needs a MIG change; skipped (rerun when it is "
-                                 "Ready)" % (pool.name, n))
+                self.module.warn(
+                    "pool %s: node %s is NotReady and needs a MIG change; skipped (rerun when it is "
+                    "Ready)" % (pool.name, n)
+                )
         problems = plan_mig_rollout.blocked_problems(self.plans, self.mm.namespace)
         if problems:
             raise model_errors.Problems(problems)
         for plan in self.plans:
             for i, wave in enumerate(plan["waves"]):
-                actions = dict((r["name"], r["action"]) for r in plan["nodes"] if r["name"] in wave)
-                entry = {"pool": plan["pool"], "index": i, "nodes": list(wave), "actions": actions,
-                         "result": "planned" if self.check else "not started"}
+                actions = {r["name"]: r["action"] for r in plan["nodes"] if r["name"] in wave}
+                entry = {
+                    "pool": plan["pool"],
+                    "index": i,
+                    "nodes": list(wave),
+                    "actions": actions,
+                    "result": "planned" if self.check else "not started",
+                }
                 if self.drain:
                     entry["evict"] = [plan_eviction.pod_ref(pod) for n in wave for pod in self.drainer.gpu_pods(n)]
                 self.waves.append(entry)
@@ -311,9 +347,11 @@ class Rollout:
         refuse the write (409) if anyone changed the ConfigMap since we read it; we then read and merge again.
         """
         live, doc, owned, new_doc, names, changes = self.cm
+        if live is None and not self.configs:
+            return  # no static MIG pool and no ConfigMap: nothing to store (and no GPU Operator needed)
         for attempt in range(attempts):
             cm_changed = live is None or new_doc != doc or sorted(owned) != sorted(names)
-            self.cm_result["configs"] = dict((n, c) for n, c in changes.items())
+            self.cm_result["configs"] = dict(changes.items())
             shown = sorted(n for n, c in changes.items() if c != "unchanged")
             before, after = plan_mig_rollout.ours_view(doc, shown), plan_mig_rollout.ours_view(new_doc, shown)
             if not cm_changed:
@@ -324,16 +362,24 @@ class Rollout:
                     self._send_config_map(live, new_doc, names)
                 except Conflict:
                     if attempt + 1 == attempts:
-                        raise K8sError("ConfigMap %s/%s kept changing while gpupool merged its MIG configs (%d "
-                                       "attempts)" % (self.mm.namespace, self.mm.config_map, attempts),
-                                       hint="rerun; if it persists, find the tool rewriting it")
+                        raise K8sError(
+                            "ConfigMap %s/%s kept changing while gpupool merged its MIG configs (%d "
+                            "attempts)" % (self.mm.namespace, self.mm.config_map, attempts),
+                            hint="rerun; if it persists, find the tool rewriting it",
+                        )
                     live, doc, owned = self.read_config_map()
                     new_doc, names, changes = self.merge(doc, owned, list(self.nodes_by_name.values()))
                     continue
             self.changed = True
             header = "ConfigMap %s/%s: mig-configs written by gpupool" % (self.mm.namespace, self.mm.config_map)
-            self.diff.append({"before": {"mig-configs": before}, "after": {"mig-configs": after},
-                              "before_header": header, "after_header": header})
+            self.diff.append(
+                {
+                    "before": {"mig-configs": before},
+                    "after": {"mig-configs": after},
+                    "before_header": header,
+                    "after_header": header,
+                }
+            )
             return
 
     def _send_config_map(self, live, doc, names):
@@ -341,22 +387,33 @@ class Rollout:
         ann = {model_names.CONFIGS_ANNOTATION: ",".join(names)}
         ns, name = self.mm.namespace, self.mm.config_map
         if live is None:
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name, "namespace": ns, "labels": dict(MANAGED_BY), "annotations": ann},
-                    "data": {mig_mig_parted.CONFIG_KEY: text}}
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns, "labels": dict(MANAGED_BY), "annotations": ann},
+                "data": {mig_mig_parted.CONFIG_KEY: text},
+            }
             try:
-                self.client.request("POST", self.client.path("", "v1", "configmaps", ns),
-                                    query={"fieldManager": self.engine.field_manager}, body=body)
+                self.client.request(
+                    "POST",
+                    self.client.path("", "v1", "configmaps", ns),
+                    query={"fieldManager": self.engine.field_manager},
+                    body=body,
+                )
             except K8sError as err:
                 if err.status == 404:
-                    raise K8sError("namespace %s does not exist, so the MIG manager ConfigMap %s cannot be created"
-                                   % (ns, name), status=404,
-                                   hint="install the GPU Operator (its MIG manager reads the ConfigMap) or set "
-                                        "gpupool_cluster.mig_manager.namespace to where it runs")
+                    raise K8sError(
+                        "namespace %s does not exist, so the MIG manager ConfigMap %s cannot be created" % (ns, name),
+                        status=404,
+                        hint="install the GPU Operator (its MIG manager reads the ConfigMap) or set "
+                        "gpupool_cluster.mig_manager.namespace to where it runs",
+                    )
                 raise
             return
-        patch = {"metadata": {"resourceVersion": live["metadata"]["resourceVersion"], "annotations": ann},
-                 "data": {mig_mig_parted.CONFIG_KEY: text}}
+        patch = {
+            "metadata": {"resourceVersion": live["metadata"]["resourceVersion"], "annotations": ann},
+            "data": {mig_mig_parted.CONFIG_KEY: text},
+        }
         self.engine.merge_patch(CONFIG_MAP, name, patch, namespace=ns)
 
     # ---- nodes --------------------------------------------------------------------------------------------
@@ -366,14 +423,23 @@ class Rollout:
 
     def node_diffs(self, plan, wave, states):
         for row in plan["nodes"]:
-            if row["name"] not in wave or row["action"] not in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE):
+            if row["name"] not in wave or row["action"] not in (
+                plan_mig_rollout.CONFIGURE,
+                plan_mig_rollout.RECONFIGURE,
+            ):
                 continue
             b = row["before"]
             header = "Node %s (pool %s)" % (row["name"], plan["pool"])
-            self.diff.append({"before": plan_mig_rollout.node_diff_view(b["config"], b["state"], b["digest"]),
-                              "after": plan_mig_rollout.node_diff_view(plan["config_name"], states.get(row["name"], "success"),
-                                                                       plan["digest"]),
-                              "before_header": header, "after_header": header})
+            self.diff.append(
+                {
+                    "before": plan_mig_rollout.node_diff_view(b["config"], b["state"], b["digest"]),
+                    "after": plan_mig_rollout.node_diff_view(
+                        plan["config_name"], states.get(row["name"], "success"), plan["digest"]
+                    ),
+                    "before_header": header,
+                    "after_header": header,
+                }
+            )
 
     def uncordon_leftovers(self, plan):
         """Nodes an interrupted earlier run left cordoned, now done: uncordon."""
@@ -386,16 +452,25 @@ class Rollout:
     def run_wave(self, plan, entry):
         wave = entry["nodes"]
         config, digest = plan["config_name"], plan["digest"]
+        actions = entry["actions"]
         entry["started"] = time.time()
         entry["cordoned"] = []
+        entry["labelled"] = {}
         try:
             if self.cordon:
                 for name in wave:
-                    # "ours": left cordoned by an earlier failed run, so ours to undo as well
-                    done = self.drainer.cordon(name)
-                    if done:
+                    # Decided from the node as the plan's (or a later wave's) LIST read it: no GET per node. Cordon
+                    # and label go in one write when nothing has to happen in between (no drain, no relabel): the
+                    # MIG manager may start at once, the node takes no new pods from then on.
+                    together = not self.drain and actions[name] == plan_mig_rollout.CONFIGURE
+                    label = plan_mig_rollout.label_patch(config, digest) if together else None
+                    done = self.drainer.cordon(name, self.nodes_by_name.get(name), also=label)
+                    if done in ("cordoned", "ours"):  # "ours": left cordoned by an earlier failed run
                         entry["cordoned"].append(name)
-                        self.changed = self.changed or done == "cordoned"
+                    if done == "cordoned" or (label is not None and done is not None):
+                        self.changed = True
+                    if label is not None and done is not None:
+                        entry["labelled"][name] = time.time()
             if self.drain:
                 entry["evicted"] = self.drainer.evict(wave)
                 self.changed = self.changed or bool(entry["evicted"])
@@ -405,9 +480,11 @@ class Rollout:
                 self.patch_node(name, plan_mig_rollout.unlabel_patch())
             if relabel:
                 time.sleep(self.p["relabel_delay"])
-            entry["labelled"] = {}
             for name in wave:
-                if actions[name] in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE):
+                if (
+                    actions[name] in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE)
+                    and name not in entry["labelled"]
+                ):
                     self.patch_node(name, plan_mig_rollout.label_patch(config, digest))
                     entry["labelled"][name] = time.time()
             states = self.wait(wave, config, entry)
@@ -416,8 +493,10 @@ class Rollout:
             entry["finished"] = time.time()
             text = err.describe() if isinstance(err, K8sError) else str(err)
             if entry["cordoned"]:
-                text += (" Cordoned by this run and left so: %s (a rerun continues the rollout and uncordons them)."
-                         % ", ".join(entry["cordoned"]))
+                text += (
+                    " Cordoned by this run and left so: %s (a rerun continues the rollout and uncordons them)."
+                    % ", ".join(entry["cordoned"])
+                )
             raise Stop(text)
         entry["states"] = states
         entry["finished"] = time.time()
@@ -433,26 +512,37 @@ class Rollout:
         entry["result"] = "success"
 
     def wait(self, wave, config, entry):
-        deadline = time.monotonic() + self.p["wait_timeout"]
+        """Watch one wave: ONE LIST of the nodes labelled with the config per round (not a GET per node), polled
+        after 1 s and then less and less often, up to wait_sleep; a wave node missing from the LIST (deleted,
+        or relabelled by someone else) is read on its own to tell which."""
         states = {}
-        while True:
-            now = dict((n, self.engine.get(NODE, n)) for n in wave if n not in states)
+        now = {}
+        selector = "%s=%s" % (model_names.CONFIG_LABEL, config)
+
+        def probe():
+            listed = {n["metadata"]["name"]: n for n in self.engine.list(NODE, label_selector=selector)}
+            self.nodes_by_name.update(listed)  # the freshest view, for later waves' preconditions
+            now.clear()
+            for name in wave:
+                if name not in states:
+                    now[name] = listed[name] if name in listed else self.engine.get(NODE, name)
             for name, prog in plan_mig_rollout.wave_progress(now, config).items():
                 if prog == "done":
                     states[name] = "success"
                 elif prog in ("failed", "gone", "relabelled"):
                     states[name] = prog
-            if len(states) == len(wave):
-                return states
-            if time.monotonic() >= deadline:
-                for name in wave:
-                    if name not in states:
-                        node = now.get(name) or {}
-                        st = (node.get("metadata") or {}).get("labels", {}).get(model_names.STATE_LABEL)
-                        states[name] = "timeout"
-                        entry.setdefault("last_state", {})[name] = st
-                return states
-            time.sleep(self.p["wait_sleep"])
+            return len(states) == len(wave), "%d/%d node(s) of the wave finished" % (len(states), len(wave))
+
+        first = min(1.0, self.p["wait_sleep"])
+        Waiter(self.p["wait_timeout"], first, backoff=1.5, max_sleep=self.p["wait_sleep"]).until(probe)
+        for name in wave:
+            if name not in states:
+                node = now.get(name) or {}
+                entry.setdefault("last_state", {})[name] = (
+                    (node.get("metadata") or {}).get("labels", {}).get(model_names.STATE_LABEL)
+                )
+                states[name] = "timeout"
+        return states
 
     def failure_message(self, plan, entry, bad, states):
         later = []
@@ -467,10 +557,19 @@ class Rollout:
         for name in bad:
             st = states[name]
             if st == "failed":
-                parts.append("node %s reports %s=failed for config %s" % (name, model_names.STATE_LABEL, plan["config_name"]))
+                parts.append(
+                    "node %s reports %s=failed for config %s" % (name, model_names.STATE_LABEL, plan["config_name"])
+                )
             elif st == "timeout":
-                parts.append("node %s did not reach %s=success within %ds (last state: %s)" % (
-                    name, model_names.STATE_LABEL, self.p["wait_timeout"], (entry.get("last_state") or {}).get(name) or "not set"))
+                parts.append(
+                    "node %s did not reach %s=success within %ds (last state: %s)"
+                    % (
+                        name,
+                        model_names.STATE_LABEL,
+                        self.p["wait_timeout"],
+                        (entry.get("last_state") or {}).get(name) or "not set",
+                    )
+                )
             elif st == "gone":
                 parts.append("node %s was deleted during the change" % name)
             else:
@@ -481,21 +580,29 @@ class Rollout:
         cordoned = [n for n in bad if n in entry.get("cordoned", [])]
         if cordoned:
             text += " %s %s cordoned." % (", ".join(cordoned), "stays" if len(cordoned) == 1 else "stay")
-        text += (" Read the nvidia-mig-manager log on the node (kubectl -n %s logs -l app=nvidia-mig-manager "
-                 "--field-selector spec.nodeName=%s), fix the cause, then rerun with retry_failed: true."
-                 % (self.mm.namespace, bad[0]))
+        text += (
+            " Read the nvidia-mig-manager log on the node (kubectl -n %s logs -l app=nvidia-mig-manager "
+            "--field-selector spec.nodeName=%s), fix the cause, then rerun with retry_failed: true."
+            % (self.mm.namespace, bad[0])
+        )
         return text
 
     # ---- the run -------------------------------------------------------------------------------------------
     def run(self):
         self.write_config_map()
-        by_pool = dict((p["pool"], p) for p in self.plans)
+        by_pool = {p["pool"]: p for p in self.plans}
         for plan in self.plans:
             self.uncordon_leftovers(plan)
         for entry in self.waves:
             plan = by_pool[entry["pool"]]
             if self.check:
-                if any(a in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE) for a in entry["actions"].values()) or self.cordon:
+                if (
+                    any(
+                        a in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE)
+                        for a in entry["actions"].values()
+                    )
+                    or self.cordon
+                ):
                     self.changed = True
                 self.node_diffs(plan, entry["nodes"], {})
                 continue
@@ -508,13 +615,19 @@ class Rollout:
         before = dict(((self.cm[1] or {}).get("mig-configs") or {}))
         after = dict(((self.cm[3] or {}).get("mig-configs") or {}))
         after.update((name, config["entries"]) for name, config in self.configs.items())
-        return plan_mig_rollout_text.rollout_text(self.plans, self.waves, after, before, self.cordon, self.drain,
-                                                  self.mm.max_unavailable)
+        return plan_mig_rollout_text.rollout_text(
+            self.plans, self.waves, after, before, self.cordon, self.drain, self.mm.max_unavailable
+        )
 
     def result(self):
-        out = dict(changed=self.changed, config_map=self.cm_result, pools=self.pools, waves=self.waves,
-                   failed_nodes=self.failed_nodes,
-                   skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]))
+        out = dict(
+            changed=self.changed,
+            config_map=self.cm_result,
+            pools=self.pools,
+            waves=self.waves,
+            failed_nodes=self.failed_nodes,
+            skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]),
+        )
         if self.module.diff_mode:
             out["diff"] = self.diff
             text = self.rollout_text()
@@ -541,8 +654,9 @@ class MigLayoutModule(KubernetesModule):
         p = self.params
         for key, low in (("drain_timeout", 1), ("wait_timeout", 1), ("drain_grace_period", 0)):
             if p[key] is not None and p[key] < low:
-                raise model_errors.Problems([(key, "must be at least %d, got %d" % (low, p[key]))],
-                                            subject="in the module options")
+                raise model_errors.Problems(
+                    [(key, "must be at least %d, got %d" % (low, p[key]))], subject="in the module options"
+                )
         if p["wait_sleep"] <= 0 or p["relabel_delay"] < 0:
             raise model_errors.Problems("wait_sleep must be greater than 0 and relabel_delay at least 0")
         static = [pl for pl in self.selected if pl.state == "present" and pl.mig.mode == "static"]

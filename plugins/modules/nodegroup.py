@@ -412,19 +412,44 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drai
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumPoolModule
-from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient, MagnumError, \
-    OperationFailed, WaitTimeout
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import IN_PROGRESS_STATES, \
-    desired_from_pool, desired_state, drain_candidate, format_version, orphaned_nodegroups, plan_drain, plan_nodegroup
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import (
+    MagnumClient,
+    MagnumError,
+    OperationFailed,
+    WaitTimeout,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
+    IN_PROGRESS_STATES,
+    desired_from_pool,
+    desired_state,
+    drain_candidate,
+    format_version,
+    orphaned_nodegroups,
+    plan_drain,
+    plan_nodegroup,
+)
 
 # The value of gpupool.io/cordoned-by on nodes this module cordons (mig_layout uses its own), so neither module
 # uncordons the other's nodes.
 CORDON_BY = "nodegroup"
 # The Kubernetes connection of the drain: the AUTH options whose names do not clash with the OpenStack ones
 # (TLS settings for Kubernetes come from the kubeconfig or the K8S_AUTH_* variables).
-DRAIN_CONNECTION = dict((name, AUTH[name]) for name in ("kubeconfig", "context", "host", "api_key"))
-STANDALONE = ("name", "state", "flavor", "image", "node_count", "min_node_count", "max_node_count",
-              "docker_volume_size", "labels", "merge_labels", "node_labels", "node_taints", "role")
+DRAIN_CONNECTION = {name: AUTH[name] for name in ("kubeconfig", "context", "host", "api_key")}
+STANDALONE = (
+    "name",
+    "state",
+    "flavor",
+    "image",
+    "node_count",
+    "min_node_count",
+    "max_node_count",
+    "docker_volume_size",
+    "labels",
+    "merge_labels",
+    "node_labels",
+    "node_taints",
+    "role",
+)
 
 
 class NodegroupsFailed(GpupoolError):
@@ -468,11 +493,15 @@ class NodegroupModule(MagnumPoolModule):
         labels=dict(type="dict"),
         merge_labels=dict(type="bool"),
         node_labels=dict(type="dict"),
-        node_taints=dict(type="list", elements="dict", options=dict(
-            key=dict(type="str", required=True, no_log=False),
-            value=dict(type="str"),
-            effect=dict(type="str", required=True, choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
-        )),
+        node_taints=dict(
+            type="list",
+            elements="dict",
+            options=dict(
+                key=dict(type="str", required=True, no_log=False),
+                value=dict(type="str"),
+                effect=dict(type="str", required=True, choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+            ),
+        ),
         role=dict(type="str"),
         # WAIT with the defaults of a Magnum operation (minutes, not seconds)
         wait=dict(type="bool", default=True),
@@ -499,13 +528,21 @@ class NodegroupModule(MagnumPoolModule):
         p = self.params
         self.require_at_least(wait_timeout=0, drain_timeout=1, drain_grace_period=0)
         if p["wait_sleep"] <= 0:
-            raise Problems([("wait_sleep", "must be greater than 0, got %s" % p["wait_sleep"])],
-                           subject="in the module options")
+            raise Problems(
+                [("wait_sleep", "must be greater than 0, got %s" % p["wait_sleep"])], subject="in the module options"
+            )
         if self.standalone:
             if not p["name"]:
-                raise Problems([("name", "is required when cluster is a Magnum cluster name (standalone use); or pass "
-                                 "the cluster inventory ({{ gpupool_cluster }}) as cluster")],
-                               subject="in the module options")
+                raise Problems(
+                    [
+                        (
+                            "name",
+                            "is required when cluster is a Magnum cluster name (standalone use); or pass "
+                            "the cluster inventory ({{ gpupool_cluster }}) as cluster",
+                        )
+                    ],
+                    subject="in the module options",
+                )
             self.targets = [Target(p["name"], desired_state(p), p["state"] or "present")]
             return
         for pool in self.selected:
@@ -521,8 +558,9 @@ class NodegroupModule(MagnumPoolModule):
         cloud = None if self.standalone else self.cluster.magnum.cloud
         if cloud is not None and self.params["cloud"] is not None and self.params["cloud"] != cloud:
             self.warn("the cloud option is ignored: the cloud of the inventory (gpupool_cluster.magnum.cloud) is used")
-        self.client = MagnumClient(self.connect(cloud), log=self.ansible.log,
-                                   poll_max=max(0.25, self.params["wait_sleep"]))
+        self.client = MagnumClient(
+            self.connect(cloud), log=self.ansible.log, poll_max=max(0.25, self.params["wait_sleep"])
+        )
         version = self.client.negotiate()
         self.microversion = format_version(version)
         ident = self.params["cluster"] if self.standalone else self.cluster.magnum.cluster
@@ -537,9 +575,11 @@ class NodegroupModule(MagnumPoolModule):
         if not self.standalone and not self.params["pools"]:
             self.orphaned = orphaned_nodegroups(listing, self.cluster)
             for name in self.orphaned:
-                self.warn("Magnum nodegroup %s of cluster %s belongs to no pool of the inventory (a removed pool?). It "
-                          "was left as it is: delete it with a pool of that nodegroup and state: absent, or declare "
-                          "it again" % (name, cluster_name))
+                self.warn(
+                    "Magnum nodegroup %s of cluster %s belongs to no pool of the inventory (a removed pool?). It "
+                    "was left as it is: delete it with a pool of that nodegroup and state: absent, or declare "
+                    "it again" % (name, cluster_name)
+                )
         for target in self.targets:
             target.what = "nodegroup '%s' of cluster '%s'" % (target.name, cluster_name)
             self.plan_target(target, cid, magnum_cluster, version, listed.get(target.name))
@@ -556,9 +596,12 @@ class NodegroupModule(MagnumPoolModule):
         if self.standalone:
             return failed[0].error[0]
         done = len(self.targets) - len(failed)
-        return ("The nodegroups of %d pool(s) failed (%s); %d other pool(s) were converged, see pools. %s"
-                % (len(failed), ", ".join(t.key for t in failed), done,
-                   " ".join("Pool %s: %s" % (t.key, t.error[0]) for t in failed)))
+        return "The nodegroups of %d pool(s) failed (%s); %d other pool(s) were converged, see pools. %s" % (
+            len(failed),
+            ", ".join(t.key for t in failed),
+            done,
+            " ".join("Pool %s: %s" % (t.key, t.error[0]) for t in failed),
+        )
 
     # ---- plan -----------------------------------------------------------------------------------------
     def plan_target(self, target, cid, magnum_cluster, version, listed):
@@ -599,9 +642,12 @@ class NodegroupModule(MagnumPoolModule):
             target.fail(exc)
             return
         except K8sError as exc:
-            target.fail(GpupoolError("Cannot read the nodes of %s from Kubernetes: %s. Nothing was changed; fix "
-                                     "the connection (kubeconfig, context) or leave drain off."
-                                     % (target.what, exc.describe())))
+            target.fail(
+                GpupoolError(
+                    "Cannot read the nodes of %s from Kubernetes: %s. Nothing was changed; fix "
+                    "the connection (kubeconfig, context) or leave drain off." % (target.what, exc.describe())
+                )
+            )
             return
         if delete is not None:
             target.drain_plan["nodes_to_remove"] = []  # the whole nodegroup goes
@@ -611,9 +657,14 @@ class NodegroupModule(MagnumPoolModule):
         """The one drain over the cluster's Kubernetes API, connected on first use."""
         if self._drain is None:
             client = k8s_connect(self.params, self.cluster)
-            self._drain = Drain(client, CORDON_BY, timeout=self.params["drain_timeout"],
-                                grace_period=self.params["drain_grace_period"], warn=self.warn,
-                                progress=self.client.log)
+            self._drain = Drain(
+                client,
+                CORDON_BY,
+                timeout=self.params["drain_timeout"],
+                grace_period=self.params["drain_grace_period"],
+                warn=self.warn,
+                progress=self.client.log,
+            )
         return self._drain
 
     # ---- apply ----------------------------------------------------------------------------------------
@@ -626,13 +677,23 @@ class NodegroupModule(MagnumPoolModule):
                 ng = self.apply_action(target, cid, action, wait=p["wait"] or not last)
                 target.result["actions"][index] = action.to_dict()  # nodes_to_remove added by a drain
             if plan.wait_gone and p["wait"]:
-                self.client.wait(cid, target.observed["uuid"], {"gone": True}, p["wait_timeout"],
-                                 "delete of %s" % target.what, initial_status=target.observed.get("status"))
+                self.client.wait(
+                    cid,
+                    target.observed["uuid"],
+                    {"gone": True},
+                    p["wait_timeout"],
+                    "delete of %s" % target.what,
+                    initial_status=target.observed.get("status"),
+                )
         except (Problems, MagnumError, DrainError) as exc:
             target.fail(exc)
         except K8sError as exc:
-            target.fail(GpupoolError("Draining the nodes of %s failed: %s. Nothing was resized or deleted; fix the "
-                                     "cause and run again." % (target.what, exc.describe())))
+            target.fail(
+                GpupoolError(
+                    "Draining the nodes of %s failed: %s. Nothing was resized or deleted; fix the "
+                    "cause and run again." % (target.what, exc.describe())
+                )
+            )
         if target.error is None:
             target.result["nodegroup"] = (ng or {}) if target.state == "present" else {}
 
@@ -676,8 +737,9 @@ class NodegroupModule(MagnumPoolModule):
             if action.kind == "delete":
                 return None
             return ng if ng is not None else client.get_nodegroup(cid, ident)
-        return client.wait(cid, ident, action.expect, self.params["wait_timeout"], action.summary,
-                           initial_status=initial)
+        return client.wait(
+            cid, ident, action.expect, self.params["wait_timeout"], action.summary, initial_status=initial
+        )
 
     # ---- results --------------------------------------------------------------------------------------
     def changed(self, target):
@@ -691,14 +753,16 @@ class NodegroupModule(MagnumPoolModule):
             target.result["changed"] = self.changed(target)
             if target.error is not None:
                 target.result.update(failed=True, msg=target.error[0], **target.error[1])
-        out = {"changed": any(t.result["changed"] for t in self.targets),
-               "progress": self.client.events if self.client is not None else []}
+        out = {
+            "changed": any(t.result["changed"] for t in self.targets),
+            "progress": self.client.events if self.client is not None else [],
+        }
         if self.microversion:
             out["microversion"] = self.microversion
         if self.standalone:
             self._standalone_result(out)
         else:
-            pools = dict((name, {"skipped": why}) for name, why in self.skipped.items())
+            pools = {name: {"skipped": why} for name, why in self.skipped.items()}
             pools.update((t.key, t.result) for t in self.targets)
             out["pools"] = pools
             if self.orphaned is not None:
@@ -724,8 +788,12 @@ class NodegroupModule(MagnumPoolModule):
 
     @staticmethod
     def _diff(target):
-        return {"before": target.plan.before, "after": target.plan.after,
-                "before_header": target.what, "after_header": target.what}
+        return {
+            "before": target.plan.before,
+            "after": target.plan.after,
+            "before_header": target.what,
+            "after_header": target.what,
+        }
 
 
 def main():

@@ -130,8 +130,11 @@ class NodegroupInfoModule(MagnumModule):
             if p["detail"]:
                 full = [client.get_nodegroup(cid, ng["uuid"]) for ng in nodegroups]
                 nodegroups = [ng for ng in full if ng]
-        return dict(nodegroups=nodegroups, microversion=format_version(version),
-                    cluster=dict((k, cluster.get(k)) for k in ("uuid", "name", "status", "labels")))
+        return dict(
+            nodegroups=nodegroups,
+            microversion=format_version(version),
+            cluster={k: cluster.get(k) for k in ("uuid", "name", "status", "labels")},
+        )
 
 
 def main():

@@ -42,6 +42,7 @@ options:
     default: false
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes
@@ -212,7 +213,8 @@ mismatches:
     kind:
       description:
         - C(missing_nodes), C(extra_nodes), C(node_not_ready), C(mig_failed), C(mig_config_label), C(not_published),
-          C(wrong_layout), C(node_in_two_pools) or C(no_node_selector).
+          C(wrong_layout), C(node_in_two_pools), C(no_node_selector) or C(orphaned_node) (a node of a pool that
+          left the inventory, see RV(orphaned); C(pool) is the pool it left).
       type: str
     message:
       description: What is wrong and what to do.
@@ -220,6 +222,44 @@ mismatches:
   sample:
     - {pool: gpu-a100-mig, node: null, kind: missing_nodes, expected: 2, found: 1,
        message: "pool gpu-a100-mig has 1 of the 2 nodes of its nodegroup (found: a100-0); check the nodegroup ..."}
+orphaned:
+  description:
+    - Nodes labelled for a pool that no present pool claims any more (removed from the inventory, absent, or no
+      longer selected), on every run until they are gone. Each is also a C(orphaned_node) mismatch.
+    - With O(pools), only the orphans of those pools.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+    pool:
+      description: The pool it left (its C(gpupool.io/pool) label).
+      type: str
+    reason:
+      description: Why it is an orphan.
+      type: str
+    schedulable:
+      description: Whether ordinary pods can still be scheduled there (it should be false; gpupool.core.node_pool
+        cordons orphans).
+      type: bool
+    cordoned_by:
+      description: The C(gpupool.io/cordoned-by) annotation (C(node-pool), C(nodegroup), C(mig-layout)) or null.
+      type: str
+    labelled:
+      description: Whether it carries C(gpupool.io/orphaned=true).
+      type: bool
+    taints:
+      description: gpupool's taints still on it, as C(key=value:effect).
+      type: list
+      elements: str
+    nodegroup:
+      description: Its Magnum nodegroup (label C(magnum.openstack.org/nodegroup)), or null.
+      type: str
+  sample: [{name: cern-gpu-old-0, pool: gpu-old, reason: pool gpu-old is no longer in the inventory,
+            schedulable: false, cordoned_by: node-pool, labelled: true,
+            taints: ["node-role.kubernetes.io/gpu=true:NoSchedule"], nodegroup: gpu-old}]
 totals:
   description: Sums over the pools in scope (nodes, ready_nodes, gpus, mig_devices, devices).
   returned: always
@@ -253,7 +293,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.capacity import report_with_capacity
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
-    COMPUTE_DOMAIN, DAEMON_SET, NODE, RESOURCE_CLAIM, RESOURCE_SLICE,
+    COMPUTE_DOMAIN,
+    DAEMON_SET,
+    NODE,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import summary
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report_markdown import cluster_markdown, pictures
@@ -268,8 +312,10 @@ class PoolInfoModule(KubernetesModule):
         nodes = self.engine.list(NODE)
         version = self.engine.version(RESOURCE_SLICE, required=False)
         if version is None:
-            self.warn("the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
-                      "published; every node is reported as not published")
+            self.warn(
+                "the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
+                "published; every node is reported as not published"
+            )
             slices, claims = [], []
         else:
             slices = self.engine.list(RESOURCE_SLICE)
@@ -277,20 +323,36 @@ class PoolInfoModule(KubernetesModule):
         daemonsets = self.engine.list(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
         cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
         compute_domains = self.engine.list(COMPUTE_DOMAIN) if cd_version else []
-        report = report_with_capacity(self.cluster, nodes, slices, claims, self.selected, p["nodegroup_label"],
-                                      p["name_pattern"], daemonsets=daemonsets, compute_domains=compute_domains,
-                                      compute_domains_served=cd_version is not None)
+        report = report_with_capacity(
+            self.cluster,
+            nodes,
+            slices,
+            claims,
+            self.selected,
+            p["nodegroup_label"],
+            p["name_pattern"],
+            daemonsets=daemonsets,
+            compute_domains=compute_domains,
+            compute_domains_served=cd_version is not None,
+        )
         text = summary(report)
-        out = dict(pools=report["pools"], mismatches=report["mismatches"], totals=report["totals"],
-                   driver=report["driver"],
-                   ok=not report["mismatches"], summary=text,
-                   resource_api_version=("resource.k8s.io/%s" % version) if version else None)
+        out = dict(
+            pools=report["pools"],
+            mismatches=report["mismatches"],
+            totals=report["totals"],
+            driver=report["driver"],
+            orphaned=report["orphaned"],
+            ok=not report["mismatches"],
+            summary=text,
+            resource_api_version=("resource.k8s.io/%s" % version) if version else None,
+        )
         if p["markdown"]:
             out["markdown"] = cluster_markdown(self.cluster.name, report)
             out["pictures"] = pictures(report)
         if p["fail_on_mismatch"] and report["mismatches"]:
-            raise GpupoolError("%d mismatch(es) between the inventory and the cluster:\n%s"
-                               % (len(report["mismatches"]), text), **out)
+            raise GpupoolError(
+                "%d mismatch(es) between the inventory and the cluster:\n%s" % (len(report["mismatches"]), text), **out
+            )
         return out
 
     def partial_result(self):

@@ -76,6 +76,7 @@ options:
     default: true
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
+  - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
@@ -157,8 +158,10 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import cluster_resource_claim_templates
-from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import tenant_claim_templates
+from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import (
+    cluster_resource_claim_templates,
+    tenant_claim_templates,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
 
 
@@ -190,16 +193,24 @@ class ResourceClaimTemplateModule(KubernetesModule):
     def converge_tenants(self):
         """The inventory's tenants: every namespace they name, and gpupool's templates anywhere else pruned."""
         if self.cluster.tenants is None:
-            raise Problems([("gpupool_cluster.tenants", "the inventory declares no tenants and the task gives neither "
-                             "namespaces nor templates, so there is nothing to converge; add tenants: [{namespace: "
-                             "team-a, templates: [...]}] to gpupool_cluster (or tenants: [] to remove gpupool's "
-                             "templates), or give namespaces/templates")])
+            raise Problems(
+                [
+                    (
+                        "gpupool_cluster.tenants",
+                        "the inventory declares no tenants and the task gives neither "
+                        "namespaces nor templates, so there is nothing to converge; add tenants: [{namespace: "
+                        "team-a, templates: [...]}] to gpupool_cluster (or tenants: [] to remove gpupool's "
+                        "templates), or give namespaces/templates",
+                    )
+                ]
+            )
         tenant_claim_templates(self.cluster, self.pool_names)  # inventory problems before any request
         api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
         wanted = tenant_claim_templates(self.cluster, self.pool_names, api_version)
         prune = PruneScope(pools=self.pool_names) if self.params["prune"] else None
-        self.converge(RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",),
-                      recreate=self.params["recreate"])
+        self.converge(
+            RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=self.params["recreate"]
+        )
         return {"api_version": api_version}
 
 

@@ -10,6 +10,7 @@ Makefile generates them), so pynvml never raises NVMLError_FunctionNotFound.
 tests/integration/test_fake_nvml.py fails when the installed pynvml looks up a
 name that is missing here, so a pynvml upgrade is noticed.
 """
+
 import re
 import sys
 
@@ -27,6 +28,7 @@ if __name__ == "__main__":
     if version is None:
         try:
             from importlib.metadata import version as _v
+
             version = _v("nvidia-ml-py")
         except Exception:  # pragma: no cover
             version = "unknown"

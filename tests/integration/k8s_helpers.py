@@ -3,6 +3,7 @@
 No kubelet runs on the test bed, so a test creates the Node objects itself (as a kubelet would
 register them) and sets their Ready condition through the status subresource.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,23 +24,30 @@ WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 
 def core(cp):
     from kubernetes import client
+
     return client.CoreV1Api(cp.api_client())
 
 
 def custom(cp):
     from kubernetes import client
+
     return client.CustomObjectsApi(cp.api_client())
 
 
 def make_node(cp, name, labels=None, ready=True, taints=None, gpu_product=None):
     """Register a Node as its kubelet would (create + status), or update labels of an existing one."""
     from kubernetes.client.rest import ApiException
+
     api = core(cp)
     labels = dict(labels or {})
     if gpu_product:
         labels["nvidia.com/gpu.product"] = gpu_product
-    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"taints": taints} if taints else {}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints} if taints else {},
+    }
     try:
         api.create_node(body)
     except ApiException as exc:
@@ -51,13 +59,20 @@ def make_node(cp, name, labels=None, ready=True, taints=None, gpu_product=None):
 
 def set_node_ready(cp, name, ready=True):
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    cond = {"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady" if ready else "NotReady",
-            "message": "set by the test", "lastHeartbeatTime": now, "lastTransitionTime": now}
+    cond = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "KubeletReady" if ready else "NotReady",
+        "message": "set by the test",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
     core(cp).patch_node_status(name, {"status": {"conditions": [cond]}})
 
 
 def delete_nodes(cp, names):
     from kubernetes.client.rest import ApiException
+
     for name in names:
         try:
             core(cp).delete_node(name)
@@ -68,6 +83,7 @@ def delete_nodes(cp, names):
 
 def ensure_namespace(cp, name):
     from kubernetes.client.rest import ApiException
+
     try:
         core(cp).create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     except ApiException as exc:
@@ -93,8 +109,10 @@ def kubectl_json(cp, *args):
 
 def writes(window, user="gpupool-admin"):
     """[(verb, resource, name)] written by `user` in an audit window."""
-    return sorted((e["verb"], (e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("name"))
-                  for e in window.writes(user=user))
+    return sorted(
+        (e["verb"], (e.get("objectRef") or {}).get("resource"), (e.get("objectRef") or {}).get("name"))
+        for e in window.writes(user=user)
+    )
 
 
 def write_counts(window, user="gpupool-admin"):
@@ -104,7 +122,7 @@ def write_counts(window, user="gpupool-admin"):
     return out
 
 
-class GpupoolPlay(object):
+class GpupoolPlay:
     """Run gpupool modules through ansible-playbook against the control plane.
 
     Each task is registered (r0, r1, ...) and may fail (ignore_errors); a last task writes every
@@ -119,9 +137,19 @@ class GpupoolPlay(object):
         self.runs = 0
 
     def inventory(self):
-        return yaml.safe_dump({"all": {"hosts": {"cern-gpu": {
-            "ansible_connection": "local", "ansible_python_interpreter": PYTHON,
-            "gpupool_cluster": self.cluster}}}})
+        return yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {
+                        "cern-gpu": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": PYTHON,
+                            "gpupool_cluster": self.cluster,
+                        }
+                    }
+                }
+            }
+        )
 
     def run(self, tasks, check=False, diff=True, env=None, play_extras=None):
         """tasks: [(module, args)] or [(module, args, task_extras)]; play_extras: play keywords such as
@@ -138,14 +166,27 @@ class GpupoolPlay(object):
             t.update(extra)
             play_tasks.append(t)
         collect = "{{ {%s} | to_json }}" % ", ".join("'r%d': r%d" % (i, i) for i in range(len(tasks)))
-        play_tasks.append({"name": "collect", "ansible.builtin.copy": {"content": collect, "dest": str(out_file)},
-                           "check_mode": False, "diff": False, "changed_when": False})
+        play_tasks.append(
+            {
+                "name": "collect",
+                "ansible.builtin.copy": {"content": collect, "dest": str(out_file)},
+                "check_mode": False,
+                "diff": False,
+                "changed_when": False,
+            }
+        )
         play = dict({"hosts": "all", "gather_facts": False}, **(play_extras or {}))
         play["tasks"] = play_tasks
         playbook = yaml.safe_dump([play], sort_keys=False)
         mark = self.cp.audit.mark()
-        res = run_playbook(playbook, self.inventory(), work, check=check, diff=diff,
-                           env=dict(env or {}, ANSIBLE_PYTHON_INTERPRETER=PYTHON))
+        res = run_playbook(
+            playbook,
+            self.inventory(),
+            work,
+            check=check,
+            diff=diff,
+            env=dict(env or {}, ANSIBLE_PYTHON_INTERPRETER=PYTHON),
+        )
         window = self.cp.audit.since(mark)
         assert out_file.exists(), "playbook did not finish:\n%s\n%s" % (res.stdout[-6000:], res.stderr[-3000:])
         data = json.loads(out_file.read_text())
@@ -157,8 +198,10 @@ def objects(result, **match):
 
 
 def actions(result):
-    return dict(((o.get("namespace") + "/" if o.get("namespace") else "") + o["name"], o["action"])
-                for o in result.get("objects", []))
+    return {
+        (o.get("namespace") + "/" if o.get("namespace") else "") + o["name"]: o["action"]
+        for o in result.get("objects", [])
+    }
 
 
 def comparable_diff(result):

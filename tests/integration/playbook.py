@@ -4,6 +4,7 @@ Shared by integration tests: the modules run through real Ansible (AnsiballZ,
 argument validation, check/diff modes), with the collection found through
 ANSIBLE_COLLECTIONS_PATH at .build/collections.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ class PlaybookResult:
         return self.recap[host]["changed"]
 
 
-def run_playbook(playbook, inventory, tmp_path, check=False, diff=False, extra_vars=None, env=None, timeout=600,
-                 args=()):
+def run_playbook(
+    playbook, inventory, tmp_path, check=False, diff=False, extra_vars=None, env=None, timeout=600, args=()
+):
     """playbook: a path or YAML text; inventory: a path or YAML text; args: more command-line arguments."""
     if "\n" in playbook:
         path = tmp_path / "playbook.yml"
@@ -55,15 +57,17 @@ def run_playbook(playbook, inventory, tmp_path, check=False, diff=False, extra_v
         cmd += ["-e", json.dumps(extra_vars)]
     cmd += list(args)
     full_env = dict(os.environ)
-    full_env.update({
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections"),
-        "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_LOCALHOST_WARNING": "false",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
-        "PATH": VENV_BIN + os.pathsep + full_env.get("PATH", ""),
-    })
+    full_env.update(
+        {
+            "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections"),
+            "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_LOCALHOST_WARNING": "false",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
+            "PATH": VENV_BIN + os.pathsep + full_env.get("PATH", ""),
+        }
+    )
     full_env.update(env or {})
     proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=timeout)
     return PlaybookResult(proc.returncode, proc.stdout, proc.stderr)

@@ -10,6 +10,7 @@ What AWX does and this test reproduces (ansible-runner docs "intro"; AWX docs/co
 - the job's result: artifacts/<ident>/status and rc, and the playbook_on_stats event in job_events/.
 Two runs with the same survey answers: the first changes the selected pool, the second changes nothing.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testbed.sandbox import SIMULATION_CHART
 from tests.integration.playbook import ROOT
 
 pytestmark = pytest.mark.sandbox
@@ -32,8 +34,9 @@ MV = {"OpenStack-API-Version": "container-infra 1.14"}
 
 
 def checkout(dest: Path) -> None:
-    names = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.split("\n")
+    names = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split("\n")
     for name in filter(None, names):
         if os.path.isfile(os.path.join(ROOT, name)):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -41,9 +44,13 @@ def checkout(dest: Path) -> None:
 
 
 def clean_env(**extra) -> dict:
-    """No trace of this checkout: collections only from where AWX would put them."""
+    """No trace of this checkout: collections only from where AWX would put them. helm is on PATH, as the
+    execution environment (execution-environment.yml) puts it there for the DRA driver role."""
+    from testbed import binaries
+
+    helm_dir = str(binaries.find("helm", allow_fetch=False).path.parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHONPATH"))}
-    env.update(PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""), ANSIBLE_NOCOLOR="1", **extra)
+    env.update(PATH=os.pathsep.join([str(VENV_BIN), helm_dir, env.get("PATH", "")]), ANSIBLE_NOCOLOR="1", **extra)
     return env
 
 
@@ -59,42 +66,77 @@ def job(sandbox, tmp_path_factory):
 
     # Project update: the checkout, and the collection installed the way AWX installs project requirements.
     checkout(pdd / "project")
-    build = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), ROOT],
-                           capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), ROOT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stdout + build.stderr
     (tarball,) = tmp.glob("gpupool-core-*.tar.gz")
     collections = pdd / "requirements_collections"
-    install = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p",
-                              str(collections), str(tarball)], capture_output=True, text=True, timeout=300,
-                             env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)), cwd=tmp)
+    install = subprocess.run(
+        [str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(collections), str(tarball)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)),
+        cwd=tmp,
+    )
     assert install.returncode == 0, install.stdout + install.stderr
 
     # Inventory update: the inventory source is a gpupool.core.pools file, parsed as AWX parses it.
-    declared = {"name": cluster, "kubeconfig": str(sandbox.kubeconfig),
-                "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
-                "pools": [{"name": selected, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
-                           "gpu": {"model": "T4"}, "sharing": {"time_slicing": {"interval": "Medium"}}},
-                          {"name": other, "nodegroup": {"flavor": "g5.h100x4", "node_count": 1},
-                           "gpu": {"model": "H100-80GB", "per_node": 4}}]}
+    declared = {
+        "name": cluster,
+        "kubeconfig": str(sandbox.kubeconfig),
+        "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
+        # As the sandbox's own inventory does: NVIDIA's chart cannot be pulled here, so the DRA driver role
+        # installs the simulation chart (same name and values keys; the DRA driver simulator plays its pods).
+        "dra_driver": {
+            "chart": str(SIMULATION_CHART),
+            "version": yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"],
+        },
+        "pools": [
+            {
+                "name": selected,
+                "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
+                "gpu": {"model": "T4"},
+                "sharing": {"time_slicing": {"interval": "Medium"}},
+            },
+            {
+                "name": other,
+                "nodegroup": {"flavor": "g5.h100x4", "node_count": 1},
+                "gpu": {"model": "H100-80GB", "per_node": 4},
+            },
+        ],
+    }
     source = tmp / "awx.pools.yml"
     source.write_text(yaml.safe_dump({"plugin": "gpupool.core.pools", "clusters": [declared]}))
-    imported = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", str(source), "--list", "--export"],
-                              capture_output=True, text=True, timeout=120,
-                              env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)), cwd=tmp)
+    imported = subprocess.run(
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(source), "--list", "--export"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)),
+        cwd=tmp,
+    )
     assert imported.returncode == 0, imported.stderr
     listing = json.loads(imported.stdout)
     assert listing["gpupool_clusters"]["hosts"] == [cluster]
     script = pdd / "inventory" / "hosts"
-    script.write_text("#!%s\nimport json, sys\nprint(json.dumps(%r) if '--list' in sys.argv else '{}')\n"
-                      % (sys.executable, listing))
+    script.write_text(
+        "#!%s\nimport json, sys\nprint(json.dumps(%r) if '--list' in sys.argv else '{}')\n" % (sys.executable, listing)
+    )
     script.chmod(0o700)
 
     # Launch: survey answers and runner settings.
     (pdd / "env" / "extravars").write_text(yaml.safe_dump({"gpupool_limit": cluster, "gpupool_pools": selected}))
-    (pdd / "env" / "settings").write_text(yaml.safe_dump({"idle_timeout": 600, "job_timeout": 900,
-                                                          "suppress_ansible_output": True}))
-    (pdd / "env" / "envvars").write_text(yaml.safe_dump({"ANSIBLE_COLLECTIONS_PATH": str(collections),
-                                                         "ANSIBLE_NOCOLOR": "1"}))
+    (pdd / "env" / "settings").write_text(
+        yaml.safe_dump({"idle_timeout": 600, "job_timeout": 900, "suppress_ansible_output": True})
+    )
+    (pdd / "env" / "envvars").write_text(
+        yaml.safe_dump({"ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1"})
+    )
     yield {"pdd": pdd, "cluster": cluster, "selected": selected, "other": other, "sandbox": sandbox}
     cleanup(sandbox, [selected, other])
 
@@ -103,19 +145,22 @@ def cleanup(sandbox, pools):
     import openstack
     from kubernetes import client
 
-    proxy = openstack.connect(load_yaml_config=False, load_envvars=False, **sandbox.cloud)\
-        .container_infrastructure_management
+    proxy = openstack.connect(
+        load_yaml_config=False, load_envvars=False, **sandbox.cloud
+    ).container_infrastructure_management
     path = "/clusters/%s/nodegroups/" % sandbox.cluster()["uuid"]
     for pool in pools:
         proxy.request(path + pool, "DELETE", headers=MV, raise_exc=False)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(
-            proxy.request(path + p, "GET", headers=MV, raise_exc=False).status_code != 404 for p in pools):
+        proxy.request(path + p, "GET", headers=MV, raise_exc=False).status_code != 404 for p in pools
+    ):
         time.sleep(0.2)
     api = client.CustomObjectsApi(sandbox.cp.api_client())
     for pool in pools:
-        for item in api.list_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses",
-                                                   label_selector="gpupool.io/pool=%s" % pool)["items"]:
+        for item in api.list_cluster_custom_object(
+            "resource.k8s.io", "v1", "deviceclasses", label_selector="gpupool.io/pool=%s" % pool
+        )["items"]:
             api.delete_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", item["metadata"]["name"])
 
 

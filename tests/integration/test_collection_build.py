@@ -6,6 +6,7 @@ sandbox's inventory (its real writer, testbed.sandbox.Sandbox.write_inventory, p
 the Magnum emulator's cloud with its password there), site inventories, clouds.yaml, kubeconfigs, test,
 molecule and ansible-runner output. The test copies the checkout, plants each of those, builds and looks.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,9 @@ KUBECONFIG = "/home/operator/.kube/cern-prod.conf"
 
 def checkout_copy(dest: Path) -> Path:
     """The files of this checkout (tracked, and untracked ones git does not ignore)."""
-    names = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.split("\n")
+    names = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split("\n")
     for name in filter(None, names):
         src = Path(ROOT, name)
         if src.is_file():
@@ -56,7 +58,8 @@ def plant(tree: Path, magnum) -> list[str]:
         "secure.yaml": "clouds: {prod: {auth: {password: secret}}}\n",
         "cern-prod.kubeconfig": "users: [{user: {token: secret}}]\n",
         ".kube/config": "users: [{user: {token: secret}}]\n",
-        "admin.pem": "secret\n", "admin.key": "secret\n",
+        "admin.pem": "secret\n",
+        "admin.key": "secret\n",
         "group_vars/all/vault.yml": "password: secret\n",
         ".env": "OS_PASSWORD=secret\n",
         ".build/sandbox/state.json": '{"kubeconfig": "%s"}\n' % KUBECONFIG,
@@ -79,8 +82,12 @@ def plant(tree: Path, magnum) -> list[str]:
 
 
 def build(tree: Path, out: Path) -> Path:
-    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out),
-                           str(tree)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(tree)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (tarball,) = out.glob("gpupool-core-*.tar.gz")
     return tarball
@@ -95,8 +102,9 @@ def built(tmp_path_factory):
     tree = checkout_copy(tmp / "ansible_collections" / "gpupool" / "core")
     with MagnumEmulator(delay=0.0) as magnum:
         planted = plant(tree, magnum)
-    assert "password: secret" in (tree / "inventories/sandbox/host_vars/cern-gpu/gpupool.yml").read_text(), \
+    assert "password: secret" in (tree / "inventories/sandbox/host_vars/cern-gpu/gpupool.yml").read_text(), (
         "the sandbox writer no longer writes the cloud's password: plant it here some other way"
+    )
     return build(tree, tmp / "dist"), planted
 
 
@@ -104,8 +112,7 @@ def test_the_tarball_holds_no_site_data_secrets_or_test_output(built):
     tarball, planted = built
     with tarfile.open(tarball) as tar:
         members = {m.name.rstrip("/"): m for m in tar.getmembers()}
-        texts = {name: tar.extractfile(m).read().decode(errors="replace")
-                 for name, m in members.items() if m.isfile()}
+        texts = {name: tar.extractfile(m).read().decode(errors="replace") for name, m in members.items() if m.isfile()}
     shipped = sorted(set(planted) & set(members))
     assert shipped == [], "shipped: %s" % shipped
     assert not [name for name in members if name.startswith(("inventories/sandbox", "tests/integration", "testbed"))]
@@ -117,10 +124,20 @@ def test_the_tarball_holds_what_a_user_runs(built):
     tarball, _ = built
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
-    for name in ["inventories/example/hosts.yml", "inventories/example/host_vars/cern-gpu/gpupool.yml",
-                 "playbooks/site.yml", "playbooks/validate.yml", "playbooks/clusters_matched.yml",
-                 "plugins/modules/validate.py", "plugins/filter/pool_names.py", "roles/nodegroups/tasks/main.yml",
-                 "meta/runtime.yml", "requirements.txt", "docs/rbac/gpupool-clusterrole.yaml", "README.md"]:
+    for name in [
+        "inventories/example/hosts.yml",
+        "inventories/example/host_vars/cern-gpu/gpupool.yml",
+        "playbooks/site.yml",
+        "playbooks/validate.yml",
+        "playbooks/clusters_matched.yml",
+        "plugins/modules/validate.py",
+        "plugins/filter/pool_names.py",
+        "roles/nodegroups/tasks/main.yml",
+        "meta/runtime.yml",
+        "requirements.txt",
+        "docs/rbac/gpupool-clusterrole.yaml",
+        "README.md",
+    ]:
         assert name in names, name
 
 
@@ -130,16 +147,32 @@ def test_installed_from_the_tarball_it_validates_the_example_inventory(built, tm
     # Nothing of this checkout is reachable: no PYTHONPATH, no ansible.cfg, only the clean collections path
     # (with this checkout's collections path, ansible-galaxy would find gpupool.core installed and do nothing).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHONPATH"))}
-    env.update(ANSIBLE_COLLECTIONS_PATH=str(clean), ANSIBLE_CONFIG=str(tmp_path / "none.cfg"), ANSIBLE_NOCOLOR="1",
-               PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""), HOME=str(tmp_path))
-    galaxy = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(clean),
-                             str(tarball)], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=str(clean),
+        ANSIBLE_CONFIG=str(tmp_path / "none.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
+        HOME=str(tmp_path),
+    )
+    galaxy = subprocess.run(
+        [str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(clean), str(tarball)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
     assert galaxy.returncode == 0, galaxy.stdout + galaxy.stderr
     installed = clean / "ansible_collections" / "gpupool" / "core"
     assert (installed / "MANIFEST.json").is_file(), galaxy.stdout
-    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(installed / "inventories" / "example"),
-                           "gpupool.core.validate"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env=env)
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), "-i", str(installed / "inventories" / "example"), "gpupool.core.validate"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "4 pool(s) valid: gpu-t4, gpu-a100-mig, gpu-h100, gpu-gb200" in proc.stdout
     assert ROOT not in proc.stdout + proc.stderr

@@ -1,4 +1,5 @@
 """The control-plane test bed: a real kube-apiserver v1.37 + etcd, helm and kubectl on loopback."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,18 @@ from testbed import binaries
 from testbed.controlplane import ControlPlane, _pid_is
 
 ROOT = Path(__file__).resolve().parents[2]
-GPU_SELECTOR = ('device.driver == "gpu.nvidia.com" && '
-                'device.attributes["gpu.nvidia.com"].productName.lowerAscii().matches("h100")')
+GPU_SELECTOR = (
+    'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].productName.lowerAscii().matches("h100")'
+)
 
 
 def device_class(name: str, expression: str) -> dict:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
 
 
 # ---- binaries: where they come from (no control plane needed) ---------------------------------
@@ -61,6 +67,7 @@ def test_download_verifies_the_checksum_and_unpacks(tmp_path, monkeypatch):
     import hashlib
     import io
     import tarfile
+
     payload = b"#!/bin/sh\necho v3.22.0+gabc\n"
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
@@ -116,13 +123,23 @@ def test_deviceclass_cel_is_validated_by_the_server(control_plane):
 @pytest.mark.controlplane
 def test_rbac_denies_a_restricted_user(control_plane):
     rbac = client.RbacAuthorizationV1Api(control_plane.api_client())
-    rbac.create_cluster_role({"metadata": {"name": "cp-test-deviceclass-reader"}, "rules": [
-        {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["get", "list"]}]})
-    rbac.create_cluster_role_binding({
-        "metadata": {"name": "cp-test-deviceclass-reader"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": "cp-test-deviceclass-reader"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gpu-viewers"}]})
+    rbac.create_cluster_role(
+        {
+            "metadata": {"name": "cp-test-deviceclass-reader"},
+            "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["get", "list"]}],
+        }
+    )
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": "cp-test-deviceclass-reader"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "cp-test-deviceclass-reader",
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "gpu-viewers"}],
+        }
+    )
     try:
         viewer = client.ResourceV1Api(control_plane.api_client(control_plane.mint_kubeconfig("vera", ["gpu-viewers"])))
         stranger = client.ResourceV1Api(control_plane.api_client(control_plane.mint_kubeconfig("sam", ["others"])))
@@ -143,8 +160,14 @@ def test_rbac_denies_a_restricted_user(control_plane):
             stranger.list_device_class()
         assert err.value.status == 403
         # kubectl with the same kind of kubeconfig is denied the same way.
-        res = control_plane.kubectl("auth", "can-i", "create", "deviceclasses.resource.k8s.io",
-                                    kubeconfig=control_plane.mint_kubeconfig("vera", ["gpu-viewers"]), check=False)
+        res = control_plane.kubectl(
+            "auth",
+            "can-i",
+            "create",
+            "deviceclasses.resource.k8s.io",
+            kubeconfig=control_plane.mint_kubeconfig("vera", ["gpu-viewers"]),
+            check=False,
+        )
         assert res.stdout.strip() == "no"
     finally:
         rbac.delete_cluster_role_binding("cp-test-deviceclass-reader")
@@ -159,7 +182,8 @@ def test_helm_installs_a_local_chart(control_plane, tmp_path):
     (chart / "values.yaml").write_text("greeting: hello\n")
     (chart / "templates" / "cm.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n"
-        "data:\n  greeting: {{ .Values.greeting | quote }}\n")
+        "data:\n  greeting: {{ .Values.greeting | quote }}\n"
+    )
     control_plane.helm("install", "tiny", str(chart), "-n", "default", "--set", "greeting=hi")
     try:
         cm = client.CoreV1Api(control_plane.api_client()).read_namespaced_config_map("tiny-cm", "default")
@@ -176,17 +200,20 @@ def test_audit_counts_writes_of_a_known_operation(control_plane):
     cm = {"metadata": {"name": "cp-test-audit"}, "data": {"a": "1"}}
     core.create_namespaced_config_map("default", cm)  # before the mark: must not be counted
     mark = control_plane.audit.mark()
-    core.read_namespaced_config_map("cp-test-audit", "default")                    # read
+    core.read_namespaced_config_map("cp-test-audit", "default")  # read
     core.patch_namespaced_config_map("cp-test-audit", "default", {"data": {"a": "2"}})  # write 1
     core.create_namespaced_config_map("default", {"metadata": {"name": "cp-test-dry"}}, dry_run="All")
-    core.list_namespaced_config_map("default")                                     # read
-    core.delete_namespaced_config_map("cp-test-audit", "default")                   # write 2
+    core.list_namespaced_config_map("default")  # read
+    core.delete_namespaced_config_map("cp-test-audit", "default")  # write 2
     with pytest.raises(ApiException):
-        core.delete_namespaced_config_map("cp-test-audit", "default")               # write 3: 404
+        core.delete_namespaced_config_map("cp-test-audit", "default")  # write 3: 404
     window = control_plane.audit.since(mark)
     writes = window.writes(user="auditor")
-    assert [(e["verb"], e["responseStatus"]["code"]) for e in writes] == [("patch", 200), ("delete", 200),
-                                                                           ("delete", 404)]
+    assert [(e["verb"], e["responseStatus"]["code"]) for e in writes] == [
+        ("patch", 200),
+        ("delete", 200),
+        ("delete", 404),
+    ]
     assert {e["objectRef"]["resource"] for e in writes} == {"configmaps"}
     assert len(window.writes(user="auditor", include_dry_run=True)) == 4
     assert window.counts(user="auditor")[("get", "configmaps", "auditor")] == 1
@@ -204,8 +231,10 @@ def test_cli_up_status_down_leaves_nothing_behind(tmp_path):
     env = dict(os.environ, GPUPOOL_STATE=str(tmp_path), PYTHONPATH=str(ROOT))
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "testbed.controlplane", *args], env=env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "testbed.controlplane", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
     t0 = time.monotonic()
     up = cli("up")
     assert up.returncode == 0, up.stderr
@@ -245,9 +274,13 @@ def test_audit_judges_delete_dry_run_by_what_the_server_did(control_plane):
     mark = control_plane.audit.mark()
     # Query-string dryRun plus a body without it: the server deletes for real.
     method, url, headers, body, _ = api.param_serialize(
-        "DELETE", "/api/v1/namespaces/default/configmaps/cp-del-query", query_params=[("dryRun", "All")],
-        body={"kind": "DeleteOptions", "apiVersion": "v1"}, header_params={"Content-Type": "application/json"},
-        auth_settings=["BearerToken"])
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/cp-del-query",
+        query_params=[("dryRun", "All")],
+        body={"kind": "DeleteOptions", "apiVersion": "v1"},
+        header_params={"Content-Type": "application/json"},
+        auth_settings=["BearerToken"],
+    )
     assert api.call_api(method, url, header_params=headers, body=body).status == 200
     # dryRun in the body: nothing is deleted.
     core.delete_namespaced_config_map("cp-del-body", "default", body=client.V1DeleteOptions(dry_run=["All"]))

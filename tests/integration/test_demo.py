@@ -1,4 +1,5 @@
 """`make demo`'s converge: the example pools on the sandbox, twice; the second run changes nothing."""
+
 from __future__ import annotations
 
 import os
@@ -14,10 +15,15 @@ pytestmark = pytest.mark.sandbox
 
 
 def test_demo_converges_the_example_pools_idempotently(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, ".build", "collections"), ROOT]),
-               GPUPOOL_STATE=str(tmp_path / "state"), GPUPOOL_SANDBOX_INVENTORY=str(tmp_path / "inventory"))
-    proc = subprocess.run([sys.executable, "-m", "testbed.demo"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=900)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([os.path.join(ROOT, ".build", "collections"), ROOT]),
+        GPUPOOL_STATE=str(tmp_path / "state"),
+        GPUPOOL_SANDBOX_INVENTORY=str(tmp_path / "inventory"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "testbed.demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     out = " ".join(out.split())  # the YAML result format folds long report lines

@@ -4,6 +4,7 @@ whose audit log counts the writes. The DRA driver simulator of the sandbox plays
 status, ResourceSlices on the nodes its tolerations and affinity allow), so the module's rollout wait and the
 plugin-on-tainted-nodes check meet the same signals a real cluster gives.
 """
+
 from __future__ import annotations
 
 import copy
@@ -13,8 +14,8 @@ import uuid
 import pytest
 import yaml
 
-from tests.integration.playbook import run_playbook
 from testbed.controlplane import ADMIN_USER
+from tests.integration.playbook import run_playbook
 
 RELEASE = "dra-driver-nvidia-gpu"
 TEAM_TAINT = {"key": "example.com/team", "value": "ml", "effect": "NoSchedule"}
@@ -22,7 +23,7 @@ GPU_TAINT = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "N
 CRDS = ("computedomains.resource.nvidia.com", "computedomaincliques.resource.nvidia.com")
 
 
-class Bed(object):
+class Bed:
     """One driver namespace, two tainted pool nodes, and a way to run the module."""
 
     def __init__(self, sandbox, repo, tmp_path_factory):
@@ -34,27 +35,61 @@ class Bed(object):
         self.tmp = tmp_path_factory
         for name in self.nodes:
             # what node_pool leaves on a pool node: the pool label, the GPU taint, the pool's extra taint
-            sandbox.nodes.register_node(name, "g4.p2.40g", labels={"gpupool.io/pool": self.pool},
-                                        taints=[GPU_TAINT, TEAM_TAINT])
-        self.cluster = {"name": "drv", "kubeconfig": str(self.cp.kubeconfig),
-                        "dra_driver": {"chart": "dra-driver-nvidia-gpu", "repository": repo.url, "version": "0.5.1",
-                                       "namespace": self.namespace},
-                        "pools": [{"name": self.pool, "node_selector": {"gpupool.io/pool": self.pool},
-                                   "gpu": {"model": "A100-40GB", "per_node": 2}, "taints": [TEAM_TAINT]}]}
+            sandbox.nodes.register_node(
+                name, "g4.p2.40g", labels={"gpupool.io/pool": self.pool}, taints=[GPU_TAINT, TEAM_TAINT]
+            )
+        self.cluster = {
+            "name": "drv",
+            "kubeconfig": str(self.cp.kubeconfig),
+            "dra_driver": {
+                "chart": "dra-driver-nvidia-gpu",
+                "repository": repo.url,
+                "version": "0.5.1",
+                "namespace": self.namespace,
+            },
+            "pools": [
+                {
+                    "name": self.pool,
+                    "node_selector": {"gpupool.io/pool": self.pool},
+                    "gpu": {"model": "A100-40GB", "per_node": 2},
+                    "taints": [TEAM_TAINT],
+                }
+            ],
+        }
 
     def run(self, cluster=None, check=False, diff=False, **options):
         """One ansible-playbook run of the module; returns (result, audit window of the run)."""
-        args = dict({"cluster": "{{ cluster }}", "helm_binary": self.repo.helm, "wait_timeout": 60, "wait_sleep": 0.5},
-                    **options)
+        args = dict(
+            {"cluster": "{{ cluster }}", "helm_binary": self.repo.helm, "wait_timeout": 60, "wait_sleep": 0.5},
+            **options,
+        )
         tmp = self.tmp.mktemp("play")
         out = tmp / "result.json"
-        play = [{"hosts": "localhost", "gather_facts": False, "vars": {"cluster": cluster or self.cluster},
-                 "tasks": [{"name": "dra", "gpupool.core.dra_driver": args, "register": "r", "ignore_errors": True},
-                           {"name": "save", "ansible.builtin.copy": {"content": "{{ r | to_json }}", "dest": str(out)},
-                            "check_mode": False, "diff": False}]}]
+        play = [
+            {
+                "hosts": "localhost",
+                "gather_facts": False,
+                "vars": {"cluster": cluster or self.cluster},
+                "tasks": [
+                    {"name": "dra", "gpupool.core.dra_driver": args, "register": "r", "ignore_errors": True},
+                    {
+                        "name": "save",
+                        "ansible.builtin.copy": {"content": "{{ r | to_json }}", "dest": str(out)},
+                        "check_mode": False,
+                        "diff": False,
+                    },
+                ],
+            }
+        ]
         mark = self.cp.audit.mark()
-        proc = run_playbook(yaml.safe_dump(play), "localhost ansible_connection=local\n", tmp, check=check,
-                            diff=diff, env=dict(self.cp.env(), ANSIBLE_PYTHON_INTERPRETER=_python()))
+        proc = run_playbook(
+            yaml.safe_dump(play),
+            "localhost ansible_connection=local\n",
+            tmp,
+            check=check,
+            diff=diff,
+            env=dict(self.cp.env(), ANSIBLE_PYTHON_INTERPRETER=_python()),
+        )
         if not out.exists():
             raise AssertionError("the playbook did not finish:\n%s\n%s" % (proc.stdout, proc.stderr))
         return json.loads(out.read_text()), self.cp.audit.since(mark)
@@ -64,8 +99,9 @@ class Bed(object):
         return len(json.loads(out.stdout)) if out.returncode == 0 else 0
 
     def plugin_env(self, name):
-        ds = json.loads(self.cp.kubectl("get", "daemonset", RELEASE + "-kubelet-plugin", "-n", self.namespace,
-                                        "-o", "json").stdout)
+        ds = json.loads(
+            self.cp.kubectl("get", "daemonset", RELEASE + "-kubelet-plugin", "-n", self.namespace, "-o", "json").stdout
+        )
         for c in ds["spec"]["template"]["spec"]["containers"]:
             for env in c.get("env") or []:
                 if env["name"] == name:
@@ -91,6 +127,7 @@ class Bed(object):
 
 def _python():
     import sys
+
     return sys.executable
 
 
@@ -147,8 +184,10 @@ def test_check_mode_shows_the_diff_and_writes_nothing(bed):
     sliced = bed.with_pool(sharing={"time_slicing": {"interval": "Long"}})
     res, window = bed.run(sliced, check=True, diff=True)
     assert not res.get("failed"), res.get("msg")
-    assert res["changed"] and {"path": "featureGates.TimeSlicingSettings", "before": None, "after": True} \
-        in res["values_diff"]
+    assert (
+        res["changed"]
+        and {"path": "featureGates.TimeSlicingSettings", "before": None, "after": True} in res["values_diff"]
+    )
     assert any("--dry-run=server" in c for c in res["commands"])
     assert writes(window) == []  # helm dry run, CRD dry-run applies: the audit log has no write
     assert bed.revision() == before
@@ -189,9 +228,19 @@ def test_gpu_operator_device_plugin_is_refused_or_turned_off(bed):
     cp = bed.cp
     cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(CLUSTER_POLICY_CRD))
     cp.kubectl("wait", "--for=condition=Established", "crd/clusterpolicies.nvidia.com", "--timeout=30s")
-    cp.kubectl("apply", "-f", "-", input=yaml.safe_dump(
-        {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
-         "spec": {"driver": {"enabled": True}, "devicePlugin": {"enabled": True}}}))
+    cp.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=yaml.safe_dump(
+            {
+                "apiVersion": "nvidia.com/v1",
+                "kind": "ClusterPolicy",
+                "metadata": {"name": "cluster-policy"},
+                "spec": {"driver": {"enabled": True}, "devicePlugin": {"enabled": True}},
+            }
+        ),
+    )
     try:
         refused, window = bed.run()
         assert refused["failed"] and "ClusterPolicy cluster-policy" in refused["msg"]
@@ -231,10 +280,25 @@ def test_uninstall_keeps_the_crds_unless_purged(bed):
 # The GPU Operator's ClusterPolicy CRD, reduced to what the module reads (a stand-in: the operator itself is
 # not installed; its spec fields driver.enabled and devicePlugin.enabled are the operator's documented ones).
 CLUSTER_POLICY_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": "clusterpolicies.nvidia.com"},
-    "spec": {"group": "nvidia.com", "scope": "Cluster",
-             "names": {"kind": "ClusterPolicy", "plural": "clusterpolicies", "singular": "clusterpolicy",
-                       "listKind": "ClusterPolicyList"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    "spec": {
+        "group": "nvidia.com",
+        "scope": "Cluster",
+        "names": {
+            "kind": "ClusterPolicy",
+            "plural": "clusterpolicies",
+            "singular": "clusterpolicy",
+            "listKind": "ClusterPolicyList",
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}

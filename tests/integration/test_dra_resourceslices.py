@@ -1,5 +1,6 @@
 """The simulators' pure parts: flavor table, GFD labels, ResourceSlice builders, mig-parted parsing,
 DaemonSet scheduling predicates, the test chart's CRD - and the apiserver's verdict on every slice."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,9 +11,9 @@ import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
 from testbed import dra_resourceslices as rs
 from testbed import gpu_flavors, mig_tables
-from testbed.mig_tables import LayoutRefused
 from testbed.dra_simulator import feature_gates, schedules_on
 from testbed.mig_manager_simulator import ConfigError, parse_config, resolve, select
+from testbed.mig_tables import LayoutRefused
 from testbed.node_simulator import clique_id, node_object, node_status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,11 +26,17 @@ GPU_FLAVORS = sorted(f for f, (gpu, n) in gpu_flavors.FLAVORS.items() if gpu)
 # ---- flavors and GFD/NFD labels ----------------------------------------------------------------------
 def test_cern_flavors_as_documented():
     assert {f: gpu_flavors.FLAVORS[f] for f in ("g2.5xlarge", "g4.p1.40g", "g4.p2.40g", "g4.p4.40g")} == {
-        "g2.5xlarge": ("T4", 1), "g4.p1.40g": ("A100-40GB", 1), "g4.p2.40g": ("A100-40GB", 2),
-        "g4.p4.40g": ("A100-40GB", 4)}
+        "g2.5xlarge": ("T4", 1),
+        "g4.p1.40g": ("A100-40GB", 1),
+        "g4.p2.40g": ("A100-40GB", 2),
+        "g4.p4.40g": ("A100-40GB", 4),
+    }
     assert gpu_flavors.flavor("g4.p2.40g")[3:5] == (32, 240 * 1024)  # vCPUs, RAM MiB (webinar table)
     assert {gpu_flavors.FLAVORS[f][0] for f in ("g5.h100x4", "g5.h200x8", "g6.gb200x4")} == {
-        "H100-80GB", "H200-141GB", "GB200"}
+        "H100-80GB",
+        "H200-141GB",
+        "GB200",
+    }
 
 
 def test_gfd_labels():
@@ -45,11 +52,14 @@ def test_gfd_labels():
 
 
 def test_gpus_from_labels():
-    assert gpu_flavors.gpus_from_labels({"node.kubernetes.io/instance-type": "g5.h200x8"})[:2] == \
-        (mig_tables.get("H200-141GB"), 8)
+    assert gpu_flavors.gpus_from_labels({"node.kubernetes.io/instance-type": "g5.h200x8"})[:2] == (
+        mig_tables.get("H200-141GB"),
+        8,
+    )
     # no known flavor: GFD's product and count
-    gpu, count, flavor = gpu_flavors.gpus_from_labels({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-                                                       "nvidia.com/gpu.count": "2"})
+    gpu, count, flavor = gpu_flavors.gpus_from_labels(
+        {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "2"}
+    )
     assert (gpu.key, count, flavor) == ("H100-80GB", 2, None)
     assert gpu_flavors.gpus_from_labels({"nvidia.com/gpu.present": "true"}) == (None, 0, None)
 
@@ -104,12 +114,18 @@ def test_mig_capacities_are_the_tables_lgip_numbers():
     cap = {k: v["value"] for k, v in dev["capacity"].items()}
     assert dev["name"] == "gpu-0-mig-1g18gb-me-20-0"
     assert (cap["memory"], cap["multiprocessors"]) == ("16384Mi", "16")  # 16.00 GiB, 16 SMs (mig-parted #120)
-    assert [cap[k] for k in ("copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines")] == \
-        ["1", "1", "0", "1", "1"]
+    assert [cap[k] for k in ("copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines")] == [
+        "1",
+        "1",
+        "0",
+        "1",
+        "1",
+    ]
     rtx = rs.devices("n1", mig_tables.get("RTX-PRO-6000"), 1, {0: {"2g.48gb": 1, "1g.24gb": 2}})
     assert [d["name"] for d in rtx] == ["gpu-0-mig-2g48gb-5-0", "gpu-0-mig-1g24gb-14-6", "gpu-0-mig-1g24gb-14-9"]
-    assert sorted(k for k in rtx[0]["capacity"] if k.startswith("memorySlice")) == \
-        sorted("memorySlice%d" % i for i in range(6))
+    assert sorted(k for k in rtx[0]["capacity"] if k.startswith("memorySlice")) == sorted(
+        "memorySlice%d" % i for i in range(6)
+    )
 
 
 def test_mig_on_without_instances_publishes_nothing_for_that_gpu():
@@ -132,7 +148,9 @@ def test_every_gpu_node_gets_a_compute_domain_slice(flavor):
     assert gpu_slice["spec"]["driver"] == "gpu.nvidia.com"
     assert cd["spec"]["driver"] == "compute-domain.nvidia.com"
     assert [(d["name"], d["attributes"]["type"]["string"]) for d in cd["spec"]["devices"]] == [
-        ("channel-0", "channel"), ("daemon-0", "daemon")]
+        ("channel-0", "channel"),
+        ("daemon-0", "daemon"),
+    ]
     # only the containers that run publish: a chart with computeDomains disabled has no CD slice
     (only,) = rs.node_slices("gb", mig_tables.get("GB200"), 4, drivers=(rs.GPU_DRIVER,))
     assert only["spec"]["driver"] == "gpu.nvidia.com"
@@ -174,27 +192,38 @@ def test_parse_the_collections_config():
     # a GPU no entry selects keeps its layout; an index the node lacks is ignored
     assert resolve([{"devices": [1, 5], "mig-enabled": False}], A100, 2, {0: CERN}) == {0: CERN, 1: None}
     # later entries win
-    assert resolve([{"devices": "all", "mig-enabled": True, "mig-devices": CERN},
-                    {"devices": [0], "mig-enabled": False}], A100, 2, {}) == {0: None, 1: CERN}
+    assert resolve(
+        [{"devices": "all", "mig-enabled": True, "mig-devices": CERN}, {"devices": [0], "mig-enabled": False}],
+        A100,
+        2,
+        {},
+    ) == {0: None, 1: CERN}
     # a device filter for another GPU model selects nothing
-    assert resolve([{"devices": "all", "mig-enabled": True, "mig-devices": CERN, "device-filter": "0x233010DE"}],
-                   A100, 1, {}) == {0: None}
+    assert resolve(
+        [{"devices": "all", "mig-enabled": True, "mig-devices": CERN, "device-filter": "0x233010DE"}], A100, 1, {}
+    ) == {0: None}
     assert resolve([{"devices": "all", "mig-enabled": True, "mig-devices": {}}], A100, 1, {}) == {0: {}}
     with pytest.raises(ConfigError, match="not in the mig-parted config"):
         select(configs, "nope")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("version: v2\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "version"),
-    ("version: v1\nmig-configs: {}", "non-empty"),
-    ("version: v1\nextra: 1\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "top-level"),
-    ("version: v1\nmig-configs: {a: [{devices: all}]}", "mig-enabled is required"),
-    ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true}]}", "mig-devices is required"),
-    ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false, mig-devices: {1g.5gb: 1}}]}", "must be empty"),
-    ("version: v1\nmig-configs: {a: [{devices: some, mig-enabled: false}]}", "devices must be"),
-    ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false, colour: red}]}", "unknown field"),
-    (": :", "not YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("version: v2\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "version"),
+        ("version: v1\nmig-configs: {}", "non-empty"),
+        ("version: v1\nextra: 1\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "top-level"),
+        ("version: v1\nmig-configs: {a: [{devices: all}]}", "mig-enabled is required"),
+        ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true}]}", "mig-devices is required"),
+        (
+            "version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false, mig-devices: {1g.5gb: 1}}]}",
+            "must be empty",
+        ),
+        ("version: v1\nmig-configs: {a: [{devices: some, mig-enabled: false}]}", "devices must be"),
+        ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false, colour: red}]}", "unknown field"),
+        (": :", "not YAML"),
+    ],
+)
 def test_invalid_mig_parted_files(text, message):
     with pytest.raises(ConfigError, match=message):
         parse_config(text)
@@ -234,15 +263,34 @@ def test_taints_need_tolerations():
     tainted = _node(gpu, [{"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}])
     assert not schedules_on(spec, tainted)
     assert schedules_on(dict(spec, tolerations=[{"operator": "Exists"}]), tainted)
-    assert schedules_on(dict(spec, tolerations=[{"key": "node-role.kubernetes.io/gpu", "operator": "Equal",
-                                                 "value": "true", "effect": "NoSchedule"}]), tainted)
+    assert schedules_on(
+        dict(
+            spec,
+            tolerations=[
+                {"key": "node-role.kubernetes.io/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+            ],
+        ),
+        tainted,
+    )
     # the apiserver's not-ready taint on a new Node: DaemonSet pods do not tolerate NoSchedule
     assert not schedules_on(spec, _node(gpu, [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]))
 
 
 def test_feature_gates_env():
-    ds = {"spec": {"template": {"spec": {"containers": [
-        {"name": "gpus", "env": [{"name": "FEATURE_GATES", "value": "DynamicMIG=true,MPSSupport=false,"}]}]}}}}
+    ds = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "gpus",
+                            "env": [{"name": "FEATURE_GATES", "value": "DynamicMIG=true,MPSSupport=false,"}],
+                        }
+                    ]
+                }
+            }
+        }
+    }
     assert feature_gates(ds) == {"DynamicMIG": True, "MPSSupport": False}
 
 
@@ -263,6 +311,7 @@ def test_chart_says_it_is_a_simulation():
 @pytest.fixture(scope="module")
 def kube(control_plane):
     from testbed.simulator_client import Kube
+
     return Kube(control_plane.kubeconfig, "builder-test")
 
 
@@ -276,7 +325,13 @@ def test_apiserver_accepts_every_flavors_slices(kube, flavor):
 
 def test_apiserver_accepts_the_node_objects(kube):
     for flavor in ("g6.gb200x4", "m2.large"):
-        body = node_object("dry-run-" + flavor.replace(".", "-"), flavor=flavor, role="worker", nodegroup="ng",
-                           clique="c.1", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+        body = node_object(
+            "dry-run-" + flavor.replace(".", "-"),
+            flavor=flavor,
+            role="worker",
+            nodegroup="ng",
+            clique="c.1",
+            taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}],
+        )
         body.update(node_status(body["metadata"]["name"], flavor=flavor, address="10.0.0.1"))
         kube.request("POST", "/api/v1/nodes", body=body, query={"dryRun": "All"})

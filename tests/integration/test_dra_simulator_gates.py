@@ -5,6 +5,7 @@ simulation chart packaged as 0.4.1 and 0.5.1 (testbed/chart_repo.py). Simulated:
 (testbed/dra_simulator.py with its own rule table testbed/dra_driver_rules.py) - what these tests
 check is that it fails where the real driver fails, so the collection's tests can fail for real.
 """
+
 from __future__ import annotations
 
 import time
@@ -34,6 +35,7 @@ def wait_for(what, fn, timeout=20.0):
 @pytest.fixture(scope="module")
 def custom(sandbox):
     from kubernetes import client
+
     return client.CustomObjectsApi(sandbox.cp.api_client())
 
 
@@ -52,8 +54,18 @@ def driver(sandbox, dra_chart_repo):
     ns = "sim-%s" % uuid.uuid4().hex[:6]
 
     def install(version, *sets):
-        args = ["upgrade", "--install", RELEASE, str(dra_chart_repo.archive(version)), "--namespace", ns,
-                "--create-namespace", "--reset-values", "--set", "gpuResourcesEnabledOverride=true"]
+        args = [
+            "upgrade",
+            "--install",
+            RELEASE,
+            str(dra_chart_repo.archive(version)),
+            "--namespace",
+            ns,
+            "--create-namespace",
+            "--reset-values",
+            "--set",
+            "gpuResourcesEnabledOverride=true",
+        ]
         for s in sets:
             args += ["--set", s]
         sandbox.cp.helm(*args)
@@ -71,15 +83,17 @@ def slices(custom, node):
 
 
 def controller_ready(sandbox, ns):
-    out = sandbox.cp.kubectl("get", "deployment", RELEASE + "-controller", "-n", ns,
-                             "-o", "jsonpath={.status.readyReplicas}", check=False).stdout
+    out = sandbox.cp.kubectl(
+        "get", "deployment", RELEASE + "-controller", "-n", ns, "-o", "jsonpath={.status.readyReplicas}", check=False
+    ).stdout
     return out.strip() == "1"
 
 
 def test_an_unknown_gate_stops_the_0_4_driver(sandbox, driver, node, custom):
     ns = driver("0.4.1", "featureGates.HostManagedIMEXDaemon=true")
-    info = wait_for("the crash to be seen", lambda: (sandbox.dra.plugins.get("%s/%s" % (ns, PLUGIN)) or {})
-                    .get("error"))
+    info = wait_for(
+        "the crash to be seen", lambda: (sandbox.dra.plugins.get("%s/%s" % (ns, PLUGIN)) or {}).get("error")
+    )
     assert "unrecognized feature gate: HostManagedIMEXDaemon" in info
     state = sandbox.dra.plugins["%s/%s" % (ns, PLUGIN)]
     assert node in state["nodes"] and state["ready"] == []
@@ -98,34 +112,68 @@ def test_validate_feature_gates_conflicts_stop_the_driver(sandbox, driver, node)
     error = wait_for("the crash", lambda: (sandbox.dra.plugins.get("%s/%s" % (ns, PLUGIN)) or {}).get("error"))
     assert "DynamicMIG is currently mutually exclusive with MPSSupport" in error
     driver("0.5.1", "featureGates.IMEXDaemonsWithDNSNames=false")  # ComputeDomainCliques (default on) needs it
-    error = wait_for("the next crash", lambda: "requires" in str(
-        (sandbox.dra.plugins.get("%s/%s" % (ns, PLUGIN)) or {}).get("error")) and
-        sandbox.dra.plugins["%s/%s" % (ns, PLUGIN)]["error"])
+    error = wait_for(
+        "the next crash",
+        lambda: (
+            "requires" in str((sandbox.dra.plugins.get("%s/%s" % (ns, PLUGIN)) or {}).get("error"))
+            and sandbox.dra.plugins["%s/%s" % (ns, PLUGIN)]["error"]
+        ),
+    )
     assert "ComputeDomainCliques requires IMEXDaemonsWithDNSNames" in error
 
 
 def _claim(sandbox, ns, name, node, device, strategy):
-    parameters = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
-                  "sharing": {"strategy": strategy}}
+    parameters = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": {"strategy": strategy}}
     opaque = {"driver": "gpu.nvidia.com", "parameters": parameters}
     from kubernetes import client
+
     custom = client.CustomObjectsApi(sandbox.cp.api_client())
-    custom.create_namespaced_custom_object("resource.k8s.io", "v1", ns, "resourceclaims", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}],
-                             "config": [{"requests": ["gpu"], "opaque": opaque}]}}})
+    custom.create_namespaced_custom_object(
+        "resource.k8s.io",
+        "v1",
+        ns,
+        "resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}],
+                    "config": [{"requests": ["gpu"], "opaque": opaque}],
+                }
+            },
+        },
+    )
     # the test plays the scheduler: the allocation (with the claim's config copied in, as the scheduler does)
-    custom.patch_namespaced_custom_object_status("resource.k8s.io", "v1", ns, "resourceclaims", name, {
-        "status": {"allocation": {
-            "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": device}],
-                        "config": [{"source": "FromClaim", "requests": ["gpu"], "opaque": opaque}]},
-            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}})
+    custom.patch_namespaced_custom_object_status(
+        "resource.k8s.io",
+        "v1",
+        ns,
+        "resourceclaims",
+        name,
+        {
+            "status": {
+                "allocation": {
+                    "devices": {
+                        "results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": device}],
+                        "config": [{"source": "FromClaim", "requests": ["gpu"], "opaque": opaque}],
+                    },
+                    "nodeSelector": {
+                        "nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                        ]
+                    },
+                }
+            }
+        },
+    )
 
 
 def _ready(custom, ns, name):
-    devices = (custom.get_namespaced_custom_object("resource.k8s.io", "v1", ns, "resourceclaims", name)
-               .get("status") or {}).get("devices") or []
+    devices = (
+        custom.get_namespaced_custom_object("resource.k8s.io", "v1", ns, "resourceclaims", name).get("status") or {}
+    ).get("devices") or []
     return devices and devices[0]["conditions"][0]
 
 
@@ -136,15 +184,18 @@ def test_sharing_claims_fail_to_prepare_without_their_gate(sandbox, driver, node
     _claim(sandbox, ns, "mps", node, "gpu-1", "MPS")
     ts = wait_for("the time-slicing claim to be prepared", lambda: _ready(custom, ns, "ts"))
     assert ts["status"] == "False" and ts["reason"] == "PrepareFailed"
-    assert ts["message"] == ('"TimeSlicing" is selected as the GPU sharing strategy, but the "TimeSlicingSettings" '
-                             'feature gate is not enabled')
+    assert ts["message"] == (
+        '"TimeSlicing" is selected as the GPU sharing strategy, but the "TimeSlicingSettings" '
+        "feature gate is not enabled"
+    )
     mps = wait_for("the MPS claim", lambda: _ready(custom, ns, "mps"))
     assert mps["status"] == "False" and '"MPSSupport" feature gate is not enabled' in mps["message"]
     driver("0.5.1", "featureGates.TimeSlicingSettings=true")  # the real fix: the gate in the chart values
     wait_for("the time-slicing claim to prepare", lambda: (_ready(custom, ns, "ts") or {}).get("status") == "True")
     assert _ready(custom, ns, "mps")["status"] == "False"  # MPS still off
-    assert sandbox.dra.prepared["%s/ts" % ns] == [{"device": "gpu-0", "ready": True,
-                                                   "message": "prepared by the DRA driver simulator"}]
+    assert sandbox.dra.prepared["%s/ts" % ns] == [
+        {"device": "gpu-0", "ready": True, "message": "prepared by the DRA driver simulator"}
+    ]
 
 
 def test_dynamic_mig_wipes_static_layouts_and_publishes_every_placement(sandbox, driver, node, custom):
@@ -168,7 +219,9 @@ def test_dynamic_mig_wipes_static_layouts_and_publishes_every_placement(sandbox,
     assert "uuid" not in three["attributes"] and not any(k.startswith("memorySlice") for k in three["capacity"])
     used = three["consumesCounters"][0]
     assert used["counterSet"] == "gpu-0-counter-set"
-    assert {k for k in used["counters"] if k.startswith("memory-slice-")} == {"memory-slice-%d" % i for i in range(4, 8)}
+    assert {k for k in used["counters"] if k.startswith("memory-slice-")} == {
+        "memory-slice-%d" % i for i in range(4, 8)
+    }
 
 
 def test_dynamic_mig_layout_rules():

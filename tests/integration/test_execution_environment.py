@@ -6,6 +6,7 @@ There is no container engine here, so the image itself is never built. What can 
 with a local stand-in for get.helm.sh (a `curl` on PATH that serves fixture files: it models the download,
 nothing else), so its checksum check and install path are exercised.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,14 +36,31 @@ def context(tmp_path_factory):
     for name in ("execution-environment.yml", "requirements.txt"):
         shutil.copy2(Path(ROOT, name), tmp / name)
     dist = tmp / ".build" / "ee"
-    build = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(dist), ROOT],
-                           capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(dist), ROOT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stdout + build.stderr
     (tarball,) = dist.glob("gpupool-core-*.tar.gz")
     shutil.copy2(tarball, dist / "gpupool-core.tar.gz")
-    create = subprocess.run([str(VENV_BIN / "ansible-builder"), "create", "-f", "execution-environment.yml", "-c",
-                             str(tmp / "context"), "--output-filename", "Containerfile"], cwd=tmp, capture_output=True,
-                            text=True, timeout=300)
+    create = subprocess.run(
+        [
+            str(VENV_BIN / "ansible-builder"),
+            "create",
+            "-f",
+            "execution-environment.yml",
+            "-c",
+            str(tmp / "context"),
+            "--output-filename",
+            "Containerfile",
+        ],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert create.returncode == 0, create.stdout + create.stderr
     return tmp / "context"
 
@@ -69,8 +87,10 @@ def test_the_context_installs_the_collection_with_its_python_dependencies(contex
     python = (context / "_build" / "requirements.txt").read_text()
     for package in ("pydantic", "kubernetes", "openstacksdk", "nvidia-ml-py", "PyYAML"):
         assert re.search(r"^%s[<>=]" % package, python, re.M), package
-    assert (context / "_build" / "bindep.txt").read_text().split("\n")[:2] == ["tar [platform:rpm]",
-                                                                            "gzip [platform:rpm]"]
+    assert (context / "_build" / "bindep.txt").read_text().split("\n")[:2] == [
+        "tar [platform:rpm]",
+        "gzip [platform:rpm]",
+    ]
 
 
 def helm_step(context) -> str:
@@ -78,7 +98,7 @@ def helm_step(context) -> str:
     lines = [line for line in (context / "Containerfile").read_text().splitlines() if "get.helm.sh" in line]
     assert len(lines) == 1, lines
     assert "ARG HELM_VERSION=%s" % HELM_VERSION in (context / "Containerfile").read_text()
-    return lines[0][len("RUN "):]
+    return lines[0][len("RUN ") :]
 
 
 def fake_release(directory: Path, tamper: bool = False) -> None:
@@ -104,10 +124,12 @@ def run_helm_step(context, tmp_path, tamper=False):
     # curl -fsSLO <url>: copy the file named like the URL's last part into the current directory.
     (shims / "curl").write_text('#!/bin/sh\nfor a; do url="$a"; done\ncp "%s/${url##*/}" .\n' % served)
     (shims / "curl").chmod(0o755)
-    command = helm_step(context).replace("/usr/local/bin/helm", str(prefix / "helm")).replace("cd /tmp", "cd %s"
-                                                                                                 % tmp_path)
-    env = dict(os.environ, HELM_VERSION=HELM_VERSION, PATH=os.pathsep.join([str(shims), str(prefix),
-                                                                             os.environ["PATH"]]))
+    command = (
+        helm_step(context).replace("/usr/local/bin/helm", str(prefix / "helm")).replace("cd /tmp", "cd %s" % tmp_path)
+    )
+    env = dict(
+        os.environ, HELM_VERSION=HELM_VERSION, PATH=os.pathsep.join([str(shims), str(prefix), os.environ["PATH"]])
+    )
     return subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60), prefix
 
 

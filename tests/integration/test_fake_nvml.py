@@ -3,6 +3,7 @@
 pynvml loads libnvidia-ml.so.1 once per process, so every check runs pynvml in
 a subprocess (fake_nvml.python) with LD_LIBRARY_PATH pointing at the fake.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -43,16 +44,25 @@ def gis(h, profile_id, n=8):
 def test_library_exports_every_function_pynvml_looks_up(fake_nvml_lib):
     lib = ctypes.CDLL(LIB)
     missing = [n for n in gen_symbols.names() if not hasattr(lib, n)]
-    assert missing == [], ("the installed pynvml looks up functions the fake does not export; regenerate "
-                           "testbed/fakenvml/nvml_symbols.txt with gen_symbols.py: %s" % missing)
+    assert missing == [], (
+        "the installed pynvml looks up functions the fake does not export; regenerate "
+        "testbed/fakenvml/nvml_symbols.txt with gen_symbols.py: %s" % missing
+    )
 
 
 def test_lists_the_configured_gpus(fake_nvml):
-    fake_nvml.configure([{"model": "A100-40GB"}, {"model": "H100-80GB", "mig": True},
-                         {"model": "T4", "uuid": "GPU-00000000-1111-2222-3333-444444444444",
-                          "pci_bus_id": "00000000:AF:00.0"}],
-                        driver_version="570.172.08", cuda_driver_version=12080)
-    (out,) = fake_nvml.python(HELPERS + """
+    fake_nvml.configure(
+        [
+            {"model": "A100-40GB"},
+            {"model": "H100-80GB", "mig": True},
+            {"model": "T4", "uuid": "GPU-00000000-1111-2222-3333-444444444444", "pci_bus_id": "00000000:AF:00.0"},
+        ],
+        driver_version="570.172.08",
+        cuda_driver_version=12080,
+    )
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 gpus = []
 for i in range(pynvml.nvmlDeviceGetCount()):
@@ -68,7 +78,8 @@ for i in range(pynvml.nvmlDeviceGetCount()):
 emit(dict(driver=pynvml.nvmlSystemGetDriverVersion(), nvml=pynvml.nvmlSystemGetNVMLVersion(),
           cuda=pynvml.nvmlSystemGetCudaDriverVersion(), gpus=gpus))
 pynvml.nvmlShutdown()
-""")
+"""
+    )
     assert out["driver"] == "570.172.08" and out["cuda"] == 12080
     a100, h100, t4 = out["gpus"]
     assert a100["name"] == A100_NAME and a100["mem"] == 40960 << 20 and a100["bus"] == "00000000:07:00.0"
@@ -84,14 +95,17 @@ pynvml.nvmlShutdown()
 
 
 def test_init_errors_are_nvmls(fake_nvml):
-    (out,) = fake_nvml.python("""
+    (out,) = fake_nvml.python(
+        """
 import pynvml
 try:
     pynvml.nvmlInit()
     emit("ok")
 except pynvml.NVMLError as e:
     emit([e.value, str(e)])
-""", env={"FAKE_NVML_CONFIG": ""})
+""",
+        env={"FAKE_NVML_CONFIG": ""},
+    )
     assert out == [pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "Driver Not Loaded"]
     fake_nvml.configure(init_return=pynvml.NVML_ERROR_NO_PERMISSION)
     (out,) = fake_nvml.python("""
@@ -105,7 +119,9 @@ except pynvml.NVMLError as e:
 
 
 def test_calls_before_init_and_unimplemented_calls(fake_nvml):
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 lib = ctypes.CDLL("libnvidia-ml.so.1")
 c = ctypes.c_uint(0)
 before = lib.nvmlDeviceGetCount_v2(ctypes.byref(c))
@@ -114,24 +130,35 @@ h = pynvml.nvmlDeviceGetHandleByIndex(0)
 emit(dict(before=before, power=err(pynvml.nvmlDeviceGetPowerUsage, h),
           ecc=err(pynvml.nvmlDeviceGetEccMode, h), badindex=err(pynvml.nvmlDeviceGetHandleByIndex, 5),
           shutdown=err(pynvml.nvmlShutdown)))
-""")
-    assert out == {"before": pynvml.NVML_ERROR_UNINITIALIZED, "power": pynvml.NVML_ERROR_NOT_SUPPORTED,
-                   "ecc": pynvml.NVML_ERROR_NOT_SUPPORTED, "badindex": pynvml.NVML_ERROR_INVALID_ARGUMENT,
-                   "shutdown": 0}
+"""
+    )
+    assert out == {
+        "before": pynvml.NVML_ERROR_UNINITIALIZED,
+        "power": pynvml.NVML_ERROR_NOT_SUPPORTED,
+        "ecc": pynvml.NVML_ERROR_NOT_SUPPORTED,
+        "badindex": pynvml.NVML_ERROR_INVALID_ARGUMENT,
+        "shutdown": 0,
+    }
 
 
 def test_ampere_mig_enable_is_pending_until_reset(fake_nvml):
-    code = HELPERS + """
+    code = (
+        HELPERS
+        + """
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(0)
 emit(dict(mode=pynvml.nvmlDeviceGetMigMode(h),
           create=err(pynvml.nvmlDeviceCreateGpuInstance, h, 0)))
 """
-    (out,) = fake_nvml.python(HELPERS + """
+    )
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(0)
 emit([pynvml.nvmlDeviceSetMigMode(h, pynvml.NVML_DEVICE_MIG_ENABLE), pynvml.nvmlDeviceGetMigMode(h)])
-""")
+"""
+    )
     assert out == [pynvml.NVML_ERROR_RESET_REQUIRED, [0, 1]]
     (out,) = fake_nvml.python(code)  # another process sees the pending mode; no instances yet
     assert out == {"mode": [0, 1], "create": pynvml.NVML_ERROR_NOT_SUPPORTED}
@@ -144,14 +171,17 @@ emit([pynvml.nvmlDeviceSetMigMode(h, pynvml.NVML_DEVICE_MIG_ENABLE), pynvml.nvml
 def test_hopper_mig_enable_is_immediate_and_busy_gpu_stays_pending(fake_nvml):
     fake_nvml.configure([{"model": "H100-80GB"}, {"model": "H100-80GB"}])
     fake_nvml.add_process(1, pid=4242)
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 res = []
 for i in (0, 1):
     h = pynvml.nvmlDeviceGetHandleByIndex(i)
     res.append([pynvml.nvmlDeviceSetMigMode(h, 1), pynvml.nvmlDeviceGetMigMode(h)])
 emit(res)
-""")
+"""
+    )
     assert out == [[0, [1, 1]], [pynvml.NVML_ERROR_IN_USE, [0, 1]]]
 
 
@@ -160,7 +190,9 @@ def test_profiles_and_placements_are_the_test_beds_tables(fake_nvml):
     counts, placements, -lgip memory and SMs, engines - not the collection's catalog."""
     keys = sorted(k for k, g in mig_tables.GPUS.items() if g.mig)
     fake_nvml.configure([{"model": k} for k in keys])
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 res = []
 for i in range(pynvml.nvmlDeviceGetCount()):
@@ -182,13 +214,24 @@ for i in range(pynvml.nvmlDeviceGetCount()):
                        [info.copyEngineCount, info.decoderCount, info.encoderCount, info.jpegCount, info.ofaCount]]
     res.append(profs)
 emit(res)
-""")
+"""
+    )
     assert len(out) == len(keys) == 13
     for key, profs in zip(keys, out):
         table = mig_tables.get(key)
-        expected = {"MIG " + p.name: [p.nvml_index, p.profile_id, p.compute_slices, p.max_instances,
-                                      [[s, p.memory_slices] for s in p.starts], p.memory_mib, p.multiprocessors,
-                                      list(p.engines)] for p in table.mig.profiles}
+        expected = {
+            "MIG " + p.name: [
+                p.nvml_index,
+                p.profile_id,
+                p.compute_slices,
+                p.max_instances,
+                [[s, p.memory_slices] for s in p.starts],
+                p.memory_mib,
+                p.multiprocessors,
+                list(p.engines),
+            ]
+            for p in table.mig.profiles
+        }
         assert profs == expected, key
     # Published -lgip numbers, not proportional estimates (H200 1g.18gb: 16.00 GiB, 16 SMs; 7g: 132 SMs).
     h200 = out[keys.index("H200-141GB")]
@@ -199,7 +242,9 @@ emit(res)
 def test_media_engines_are_handed_out_once(fake_nvml):
     """A30: the one JPEG/OFA unit goes to one +me instance; RTX PRO 6000: +me.all leaves only -me profiles."""
     fake_nvml.configure([{"model": "A30", "mig": True}, {"model": "RTX-PRO-6000", "mig": True}])
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 a30, rtx = pynvml.nvmlDeviceGetHandleByIndex(0), pynvml.nvmlDeviceGetHandleByIndex(1)
 res = [err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, a30, 21, place(0, 1)),   # 1g.6gb+me
@@ -210,14 +255,17 @@ res = [err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, a30, 21, place(0, 1)
        err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, rtx, 67, place(3, 3)),   # 1g.24gb-me: fine
        err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, rtx, 66, place(6, 6))]   # 2g.48gb-me: fine
 emit(res)
-""")
+"""
+    )
     refused = pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES
     assert out == [0, refused, 0, 0, refused, 0, 0]
 
 
 def test_create_3g_at_start_4_refuse_overlap_and_second_process_sees_it(fake_nvml):
     fake_nvml.configure([{"model": "A100-40GB", "mig": True}])
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(0)
 gi = pynvml.nvmlDeviceCreateGpuInstanceWithPlacement(h, 9, place(4, 4))
@@ -235,14 +283,17 @@ emit(dict(gi=[info.id, info.profileId, info.placement.start, info.placement.size
           full_gpu=err(pynvml.nvmlDeviceCreateGpuInstance, h, 0),
           mig_uuid=pynvml.nvmlDeviceGetUUID(mig), mig_name=pynvml.nvmlDeviceGetName(mig),
           mig_mem=pynvml.nvmlDeviceGetMemoryInfo(mig).total, is_mig=pynvml.nvmlDeviceIsMigDeviceHandle(mig).value))
-""")
+"""
+    )
     assert out["gi"][1:] == [9, 4, 4]
     assert out["overlap_3g"] == out["overlap_2g"] == out["full_gpu"] == pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES
     assert out["bad_start"] == out["bad_size"] == pynvml.NVML_ERROR_INVALID_ARGUMENT
     assert out["mig_uuid"].startswith("MIG-") and out["mig_name"] == A100_NAME + " MIG 3g.20gb"
     assert out["mig_mem"] == 20096 << 20 and out["is_mig"] == 1  # 19.62 GiB in the MIG guide's -lgip
     # A second process sees the first one's instances and MIG device.
-    (seen,) = fake_nvml.python(HELPERS + """
+    (seen,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(0)
 mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(h, 0)
@@ -253,7 +304,8 @@ emit(dict(gis=[[i.id, i.profileId, i.placement.start, i.placement.size] for i in
           byuuid=pynvml.nvmlDeviceGetGpuInstanceId(pynvml.nvmlDeviceGetHandleByUUID(pynvml.nvmlDeviceGetUUID(mig).encode())),
           next=err(pynvml.nvmlDeviceGetMigDeviceHandleByIndex, h, 1),
           beyond=err(pynvml.nvmlDeviceGetMigDeviceHandleByIndex, h, 7)))
-""")
+"""
+    )
     assert seen["gis"] == [out["gi"]]
     assert seen["uuid"] == out["mig_uuid"] and seen["gi"] == out["gi"][0] == seen["byuuid"] and seen["ci"] == out["ci"]
     assert seen["parent"] == 0
@@ -264,7 +316,9 @@ emit(dict(gis=[[i.id, i.profileId, i.placement.start, i.placement.size] for i in
 
 def test_destroy_order_in_use_and_limits(fake_nvml):
     fake_nvml.configure([{"model": "A100-40GB", "mig": True, "instances": [{"profile": "3g.20gb", "start": 4}]}])
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(0)
 (info,) = gis(h, 9)
@@ -277,7 +331,8 @@ res["gone"] = err(pynvml.nvmlDeviceGetGpuInstanceById, h, info.id)
 res["ones"] = [err(pynvml.nvmlDeviceCreateGpuInstance, h, 19) for _ in range(8)]
 res["disable_busy"] = err(pynvml.nvmlDeviceSetMigMode, h, 0)
 emit(res)
-""")
+"""
+    )
     assert out["gi_busy"] == out["mode_busy"] == pynvml.NVML_ERROR_IN_USE
     assert out["ci"] == out["gi"] == 0 and out["gone"] == pynvml.NVML_ERROR_NOT_FOUND
     assert out["ones"] == [0] * 7 + [pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES]
@@ -287,7 +342,9 @@ emit(res)
 
 def test_compute_instance_profiles_of_a_3g_instance(fake_nvml):
     fake_nvml.configure([{"model": "A100-40GB", "mig": True, "instances": [{"profile": "3g.20gb", "start": 0}]}])
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(0)
 gi = pynvml.nvmlDeviceGetGpuInstanceById(h, gis(h, 9)[0].id)
@@ -299,17 +356,21 @@ for idx in range(pynvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT):
     except pynvml.NVMLError as e:
         profs[idx] = e.value
 emit(profs)
-""")
+"""
+    )
     assert out["0"] == [1, 3, "MIG 1c.3g.20gb"] and out["2"] == [3, 1, "MIG 3g.20gb"]
     assert out["3"] == out["4"] == pynvml.NVML_ERROR_NOT_SUPPORTED
 
 
 def test_running_processes(fake_nvml):
-    fake_nvml.configure([{"model": "A100-40GB", "mig": True, "instances": [{"profile": "7g.40gb", "start": 0}]},
-                         {"model": "A100-40GB"}])
+    fake_nvml.configure(
+        [{"model": "A100-40GB", "mig": True, "instances": [{"profile": "7g.40gb", "start": 0}]}, {"model": "A100-40GB"}]
+    )
     fake_nvml.add_process(0, pid=1234, used_mib=2048, gpu_instance_id=0, compute_instance_id=0)
     fake_nvml.add_process(1, pid=99)
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 res = []
 for i in (0, 1):
@@ -320,16 +381,22 @@ h = pynvml.nvmlDeviceGetHandleByIndex(0)
 gi = pynvml.nvmlDeviceGetGpuInstanceById(h, 0)
 res.append(err(pynvml.nvmlComputeInstanceDestroy, pynvml.nvmlGpuInstanceGetComputeInstanceById(gi, 0)))
 emit(res)
-""")
+"""
+    )
     assert out == [[[1234, 2048 << 20, 0, 0]], [[99, 1024 << 20, 0xFFFFFFFF, 0xFFFFFFFF]], pynvml.NVML_ERROR_IN_USE]
 
 
 def test_fabric_info(fake_nvml):
-    fake_nvml.configure([{"model": "GB200", "fabric": {"cluster_uuid": "6b1c2b3c-7a43-4a4e-9e4c-0123456789ab",
-                                                        "clique_id": 32766}},
-                         {"model": "A100-40GB"},
-                         {"model": "GB200", "fabric": {"state": 2}}])
-    (out,) = fake_nvml.python(HELPERS + """
+    fake_nvml.configure(
+        [
+            {"model": "GB200", "fabric": {"cluster_uuid": "6b1c2b3c-7a43-4a4e-9e4c-0123456789ab", "clique_id": 32766}},
+            {"model": "A100-40GB"},
+            {"model": "GB200", "fabric": {"state": 2}},
+        ]
+    )
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 import uuid
 pynvml.nvmlInit()
 res = []
@@ -348,7 +415,8 @@ for i in range(3):
     row.append(err(pynvml.nvmlDeviceGetGpuFabricInfoV, h, ctypes.byref(bad)))
     res.append(row)
 emit(res)
-""")
+"""
+    )
     gb200, a100, registering = out
     assert gb200[0] == ["6b1c2b3c-7a43-4a4e-9e4c-0123456789ab", 32766, pynvml.NVML_GPU_FABRIC_STATE_COMPLETED, 0]
     assert gb200[1] == gb200[0] + [pynvml.NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY]
@@ -359,12 +427,16 @@ emit(res)
 
 def test_state_is_shared_and_locked_across_concurrent_processes(fake_nvml):
     fake_nvml.configure([{"model": "A100-40GB", "mig": True}])
-    code = ("import pynvml\npynvml.nvmlInit()\nh = pynvml.nvmlDeviceGetHandleByIndex(0)\nok = 0\n"
-            "for _ in range(7):\n"
-            "    try:\n        pynvml.nvmlDeviceCreateGpuInstance(h, 19); ok += 1\n"
-            "    except pynvml.NVMLError_InsufficientResources:\n        pass\nprint(ok)\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=fake_nvml.env, stdout=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    code = (
+        "import pynvml\npynvml.nvmlInit()\nh = pynvml.nvmlDeviceGetHandleByIndex(0)\nok = 0\n"
+        "for _ in range(7):\n"
+        "    try:\n        pynvml.nvmlDeviceCreateGpuInstance(h, 19); ok += 1\n"
+        "    except pynvml.NVMLError_InsufficientResources:\n        pass\nprint(ok)\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], env=fake_nvml.env, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     created = sum(int(p.communicate(timeout=60)[0]) for p in procs)
     assert created == 7
     gis = fake_nvml.state().gpus[0]["gis"]
@@ -379,9 +451,13 @@ def test_planner_layouts_create_on_other_gpus(fake_nvml, key):
     layouts = mig_placement.maximal_layouts(model)[:8]
     placed = [[[i.profile_id, i.start, i.size] for i in mig_placement.plan(model, layout)] for layout in layouts]
     fake_nvml.configure([{"model": key, "mig": True} for _ in layouts])
-    (out,) = fake_nvml.python(HELPERS + """
+    (out,) = fake_nvml.python(
+        HELPERS
+        + """
 pynvml.nvmlInit()
 emit([[err(pynvml.nvmlDeviceCreateGpuInstanceWithPlacement, pynvml.nvmlDeviceGetHandleByIndex(gpu), pid,
            place(s, z)) for pid, s, z in instances] for gpu, instances in enumerate(%r)])
-""" % (placed,))
+"""
+        % (placed,)
+    )
     assert out == [[0] * len(p) for p in placed]

@@ -4,6 +4,7 @@
 No simulator runs here (nothing waits for pods): installs use wait=False; the module's tests on the
 sandbox cover rollouts.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -69,8 +70,12 @@ def test_dry_run_install_upgrade_values_and_uninstall(helm, dra_chart_repo, cont
     helm.upgrade("dra", ns, ref(dra_chart_repo), BASE, wait=False)
     try:
         status = helm.status("dra", ns)
-        assert (status["status"], status["chart"], status["version"], status["revision"]) == \
-            ("deployed", CHART, "0.5.1", 1)
+        assert (status["status"], status["chart"], status["version"], status["revision"]) == (
+            "deployed",
+            CHART,
+            "0.5.1",
+            1,
+        )
         assert helm.get_values("dra", ns) == BASE  # exactly what was passed: the module compares this
         changed = dict(BASE, featureGates={"MPSSupport": True})
         helm.upgrade("dra", ns, ref(dra_chart_repo), changed, wait=False)
@@ -83,17 +88,34 @@ def test_dry_run_install_upgrade_values_and_uninstall(helm, dra_chart_repo, cont
     assert helm.status("dra", ns) is None and helm.uninstall("dra", ns, wait=False) is False
 
 
-@pytest.mark.parametrize("values,namespace_name,expect", [
-    ({"resources": {"computeDomains": {"enabled": False}}}, None,
-     ["the chart refused the values (dra-driver-nvidia-gpu/templates/validation.yaml)", "KEP 5004",
-      "--set 'gpuResourcesEnabledOverride=true'"]),
-    (BASE, "default", ["Running in the 'default' namespace is not recommended"]),
-    (dict(BASE, webhook={"enabled": True}), None,
-     ["does not know the kind(s) Certificate (cert-manager.io/v1), Issuer (cert-manager.io/v1)",
-      "install cert-manager (its CRDs) first"]),
-    (dict(BASE, resources={"computeDomains": {"enabled": True, "imex": {"mode": "hostManaged"}}}), None,
-     ["imex.mode=hostManaged requires featureGates.HostManagedIMEXDaemon=true"]),
-])
+@pytest.mark.parametrize(
+    "values,namespace_name,expect",
+    [
+        (
+            {"resources": {"computeDomains": {"enabled": False}}},
+            None,
+            [
+                "the chart refused the values (dra-driver-nvidia-gpu/templates/validation.yaml)",
+                "KEP 5004",
+                "--set 'gpuResourcesEnabledOverride=true'",
+            ],
+        ),
+        (BASE, "default", ["Running in the 'default' namespace is not recommended"]),
+        (
+            dict(BASE, webhook={"enabled": True}),
+            None,
+            [
+                "does not know the kind(s) Certificate (cert-manager.io/v1), Issuer (cert-manager.io/v1)",
+                "install cert-manager (its CRDs) first",
+            ],
+        ),
+        (
+            dict(BASE, resources={"computeDomains": {"enabled": True, "imex": {"mode": "hostManaged"}}}),
+            None,
+            ["imex.mode=hostManaged requires featureGates.HostManagedIMEXDaemon=true"],
+        ),
+    ],
+)
 def test_chart_failures_read_as_sentences(helm, dra_chart_repo, control_plane, values, namespace_name, expect):
     ns = namespace_name or namespace()
     mark = control_plane.audit.mark()

@@ -8,6 +8,7 @@ Stand-in: systemd. There is no systemd here, so `systemctl` on PATH is testbed/s
 tests count stops, masks and restarts from that log. What systemd itself would do (run nvidia-imex,
 which reads the files) is not exercised.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,11 +26,13 @@ UNIT = "nvidia-imex.service"
 GB200 = {"model": "GB200", "fabric": {"cluster_uuid": "6b1c2b3c-7a43-4a4e-9e4c-0123456789ab", "clique_id": 3}}
 CLIQUE = "6b1c2b3c-7a43-4a4e-9e4c-0123456789ab.3"
 MEMBERS = ["10.0.0.11", "10.0.0.12"]
-PACKAGE_CONFIG = "# NVIDIA IMEX configuration file (as the package ships it)\nLOG_LEVEL=4\nSERVER_PORT=50000\n" \
-                 "IMEX_CMD_ENABLED=0\nIMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n"
+PACKAGE_CONFIG = (
+    "# NVIDIA IMEX configuration file (as the package ships it)\nLOG_LEVEL=4\nSERVER_PORT=50000\n"
+    "IMEX_CMD_ENABLED=0\nIMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n"
+)
 
 
-class Node(object):
+class Node:
     """One simulated GB200 node: fake NVML, systemctl simulator, a root directory for files."""
 
     def __init__(self, fake, tmp_path, unit):
@@ -53,25 +56,50 @@ class Node(object):
 
     def run(self, args, check=False, diff=False):
         """Run gpupool.core.imex once (root under tmp) and return its registered result."""
-        return self.play({"name": "imex", "gpupool.core.imex": dict({"root": str(self.root)}, **args),
-                          "check_mode": check, "diff": diff})
+        return self.play(
+            {
+                "name": "imex",
+                "gpupool.core.imex": dict({"root": str(self.root)}, **args),
+                "check_mode": check,
+                "diff": diff,
+            }
+        )
 
     def play(self, task):
         """Run one task (registered, errors ignored) in ansible-playbook; return its result."""
         directory = tempfile.mkdtemp(prefix="play-", dir=self.fake.directory)
         task = dict(task, register="r", ignore_errors=True)
-        save = {"name": "save", "ansible.builtin.copy": {"content": "{{ r | to_json }}",
-                                                          "dest": os.path.join(directory, "r.json")},
-                "check_mode": False, "diff": False}
+        save = {
+            "name": "save",
+            "ansible.builtin.copy": {"content": "{{ r | to_json }}", "dest": os.path.join(directory, "r.json")},
+            "check_mode": False,
+            "diff": False,
+        }
         playbook = os.path.join(directory, "play.yml")
         with open(playbook, "w") as fh:
             json.dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task, save]}], fh)
-        env = {"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
-               "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0",
-               "PATH": str(self.bin) + os.pathsep + os.environ.get("PATH", "")}
-        proc = self.fake.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                              "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, playbook],
-                             env=env, cwd=directory, timeout=300)
+        env = {
+            "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
+            "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_LOCALHOST_WARNING": "0",
+            "PATH": str(self.bin) + os.pathsep + os.environ.get("PATH", ""),
+        }
+        proc = self.fake.run(
+            [
+                os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                "-i",
+                "localhost,",
+                "-c",
+                "local",
+                "-e",
+                "ansible_python_interpreter=%s" % sys.executable,
+                playbook,
+            ],
+            env=env,
+            cwd=directory,
+            timeout=300,
+        )
         path = os.path.join(directory, "r.json")
         if not os.path.exists(path):
             raise AssertionError("ansible-playbook did not finish:\n%s\n%s" % (proc.stdout, proc.stderr))
@@ -110,8 +138,10 @@ def test_host_managed_writes_files_starts_and_restarts_only_on_change(gb200):
     assert node.units()[UNIT] == {"installed": True, "enabled": True, "masked": False, "active": True}
     assert node.file("nodes_config.cfg") == "10.0.0.11\n10.0.0.12\n"
     config = node.file("config.cfg")
-    assert config.startswith("# NVIDIA IMEX configuration file (as the package ships it)\nLOG_LEVEL=4\n"
-                             "SERVER_PORT=50000\nIMEX_CMD_ENABLED=1\n")  # the package's lines kept, ours in place
+    assert config.startswith(
+        "# NVIDIA IMEX configuration file (as the package ships it)\nLOG_LEVEL=4\n"
+        "SERVER_PORT=50000\nIMEX_CMD_ENABLED=1\n"
+    )  # the package's lines kept, ours in place
     assert "IMEX_CMD_UNIX_DOMAIN_PATH=/etc/nvidia-imex/imex_ctrl.sock" in config
     assert first["diff"]["after"]["/etc/nvidia-imex/nodes_config.cfg"] == "10.0.0.11\n10.0.0.12\n"
 
@@ -170,17 +200,29 @@ def test_host_managed_needs_the_unit(gb200):
 
 def test_role_follows_the_pool(gb200):
     node = gb200(RUNNING)
-    cluster = {"name": "c", "pools": [
-        {"name": "gb-host", "gpu": {"model": "GB200", "per_node": 4},
-         "nvlink": {"mode": "host_imex", "imex_nodes": MEMBERS}},
-        {"name": "gb-cd", "gpu": {"model": "GB200", "per_node": 4}, "nvlink": {"mode": "compute_domain"}},
-        {"name": "t4", "gpu": {"model": "T4"}}]}
+    cluster = {
+        "name": "c",
+        "pools": [
+            {
+                "name": "gb-host",
+                "gpu": {"model": "GB200", "per_node": 4},
+                "nvlink": {"mode": "host_imex", "imex_nodes": MEMBERS},
+            },
+            {"name": "gb-cd", "gpu": {"model": "GB200", "per_node": 4}, "nvlink": {"mode": "compute_domain"}},
+            {"name": "t4", "gpu": {"model": "T4"}},
+        ],
+    }
 
     def role(pool):
         """The role's last task result (a role's failure is not ignorable from outside: catch it)."""
         try:
-            return node.play({"name": "role", "ansible.builtin.include_role": {"name": "gpupool.core.imex"},
-                              "vars": {"imex_pool": pool, "imex_cluster": cluster, "imex_root": str(node.root)}})
+            return node.play(
+                {
+                    "name": "role",
+                    "ansible.builtin.include_role": {"name": "gpupool.core.imex"},
+                    "vars": {"imex_pool": pool, "imex_cluster": cluster, "imex_root": str(node.root)},
+                }
+            )
         except AssertionError as exc:
             return {"failed": True, "msg": str(exc)}
 

@@ -4,6 +4,7 @@ A Magnum nodegroup is created with the unmodified openstacksdk (the node simulat
 the real apiserver); the plugin must then find the same nodes from Kubernetes (names, InternalIP) and from
 Magnum (addresses), fall back to the declared data when neither answers, and refuse an invalid cluster.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,36 +42,59 @@ def bed(sandbox):
     import openstack
     from kubernetes import client
 
-    proxy = openstack.connect(load_yaml_config=False, load_envvars=False, **sandbox.cloud)\
-        .container_infrastructure_management
+    proxy = openstack.connect(
+        load_yaml_config=False, load_envvars=False, **sandbox.cloud
+    ).container_infrastructure_management
     cluster = sandbox.cluster()["uuid"]
     pool = "inv-%s" % uuid.uuid4().hex[:5]
     path = "/clusters/%s/nodegroups" % cluster
-    created = proxy.request(path, "POST", headers=MV, raise_exc=False, json={
-        "name": pool, "flavor_id": "g2.5xlarge", "node_count": 2, "merge_labels": True,
-        "labels": {"nvidia_gpu_enabled": "true"}})
+    created = proxy.request(
+        path,
+        "POST",
+        headers=MV,
+        raise_exc=False,
+        json={
+            "name": pool,
+            "flavor_id": "g2.5xlarge",
+            "node_count": 2,
+            "merge_labels": True,
+            "labels": {"nvidia_gpu_enabled": "true"},
+        },
+    )
     assert created.status_code == 202, created.text
-    view = wait_for("nodegroup %s" % pool, lambda: (lambda r: r.status_code == 200 and r.json()["status"] ==
-                                                    "CREATE_COMPLETE" and r.json())(
-        proxy.request(path + "/" + pool, "GET", headers=MV, raise_exc=False)))
+    view = wait_for(
+        "nodegroup %s" % pool,
+        lambda: (lambda r: r.status_code == 200 and r.json()["status"] == "CREATE_COMPLETE" and r.json())(
+            proxy.request(path + "/" + pool, "GET", headers=MV, raise_exc=False)
+        ),
+    )
     core = client.CoreV1Api(sandbox.cp.api_client())
-    nodes = wait_for("the nodegroup's Nodes", lambda: (lambda items: len(items) == 2 and items)(
-        core.list_node(label_selector="%s=%s" % (NG_LABEL, pool)).items))
+    nodes = wait_for(
+        "the nodegroup's Nodes",
+        lambda: (lambda items: len(items) == 2 and items)(
+            core.list_node(label_selector="%s=%s" % (NG_LABEL, pool)).items
+        ),
+    )
     internal = {n.metadata.name: next(a.address for a in n.status.addresses if a.type == "InternalIP") for n in nodes}
     yield {"sandbox": sandbox, "pool": pool, "addresses": sorted(view["node_addresses"]), "internal": internal}
     proxy.request(path + "/" + pool, "DELETE", headers=MV, raise_exc=False)
-    wait_for("deletion of %s" % pool, lambda: proxy.request(path + "/" + pool, "GET", headers=MV,
-                                                            raise_exc=False).status_code == 404)
+    wait_for(
+        "deletion of %s" % pool,
+        lambda: proxy.request(path + "/" + pool, "GET", headers=MV, raise_exc=False).status_code == 404,
+    )
 
 
 def cluster_data(bed, **overrides):
     sandbox = bed["sandbox"]
-    data = {"name": "inv-cluster", "kubeconfig": str(sandbox.kubeconfig),
-            "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
-            "pools": [{"name": bed["pool"], "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2},
-                       "gpu": {"model": "T4"}},
-                      {"name": "inv-lab", "node_selector": {"gpupool-test": "inv-lab-nobody"},
-                       "gpu": {"model": "T4"}}]}
+    data = {
+        "name": "inv-cluster",
+        "kubeconfig": str(sandbox.kubeconfig),
+        "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
+        "pools": [
+            {"name": bed["pool"], "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2}, "gpu": {"model": "T4"}},
+            {"name": "inv-lab", "node_selector": {"gpupool-test": "inv-lab-nobody"}, "gpu": {"model": "T4"}},
+        ],
+    }
     data.update(overrides)
     return data
 
@@ -83,10 +107,19 @@ def inventory(tmp_path, bed, name="site.pools.yml", **options):
 
 
 def ansible_inventory(path):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"))
-    proc = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"], capture_output=True,
-                          text=True, env=env, timeout=120)
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
+    )
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     return proc, (json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None)
 
 
@@ -149,8 +182,9 @@ def test_neither_source_answering_leaves_the_declared_data_and_says_why(tmp_path
     proc, listing = ansible_inventory(path)
     # The plugin fails, so Ansible parses nothing from the file (the playbooks then stop: no cluster in the run).
     assert listing is not None and "gpupool_clusters" not in listing["all"].get("children", []), proc.stdout
-    assert "cluster inv-cluster: no source of GPU nodes answered and strict_discovery is set" in \
-        " ".join(proc.stderr.split())
+    assert "cluster inv-cluster: no source of GPU nodes answered and strict_discovery is set" in " ".join(
+        proc.stderr.split()
+    )
 
 
 def test_an_invalid_cluster_fails_the_inventory_with_the_path(tmp_path, bed):
@@ -158,9 +192,13 @@ def test_an_invalid_cluster_fails_the_inventory_with_the_path(tmp_path, bed):
     data = yaml.safe_load(path.read_text())
     data["clusters"][0]["pools"][0]["nodegroup"]["node_cout"] = 3
     path.write_text(yaml.safe_dump(data))
-    proc = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"], capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="1",
-                                                           ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="1", ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")),
+    )
     assert proc.returncode != 0
     # The model's path: the plugin's place of the cluster, then the key (the pool's name after its index).
     assert "clusters[0].pools[0] (%s).nodegroup.node_cout" % bed["pool"] in proc.stderr, proc.stderr
@@ -171,11 +209,19 @@ def test_cluster_files_of_a_static_inventory_work_and_playbooks_target_pools(tmp
     # The cluster lives in host_vars/<cluster>/gpupool.yml as in a static inventory; the plugin file points at it.
     (tmp_path / "host_vars" / "inv-cluster").mkdir(parents=True)
     (tmp_path / "host_vars" / "inv-cluster" / "gpupool.yml").write_text(
-        yaml.safe_dump({"gpupool_cluster": cluster_data(bed)}))
+        yaml.safe_dump({"gpupool_cluster": cluster_data(bed)})
+    )
     path = tmp_path / "site.pools.yml"
     # compose: node-side plays here run on the controller (the simulated nodes have no SSH).
-    path.write_text(yaml.safe_dump({"plugin": "gpupool.core.pools", "cluster_files": ["host_vars/*/gpupool.yml"],
-                                    "compose": {"ansible_connection": "'local'"}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "plugin": "gpupool.core.pools",
+                "cluster_files": ["host_vars/*/gpupool.yml"],
+                "compose": {"ansible_connection": "'local'"},
+            }
+        )
+    )
     res = run_playbook(os.path.join(ROOT, "playbooks", "validate.yml"), str(path), tmp_path)
     assert res.rc == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert "2 pool(s) valid: %s, inv-lab" % bed["pool"] in res.stdout

@@ -3,6 +3,7 @@
 Each test uses its own pool names and object names and cleans up, so the session's control plane can be
 shared with the other integration tests.
 """
+
 from __future__ import annotations
 
 import http.server
@@ -12,16 +13,20 @@ import time
 
 import pytest
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import (
+    ApplyEngine,
+    ConvergeError,
+    PruneScope,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, connect
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan import claim_templates as plan_claim_templates
 from ansible_collections.gpupool.core.plugins.module_utils.plan import device_classes as plan_device_classes
 from ansible_collections.gpupool.core.plugins.module_utils.plan import kinds as plan_kinds
 from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
 from ansible_collections.gpupool.core.plugins.module_utils.plan import ownership as plan_ownership
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError, PruneScope
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, connect
-from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from tests.integration import k8s_helpers as h
 
 pytestmark = pytest.mark.controlplane
@@ -29,7 +34,9 @@ ADMIN = "gpupool-admin"
 
 
 def engine(cp, **kw):
-    return ApplyEngine(connect({"kubeconfig": str(cp.kubeconfig)}), **kw)
+    client = connect({"kubeconfig": str(cp.kubeconfig)})
+    client.discovery_cache.enabled = False  # these tests count every request, discovery included
+    return ApplyEngine(client, **kw)
 
 
 def cluster(*pools):
@@ -51,13 +58,28 @@ def cleanup(control_plane):
         e.converge(plan_kinds.RESOURCE_CLAIM_TEMPLATE, [], prune=PruneScope(pools=pools))
 
 
-T4 = {"name": "apply-t4", "node_selector": {"x": "t4"}, "gpu": {"model": "T4"},
-      "sharing": {"time_slicing": {"interval": "Medium"}}}
-A100 = {"name": "apply-a100", "node_selector": {"x": "a100"}, "gpu": {"model": "A100-40GB", "per_node": 2},
-        "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
-        "device_classes": {"extended_resource_names": True,
-                           "extra": [{"name": "apply-a100-big", "min_memory": "20Gi",
-                                      "selectors": ["device.attributes['gpu.nvidia.com'].architecture == 'Ampere'"]}]}}
+T4 = {
+    "name": "apply-t4",
+    "node_selector": {"x": "t4"},
+    "gpu": {"model": "T4"},
+    "sharing": {"time_slicing": {"interval": "Medium"}},
+}
+A100 = {
+    "name": "apply-a100",
+    "node_selector": {"x": "a100"},
+    "gpu": {"model": "A100-40GB", "per_node": 2},
+    "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+    "device_classes": {
+        "extended_resource_names": True,
+        "extra": [
+            {
+                "name": "apply-a100-big",
+                "min_memory": "20Gi",
+                "selectors": ["device.attributes['gpu.nvidia.com'].architecture == 'Ampere'"],
+            }
+        ],
+    },
+}
 
 
 def test_discovery_prefers_v1_falls_back_and_explains_missing_apis(control_plane):
@@ -133,7 +155,9 @@ def test_prune_deletes_only_gpupool_objects_of_the_pools_in_scope(control_plane,
         a100 = dict(A100, device_classes={"extended_resource_names": True})
         want = plan_device_classes.cluster_device_classes(cluster(T4, a100), ["apply-a100"])
         mark = control_plane.audit.mark()
-        dry = engine(control_plane, check_mode=True).converge(plan_kinds.DEVICE_CLASS, want, prune=PruneScope(["apply-a100"]))
+        dry = engine(control_plane, check_mode=True).converge(
+            plan_kinds.DEVICE_CLASS, want, prune=PruneScope(["apply-a100"])
+        )
         assert control_plane.audit.since(mark).writes(user=ADMIN) == []
         assert names(dry, "deleted") == ["apply-a100-big"]
         # (the audit reader treats dryRun=All in the URI as dry; make sure the server did too)
@@ -164,20 +188,30 @@ def test_a_device_class_we_do_not_own_is_never_modified(control_plane, cleanup):
     cleanup += ["apply-own"]
     control_plane.kubectl("create", "-f", "-", input=DC_YAML % ("apply-own-big", "{}"))
     try:
-        pool = {"name": "apply-own", "node_selector": {"x": "y"}, "gpu": {"model": "T4"},
-                "device_classes": {"extra": [{"name": "apply-own-big", "min_memory": "10Gi"}]}}
+        pool = {
+            "name": "apply-own",
+            "node_selector": {"x": "y"},
+            "gpu": {"model": "T4"},
+            "device_classes": {"extra": [{"name": "apply-own-big", "min_memory": "10Gi"}]},
+        }
         before = h.kubectl_json(control_plane, "get", "deviceclass", "apply-own-big")
         mark = control_plane.audit.mark()
         with pytest.raises(ConvergeError) as err:
-            engine(control_plane).converge(plan_kinds.DEVICE_CLASS, plan_device_classes.cluster_device_classes(cluster(pool)),
-                                           prune=PruneScope())
+            engine(control_plane).converge(
+                plan_kinds.DEVICE_CLASS, plan_device_classes.cluster_device_classes(cluster(pool)), prune=PruneScope()
+            )
         window = control_plane.audit.since(mark)
-        assert ("DeviceClass apply-own-big (wanted by pool apply-own) already exists and is not "
-                "managed by gpupool") in err.value.message
-        assert "rename the object in the inventory (gpupool_cluster.pools[0].device_classes.extra[0])" in err.value.message
+        assert (
+            "DeviceClass apply-own-big (wanted by pool apply-own) already exists and is not managed by gpupool"
+        ) in err.value.message
+        assert (
+            "rename the object in the inventory (gpupool_cluster.pools[0].device_classes.extra[0])" in err.value.message
+        )
         # the other class was still converged; the foreign one saw no write
-        assert [(r.name, r.action) for r in err.value.results] == [("apply-own", "created"),
-                                                                   ("apply-own-big", "failed")]
+        assert [(r.name, r.action) for r in err.value.results] == [
+            ("apply-own", "created"),
+            ("apply-own-big", "failed"),
+        ]
         assert h.writes(window) == [("patch", "deviceclasses", "apply-own")]
         after = h.kubectl_json(control_plane, "get", "deviceclass", "apply-own-big")
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
@@ -191,14 +225,17 @@ def test_field_manager_conflict_names_the_other_manager_and_force_takes_over(con
     want = plan_device_classes.cluster_device_classes(cluster(pool))
     engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want)
     other = DC_YAML % ("apply-conflict", '{"app.kubernetes.io/managed-by": gpupool, "gpupool.io/pool": apply-conflict}')
-    control_plane.kubectl("apply", "--server-side", "--field-manager=other-tool", "--force-conflicts", "-f", "-",
-                          input=other)
+    control_plane.kubectl(
+        "apply", "--server-side", "--field-manager=other-tool", "--force-conflicts", "-f", "-", input=other
+    )
     mark = control_plane.audit.mark()
     with pytest.raises(ConvergeError) as err:
         engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want)
     msg = err.value.message
-    assert msg.startswith("DeviceClass apply-conflict (pool apply-conflict): server-side apply conflict: "
-                          ".spec.selectors owned by field manager 'other-tool', not by 'gpupool'.")
+    assert msg.startswith(
+        "DeviceClass apply-conflict (pool apply-conflict): server-side apply conflict: "
+        ".spec.selectors owned by field manager 'other-tool', not by 'gpupool'."
+    )
     assert "force_conflicts: true" in msg
     assert [e["responseStatus"]["code"] for e in control_plane.audit.since(mark).writes(user=ADMIN)] == [409]
     live = h.kubectl_json(control_plane, "get", "deviceclass", "apply-conflict")
@@ -211,17 +248,31 @@ def test_field_manager_conflict_names_the_other_manager_and_force_takes_over(con
 
 def test_invalid_cel_comes_back_with_class_pool_and_inventory_key(control_plane, cleanup):
     cleanup += ["apply-cel"]
-    pool = {"name": "apply-cel", "node_selector": {"x": "y"}, "gpu": {"model": "T4"}, "device_classes": {
-        "defaults": False, "extra": [{"name": "apply-cel-bad", "min_memory": "8Gi",
-                                      "selectors": ["device.attributes['gpu.nvidia.com'].productName =="]}]}}
+    pool = {
+        "name": "apply-cel",
+        "node_selector": {"x": "y"},
+        "gpu": {"model": "T4"},
+        "device_classes": {
+            "defaults": False,
+            "extra": [
+                {
+                    "name": "apply-cel-bad",
+                    "min_memory": "8Gi",
+                    "selectors": ["device.attributes['gpu.nvidia.com'].productName =="],
+                }
+            ],
+        },
+    }
     want = plan_device_classes.cluster_device_classes(cluster(pool))
     for check in (True, False):
         mark = control_plane.audit.mark()
         with pytest.raises(ConvergeError) as err:
             engine(control_plane, check_mode=check).converge(plan_kinds.DEVICE_CLASS, want)
         msg = err.value.message
-        assert msg.startswith("DeviceClass apply-cel-bad (pool apply-cel) was rejected by the API server: "
-                              "spec.selectors[2].cel.expression: Invalid value:"), msg
+        assert msg.startswith(
+            "DeviceClass apply-cel-bad (pool apply-cel) was rejected by the API server: "
+            "spec.selectors[2].cel.expression: Invalid value:"
+        ), msg
         assert "compilation failed" in msg
         assert "(from gpupool_cluster.pools[0].device_classes.extra[0].selectors[0])" in msg
         assert all(e["responseStatus"]["code"] == 422 for e in control_plane.audit.since(mark).writes(user=ADMIN))
@@ -236,8 +287,14 @@ def test_older_resource_api_versions_converge_idempotently(control_plane, cleanu
     for version in ("v1beta1", "v1beta2"):
         pinned = {plan_kinds.RESOURCE_CLAIM_TEMPLATE: version, plan_kinds.DEVICE_CLASS: version}
         api = "resource.k8s.io/" + version
-        tpl = [{"name": "two-t4-" + version, "pool": "apply-t4", "count": 2,
-                "match_attribute": "resource.kubernetes.io/pcieRoot"}]
+        tpl = [
+            {
+                "name": "two-t4-" + version,
+                "pool": "apply-t4",
+                "count": 2,
+                "match_attribute": "resource.kubernetes.io/pcieRoot",
+            }
+        ]
         want = plan_claim_templates.cluster_resource_claim_templates(c, None, [ns], tpl, api_version=api)
         res = engine(control_plane, versions=pinned).converge(plan_kinds.RESOURCE_CLAIM_TEMPLATE, want)
         assert [r.action for r in res] == ["created"]
@@ -245,13 +302,16 @@ def test_older_resource_api_versions_converge_idempotently(control_plane, cleanu
         res = engine(control_plane, versions=pinned).converge(plan_kinds.RESOURCE_CLAIM_TEMPLATE, want)
         assert [r.action for r in res] == ["unchanged"]
         assert control_plane.audit.since(mark).writes(user=ADMIN) == []
-        live = h.kubectl_json(control_plane, "get", "resourceclaimtemplates.v1.resource.k8s.io", "-n", ns,
-                              "two-t4-" + version)
+        live = h.kubectl_json(
+            control_plane, "get", "resourceclaimtemplates.v1.resource.k8s.io", "-n", ns, "two-t4-" + version
+        )
         req = live["spec"]["spec"]["devices"]["requests"][0]
         assert req["exactly"]["count"] == 2 and req["exactly"]["deviceClassName"] == "apply-t4"
         dcs = plan_device_classes.cluster_device_classes(c, api_version=api)
         expected = "created" if version == "v1beta1" else "unchanged"  # same DeviceClass, read at another version
-        assert [r.action for r in engine(control_plane, versions=pinned).converge(plan_kinds.DEVICE_CLASS, dcs)] == [expected]
+        assert [r.action for r in engine(control_plane, versions=pinned).converge(plan_kinds.DEVICE_CLASS, dcs)] == [
+            expected
+        ]
 
 
 def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
@@ -259,10 +319,22 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
     names_ = ["apply-node-0", "apply-node-1"]
     for n in names_:
         h.make_node(control_plane, n, {"team": "x", "magnum.openstack.org/nodegroup": "apply-ng"}, taints=[other_taint])
-    pool = load_cluster({"name": "c", "magnum": {"cloud": "o", "cluster": "k"}, "pools": [
-        {"name": "apply-np", "nodegroup": {"flavor": "f", "name": "apply-ng"}, "gpu": {"model": "T4"},
-         "node_labels": {"site": "cern"}}]}).pools[0]
+    pool = load_cluster(
+        {
+            "name": "c",
+            "magnum": {"cloud": "o", "cluster": "k"},
+            "pools": [
+                {
+                    "name": "apply-np",
+                    "nodegroup": {"flavor": "f", "name": "apply-ng"},
+                    "gpu": {"model": "T4"},
+                    "node_labels": {"site": "cern"},
+                }
+            ],
+        }
+    ).pools[0]
     try:
+
         def converge(check=False, pool=pool, release=False):
             e = engine(control_plane, check_mode=check)
             nodes = [n for n in e.list(plan_kinds.NODE) if n["metadata"]["name"] in names_]
@@ -281,7 +353,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         window = control_plane.audit.since(mark)
         assert [r.action for r in real] == ["updated", "updated"]
         assert [r.after for r in dry] == [r.after for r in real]
-        assert h.write_counts(window) == {("patch", "nodes"): 4}  # per node: taints (merge) + labels (apply)
+        assert h.write_counts(window) == {("patch", "nodes"): 2}  # per node: ONE merge patch, labels and taints
         node = h.core(control_plane).read_node("apply-node-0")
         assert node.metadata.labels["team"] == "x" and node.metadata.labels["site"] == "cern"
         assert node.metadata.labels["gpupool.io/pool"] == "apply-np"
@@ -313,7 +385,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         res = e.converge_node(stale, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
         assert res.action == "updated"
         codes = [ev["responseStatus"]["code"] for ev in control_plane.audit.since(mark).writes(user=ADMIN)]
-        assert codes == [409, 200, 200]  # stale taint patch, retried after a GET; then the label apply
+        assert codes == [409, 200]  # the stale patch, retried after a GET (labels and taints in one patch)
         node = h.core(control_plane).read_node("apply-node-1")
         assert taint_keys(node) == ["example.com/maintenance"]
         assert node.metadata.labels["late"] == "1" and "site" not in node.metadata.labels
@@ -341,11 +413,11 @@ def taint_keys(node):
 
 
 def ka_owned(node):
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import owned_label_keys
-    return owned_label_keys(node)
+    return plan_nodes.gpupool_label_keys(node)
 
 
 # ---- retries and timeouts (a local HTTP stand-in: the real client stack, scripted server answers) -----------
+
 
 class Script(http.server.BaseHTTPRequestHandler):
     answers = []
@@ -399,6 +471,13 @@ def test_retries_with_backoff_on_429_5xx_and_connection_resets(scripted):
     with pytest.raises(K8sError) as err:
         client.request("GET", "/version")
     assert err.value.status == 503 and "still failing after retries" in str(err.value)
+    assert "overloaded or failing" in str(err.value) and "rerun" in str(err.value)
+    # Given up once: the rest of the run is not sent (no second full back-off per object).
+    seen = len(Script.seen)
+    with pytest.raises(K8sError) as err:
+        client.request("GET", "/apis")
+    assert len(Script.seen) == seen and "not sent: GET /apis" in str(err.value) and err.value.status == 503
+    client = connect({"host": scripted, "api_key": "t", "request_timeout": 2, "request_retries": 4})
     Script.answers[:] = [404]
     with pytest.raises(K8sError) as err:
         client.request("GET", "/version")

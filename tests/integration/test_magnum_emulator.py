@@ -3,6 +3,7 @@
 Raw HTTP with requests, so every status code, header and body is visible; plus a check that the
 unmodified openstacksdk works against it.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,17 @@ class Api:
 
     def __init__(self, emu, version="1.14", service="container-infra"):
         self.emu, self.version, self.service = emu, version, service
-        body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-            "name": emu.username, "password": emu.password, "domain": {"name": "Default"}}}},
-            "scope": {"project": {"name": emu.project_name, "domain": {"name": "Default"}}}}}
+        body = {
+            "auth": {
+                "identity": {
+                    "methods": ["password"],
+                    "password": {
+                        "user": {"name": emu.username, "password": emu.password, "domain": {"name": "Default"}}
+                    },
+                },
+                "scope": {"project": {"name": emu.project_name, "domain": {"name": "Default"}}},
+            }
+        }
         resp = requests.post(emu.auth_url + "/auth/tokens", json=body, timeout=10)
         assert resp.status_code == 201, resp.text
         self.token = resp.headers["X-Subject-Token"]
@@ -80,8 +89,13 @@ def slow(magnum_factory):
 def test_keystone_password_auth_and_catalog(magnum, api):
     types = {s["type"]: s["endpoints"][0]["url"] for s in api.catalog}
     assert types == {"identity": magnum.url + "/identity", "container-infra": magnum.magnum_url}
-    bad = requests.post(magnum.auth_url + "/auth/tokens", timeout=10, json={"auth": {"identity": {
-        "methods": ["password"], "password": {"user": {"name": "demo", "password": "wrong"}}}}})
+    bad = requests.post(
+        magnum.auth_url + "/auth/tokens",
+        timeout=10,
+        json={
+            "auth": {"identity": {"methods": ["password"], "password": {"user": {"name": "demo", "password": "wrong"}}}}
+        },
+    )
     assert bad.status_code == 401 and "requires authentication" in bad.json()["error"]["message"]
 
 
@@ -108,8 +122,10 @@ def test_no_header_means_1_1_and_nodegroups_answer_406(api):
     assert api("GET", "/clusters/k8s/nodegroups", version="1.9").status_code == 200
 
 
-@pytest.mark.parametrize("release, long_name_ok, maximum", [("2025.1", False, "1.11"), ("2025.2", False, "1.12"),
-                                                             ("2026.1", True, "1.12"), ("master", True, "1.14")])
+@pytest.mark.parametrize(
+    "release, long_name_ok, maximum",
+    [("2025.1", False, "1.11"), ("2025.2", False, "1.12"), ("2026.1", True, "1.12"), ("master", True, "1.14")],
+)
 def test_service_names_and_maximum_per_release(magnum_factory, release, long_name_ok, maximum):
     emu = magnum_factory(release=release)
     short = Api(emu, version=maximum)
@@ -130,9 +146,20 @@ def test_seeded_cluster_with_default_nodegroups(magnum, api):
     assert cluster["node_count"] == 2 and cluster["master_count"] == 1
     listing = api("GET", "/clusters/k8s/nodegroups").json()
     assert [(n["name"], n["role"], n["is_default"]) for n in listing["nodegroups"]] == [
-        ("default-master", "master", True), ("default-worker", "worker", True)]
-    assert set(listing["nodegroups"][0]) == {"uuid", "name", "flavor_id", "node_count", "role", "is_default",
-                                             "image_id", "status", "stack_id"}
+        ("default-master", "master", True),
+        ("default-worker", "worker", True),
+    ]
+    assert set(listing["nodegroups"][0]) == {
+        "uuid",
+        "name",
+        "flavor_id",
+        "node_count",
+        "role",
+        "is_default",
+        "image_id",
+        "status",
+        "stack_id",
+    }
     nodes = magnum.nodes_of("k8s", "default-worker")
     assert [n.name for n in nodes] == [nodes[0].name[:-1] + "0", nodes[0].name[:-1] + "1"]
     assert re.match(r"^k8s-default-worker-[a-z0-9]{5}-node-0$", nodes[0].name)
@@ -141,8 +168,9 @@ def test_seeded_cluster_with_default_nodegroups(magnum, api):
 
 
 def test_custom_seed_clusters(magnum_factory):
-    emu = magnum_factory(clusters=[{"name": "a", "labels": {"x": "1"}, "node_count": 0},
-                                   {"name": "b", "api_address": None}])
+    emu = magnum_factory(
+        clusters=[{"name": "a", "labels": {"x": "1"}, "node_count": 0}, {"name": "b", "api_address": None}]
+    )
     api = Api(emu)
     assert [c["name"] for c in api("GET", "/clusters").json()["clusters"]] == ["a", "b"]
     assert api.cluster("a")["labels"] == {"x": "1"} and api.cluster("a")["node_count"] == 0
@@ -163,8 +191,9 @@ def test_the_unmodified_sdk_reads_clusters(magnum):
 def test_create_returns_202_with_the_body_then_runs_asynchronously(slow):
     magnum, api = slow
     events = []
-    magnum.on_nodegroup_change(lambda c, ng, ev: events.append((ng["name"], ev.kind, ng["status"],
-                                                                  [n.name for n in ev.added])), replay=False)
+    magnum.on_nodegroup_change(
+        lambda c, ng, ev: events.append((ng["name"], ev.kind, ng["status"], [n.name for n in ev.added])), replay=False
+    )
     resp = api("POST", "/clusters/k8s/nodegroups", {"name": "gpu", "node_count": 2, "flavor_id": "g1"})
     assert resp.status_code == 202
     body = resp.json()
@@ -187,16 +216,22 @@ def test_new_row_is_invisible_until_the_conductor_writes_it(magnum_factory):
     api.wait_status("gpu", ["CREATE_COMPLETE"])
 
 
-@pytest.mark.parametrize("body, expected", [
-    ({"name": "a"}, "cluster"),
-    ({"name": "a", "labels": {"nvidia_gpu_enabled": "true"}}, "only"),
-    ({"name": "a", "labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": True}, "merged"),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ({"name": "a"}, "cluster"),
+        ({"name": "a", "labels": {"nvidia_gpu_enabled": "true"}}, "only"),
+        ({"name": "a", "labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": True}, "merged"),
+    ],
+)
 def test_labels_vs_merge_labels(api, body, expected):
     cluster_labels = api.cluster()["labels"]
     ng = api("POST", "/clusters/k8s/nodegroups", body).json()
-    want = {"cluster": cluster_labels, "only": {"nvidia_gpu_enabled": "true"},
-            "merged": dict(cluster_labels, nvidia_gpu_enabled="true")}[expected]
+    want = {
+        "cluster": cluster_labels,
+        "only": {"nvidia_gpu_enabled": "true"},
+        "merged": dict(cluster_labels, nvidia_gpu_enabled="true"),
+    }[expected]
     assert ng["labels"] == want
     api.wait_status("a", ["CREATE_COMPLETE"])
     shown = api.ng("a").json()
@@ -207,17 +242,20 @@ def test_labels_vs_merge_labels(api, body, expected):
         assert shown["labels_skipped"] == {} and shown["labels_overridden"] == {"nvidia_gpu_enabled": "false"}
 
 
-@pytest.mark.parametrize("body, status, words", [
-    ({"name": "default-worker"}, 409, "already exists in the cluster k8s"),
-    ({"name": "x", "node_count": 5, "max_node_count": 3}, 409, "node_count (5) should be less or equal to max"),
-    ({"name": "x", "min_node_count": 3, "max_node_count": 2, "node_count": 2}, 409, "min_node_count (3)"),
-    ({"name": "x", "role": "master"}, 400, "master nodegroups"),
-    ({"name": "x", "node_count": -1}, 400, "node_count"),
-    ({"name": "x", "bogus": 1}, 400, "Unknown attribute"),
-    ({"name": "x", "node_labels": {"a": "b"}, "role": "master"}, 400, "master"),
-    ({"name": "x", "node_labels": {"kubernetes.io/foo": "b"}}, 400, "restricted namespace"),
-    ({"name": "x", "node_taints": [{"key": "a", "effect": "Never"}]}, 400, "effect"),
-])
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        ({"name": "default-worker"}, 409, "already exists in the cluster k8s"),
+        ({"name": "x", "node_count": 5, "max_node_count": 3}, 409, "node_count (5) should be less or equal to max"),
+        ({"name": "x", "min_node_count": 3, "max_node_count": 2, "node_count": 2}, 409, "min_node_count (3)"),
+        ({"name": "x", "role": "master"}, 400, "master nodegroups"),
+        ({"name": "x", "node_count": -1}, 400, "node_count"),
+        ({"name": "x", "bogus": 1}, 400, "Unknown attribute"),
+        ({"name": "x", "node_labels": {"a": "b"}, "role": "master"}, 400, "master"),
+        ({"name": "x", "node_labels": {"kubernetes.io/foo": "b"}}, 400, "restricted namespace"),
+        ({"name": "x", "node_taints": [{"key": "a", "effect": "Never"}]}, 400, "effect"),
+    ],
+)
 def test_create_rules(api, body, status, words):
     resp = api("POST", "/clusters/k8s/nodegroups", body)
     assert resp.status_code == status, resp.text
@@ -237,8 +275,11 @@ def test_node_labels_need_1_14(magnum_factory):
     api = Api(emu)
     resp = api("POST", "/clusters/k8s/nodegroups", {"name": "x", "node_labels": {"a": "b"}}, version="1.12")
     assert resp.status_code == 406
-    ok = api("POST", "/clusters/k8s/nodegroups", {"name": "x", "node_labels": {"a": "b"},
-                                                   "node_taints": [{"key": "gpu", "effect": "NoSchedule"}]})
+    ok = api(
+        "POST",
+        "/clusters/k8s/nodegroups",
+        {"name": "x", "node_labels": {"a": "b"}, "node_taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+    )
     assert ok.status_code == 202 and ok.json()["node_labels"] == {"a": "b"}
     assert "node_labels" not in api("GET", "/clusters/k8s/nodegroups/x", version="1.12").json()
     old = Api(magnum_factory(release="2025.2"), version="1.12")
@@ -247,16 +288,19 @@ def test_node_labels_need_1_14(magnum_factory):
 
 
 # ------------------------------------------------------------------------------------------- patch
-@pytest.mark.parametrize("ops, status, words", [
-    ([{"op": "replace", "path": "/node_count", "value": 3}], 400, "internal attribute"),
-    ([{"op": "replace", "path": "/labels", "value": "{'a': 'b'}"}], 400, "internal attribute"),
-    ([{"op": "replace", "path": "/flavor_id", "value": "g2"}], 400, "internal attribute"),
-    ([{"op": "move", "path": "/min_node_count", "value": 1}], 400, "op"),
-    ([{"op": "replace", "path": "min_node_count", "value": 1}], 400, "path"),
-    ([{"op": "replace", "path": "/max_node_count", "value": 1}], 409, "node_count (2) should be less or equal"),
-    ([{"op": "replace", "path": "/min_node_count", "value": 3}], 409, "min_node_count (3)"),
-    ([{"op": "replace", "path": "/node_labels", "value": {"a": "b"}}], 400, "Wrong type"),
-])
+@pytest.mark.parametrize(
+    "ops, status, words",
+    [
+        ([{"op": "replace", "path": "/node_count", "value": 3}], 400, "internal attribute"),
+        ([{"op": "replace", "path": "/labels", "value": "{'a': 'b'}"}], 400, "internal attribute"),
+        ([{"op": "replace", "path": "/flavor_id", "value": "g2"}], 400, "internal attribute"),
+        ([{"op": "move", "path": "/min_node_count", "value": 1}], 400, "op"),
+        ([{"op": "replace", "path": "min_node_count", "value": 1}], 400, "path"),
+        ([{"op": "replace", "path": "/max_node_count", "value": 1}], 409, "node_count (2) should be less or equal"),
+        ([{"op": "replace", "path": "/min_node_count", "value": 3}], 409, "min_node_count (3)"),
+        ([{"op": "replace", "path": "/node_labels", "value": {"a": "b"}}], 400, "Wrong type"),
+    ],
+)
 def test_patch_rules(api, ops, status, words):
     resp = api("PATCH", "/clusters/k8s/nodegroups/default-worker", ops)
     assert resp.status_code == status, resp.text
@@ -265,17 +309,26 @@ def test_patch_rules(api, ops, status, words):
 
 def test_patch_min_max_and_node_labels(slow):
     magnum, api = slow
-    resp = api("PATCH", "/clusters/k8s/nodegroups/default-worker",
-               [{"op": "replace", "path": "/max_node_count", "value": 5},
-                {"op": "replace", "path": "/node_labels", "value": str({"workload": "gpu"})}])
+    resp = api(
+        "PATCH",
+        "/clusters/k8s/nodegroups/default-worker",
+        [
+            {"op": "replace", "path": "/max_node_count", "value": 5},
+            {"op": "replace", "path": "/node_labels", "value": str({"workload": "gpu"})},
+        ],
+    )
     assert resp.status_code == 202 and resp.json()["max_node_count"] == 5
     seen = api.wait_status("default-worker", ["UPDATE_IN_PROGRESS"])
     seen += api.wait_status("default-worker", ["UPDATE_COMPLETE"])
     assert seen[-2:] == ["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"]
     ng = api.ng("default-worker").json()
     assert ng["max_node_count"] == 5 and ng["node_labels"] == {"workload": "gpu"}
-    resp = api("PATCH", "/clusters/k8s/nodegroups/default-worker",
-               [{"op": "replace", "path": "/node_labels", "value": "{}"}], version="1.13")
+    resp = api(
+        "PATCH",
+        "/clusters/k8s/nodegroups/default-worker",
+        [{"op": "replace", "path": "/node_labels", "value": "{}"}],
+        version="1.13",
+    )
     assert resp.status_code == 406
 
 
@@ -306,14 +359,20 @@ def test_resize_removes_the_named_servers_and_tells_the_hook(magnum, api):
     nodes = magnum.nodes_of("k8s", "default-worker")
     assert [n.name[-6:] for n in nodes] == ["node-0", "node-1", "node-2", "node-3"]
     assert events[-1].kind == "resized" and [n.name for n in events[-1].added] == [n.name for n in nodes[2:]]
-    resp = api("POST", "/clusters/k8s/actions/resize", {"node_count": 2, "nodegroup": "default-worker",
-                                                         "nodes_to_remove": [nodes[1].server_id, nodes[2].name]})
+    resp = api(
+        "POST",
+        "/clusters/k8s/actions/resize",
+        {"node_count": 2, "nodegroup": "default-worker", "nodes_to_remove": [nodes[1].server_id, nodes[2].name]},
+    )
     assert resp.status_code == 202
     magnum.settle()
     assert [n.name for n in magnum.nodes_of("k8s", "default-worker")] == [nodes[0].name, nodes[3].name]
     assert sorted(n.name for n in events[-1].removed) == sorted([nodes[1].name, nodes[2].name])
-    bad = api("POST", "/clusters/k8s/actions/resize", {"node_count": 1, "nodegroup": "default-worker",
-                                                        "nodes_to_remove": ["nope"]})
+    bad = api(
+        "POST",
+        "/clusters/k8s/actions/resize",
+        {"node_count": 1, "nodegroup": "default-worker", "nodes_to_remove": ["nope"]},
+    )
     assert bad.status_code == 400
 
 
@@ -352,8 +411,7 @@ def test_injected_5xx_latency_and_request_log(magnum, api):
 def test_injected_failure_ends_in_failed_with_reason(magnum, api):
     magnum.fail_next("create", nodegroup="gpu", reason="Quota exceeded for instances")
     events = []
-    magnum.on_nodegroup_change(lambda c, ng, ev: events.append((ev.kind, ng["status"], ev.status_reason)),
-                               replay=False)
+    magnum.on_nodegroup_change(lambda c, ng, ev: events.append((ev.kind, ng["status"], ev.status_reason)), replay=False)
     api("POST", "/clusters/k8s/nodegroups", {"name": "other"})
     api("POST", "/clusters/k8s/nodegroups", {"name": "gpu"})
     api.wait_status("gpu", ["CREATE_FAILED"])
@@ -375,8 +433,11 @@ def test_admin_endpoint_controls_faults(magnum, api):
     assert api("GET", "/clusters").status_code == 503
     assert api("GET", "/clusters").status_code == 200
     assert requests.post(magnum.url + "/_emulator/faults", json={"nope": 1}, timeout=10).status_code == 400
-    resp = requests.post(magnum.url + "/_emulator/failures", timeout=10,
-                         json={"operation": "resize", "reason": "No valid host was found"})
+    resp = requests.post(
+        magnum.url + "/_emulator/failures",
+        timeout=10,
+        json={"operation": "resize", "reason": "No valid host was found"},
+    )
     assert resp.status_code == 200
     api("POST", "/clusters/k8s/actions/resize", {"node_count": 3})
     magnum.settle()
@@ -422,9 +483,25 @@ def test_a_broken_hook_does_not_stop_the_emulator(magnum, api):
 # ------------------------------------------------------------------------------------------- CLI
 def test_cli_serves_and_writes_clouds_yaml(tmp_path):
     clouds = tmp_path / "clouds.yaml"
-    proc = subprocess.Popen([sys.executable, "-m", "testbed.magnum_emulator", "--port", "0", "--delay", "0.1",
-                             "--release", "2025.2", "--clouds-yaml", str(clouds)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "testbed.magnum_emulator",
+            "--port",
+            "0",
+            "--delay",
+            "0.1",
+            "--release",
+            "2025.2",
+            "--clouds-yaml",
+            str(clouds),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = None
         deadline = time.monotonic() + 60

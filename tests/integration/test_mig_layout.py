@@ -5,6 +5,7 @@ The tests of this file run in order on one set of nodes (a nodegroup of three 2 
 rollout (check mode, then real), a no-op rerun, a rolling layout change with drain, a failure injected on the
 middle node, then an infeasible layout. Writes are counted in the apiserver's audit log.
 """
+
 from __future__ import annotations
 
 import copy
@@ -35,12 +36,24 @@ FAST = {"wait_sleep": 0.2, "relabel_delay": 1.0, "wait_timeout": 60}
 
 
 def cluster(sandbox, layout, max_unavailable=1):
-    return {"name": "miglay", "kubeconfig": str(sandbox.kubeconfig), "magnum": {"cloud": "unused", "cluster": "unused"},
-            "mig_manager": {"config_map": sandbox.mig_config_map, "namespace": sandbox.mig_namespace,
-                            "max_unavailable": max_unavailable},
-            "pools": [{"name": POOL, "nodegroup": {"name": NG, "flavor": FLAVOR, "node_count": len(NODES)},
-                       "gpu": {"model": "A100-40GB", "per_node": 2},
-                       "mig": {"mode": "static", "layout": copy.deepcopy(layout)}}]}
+    return {
+        "name": "miglay",
+        "kubeconfig": str(sandbox.kubeconfig),
+        "magnum": {"cloud": "unused", "cluster": "unused"},
+        "mig_manager": {
+            "config_map": sandbox.mig_config_map,
+            "namespace": sandbox.mig_namespace,
+            "max_unavailable": max_unavailable,
+        },
+        "pools": [
+            {
+                "name": POOL,
+                "nodegroup": {"name": NG, "flavor": FLAVOR, "node_count": len(NODES)},
+                "gpu": {"model": "A100-40GB", "per_node": 2},
+                "mig": {"mode": "static", "layout": copy.deepcopy(layout)},
+            }
+        ],
+    }
 
 
 def task(**extra):
@@ -52,6 +65,7 @@ def task(**extra):
 
 def config_map(cp, sandbox):
     import yaml
+
     cm = h.kubectl_json(cp, "-n", sandbox.mig_namespace, "get", "configmap", sandbox.mig_config_map)
     return cm, yaml.safe_load(cm["data"]["config.yaml"])
 
@@ -61,20 +75,27 @@ def put_foreign_config(cp, sandbox, name, entries):
     import yaml
     from kubernetes import client
     from kubernetes.client.rest import ApiException
+
     api = client.CoreV1Api(cp.api_client())
     try:
         cm = api.read_namespaced_config_map(sandbox.mig_config_map, sandbox.mig_namespace).to_dict()
         doc = yaml.safe_load((cm.get("data") or {}).get("config.yaml") or "") or {"version": "v1", "mig-configs": {}}
         doc.setdefault("mig-configs", {})[name] = entries
-        api.patch_namespaced_config_map(sandbox.mig_config_map, sandbox.mig_namespace,
-                                        {"data": {"config.yaml": yaml.safe_dump(doc)}}, field_manager="someone-else")
+        api.patch_namespaced_config_map(
+            sandbox.mig_config_map,
+            sandbox.mig_namespace,
+            {"data": {"config.yaml": yaml.safe_dump(doc)}},
+            field_manager="someone-else",
+        )
     except ApiException as exc:
         if exc.status != 404:
             raise
         doc = {"version": "v1", "mig-configs": {name: entries}}
-        api.create_namespaced_config_map(sandbox.mig_namespace, {
-            "metadata": {"name": sandbox.mig_config_map}, "data": {"config.yaml": yaml.safe_dump(doc)}},
-            field_manager="someone-else")
+        api.create_namespaced_config_map(
+            sandbox.mig_namespace,
+            {"metadata": {"name": sandbox.mig_config_map}, "data": {"config.yaml": yaml.safe_dump(doc)}},
+            field_manager="someone-else",
+        )
 
 
 def node(cp, name):
@@ -90,7 +111,7 @@ def layouts(sandbox, name):
 
 
 def node_writes(window, user, name):
-    return [e for e in window.writes(user=user, resource="nodes", name=name)]
+    return list(window.writes(user=user, resource="nodes", name=name))
 
 
 def ts(event):
@@ -101,6 +122,7 @@ def ts(event):
 def bed(sandbox, tmp_path_factory):
     cp = sandbox.cp
     from kubernetes import client
+
     h.ensure_namespace(cp, NS)
     core = client.CoreV1Api(cp.api_client())
     try:
@@ -109,12 +131,24 @@ def bed(sandbox, tmp_path_factory):
         if exc.status != 409:
             raise
     # The DRA driver's kubelet plugin on these nodes only: the DRA driver simulator publishes their slices.
-    client.AppsV1Api(cp.api_client()).create_namespaced_daemon_set(NS, {
-        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "miglay-kubelet-plugin"},
-        "spec": {"selector": {"matchLabels": {"app": "miglay-plugin"}},
-                 "template": {"metadata": {"labels": {"app": "miglay-plugin"}},
-                              "spec": {"nodeSelector": {NG_LABEL: NG},
-                                       "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}]}}}})
+    client.AppsV1Api(cp.api_client()).create_namespaced_daemon_set(
+        NS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "miglay-kubelet-plugin"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "miglay-plugin"}},
+                "template": {
+                    "metadata": {"labels": {"app": "miglay-plugin"}},
+                    "spec": {
+                        "nodeSelector": {NG_LABEL: NG},
+                        "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}],
+                    },
+                },
+            },
+        },
+    )
     for name in NODES:
         sandbox.nodes.register_node(name, FLAVOR, nodegroup=NG)
     put_foreign_config(cp, sandbox, "team-x", FOREIGN)
@@ -132,8 +166,9 @@ def bed(sandbox, tmp_path_factory):
 def test_ansible_doc_renders_both_modules():
     names = ["gpupool.core.mig_layout", "gpupool.core.pool_info"]
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"))
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-doc"), "--json"] + names, capture_output=True, text=True,
-                          env=env, timeout=300)
+    proc = subprocess.run(
+        [os.path.join(VENV_BIN, "ansible-doc"), "--json"] + names, capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     docs = json.loads(proc.stdout)
     assert docs["gpupool.core.mig_layout"]["doc"]["attributes"]["check_mode"]["support"] == "full"
@@ -173,10 +208,17 @@ def test_first_rollout_check_mode_writes_nothing_and_predicts_the_real_diff(bed)
         assert lab["nvidia.com/mig.config"] == CONFIG and lab["nvidia.com/mig.config.state"] == "success"
         assert layouts(sandbox, name) == {0: FIRST, 1: FIRST}
         assert not node(cp, name)["spec"].get("unschedulable")  # uncordoned again
-    # writes: one ConfigMap write; per node cordon + label + uncordon
+    # writes: one ConfigMap write; per node cordon and label in one write, then the uncordon
     counts = h.write_counts(window, ADMIN)
-    assert counts == {("patch", "configmaps"): 1, ("patch", "nodes"): 9} or \
-        counts == {("create", "configmaps"): 1, ("patch", "nodes"): 9}, counts
+    assert counts == {("patch", "configmaps"): 1, ("patch", "nodes"): 6} or counts == {
+        ("create", "configmaps"): 1,
+        ("patch", "nodes"): 6,
+    }, counts
+    # reads: no GET per node before cordoning, the waves watched by label-selected LISTs
+    node_gets = list(window.select(verbs={"get"}, user=ADMIN, resource="nodes"))
+    assert node_gets == [], [e["requestURI"] for e in node_gets]
+    lists = [e["requestURI"] for e in window.select(verbs={"list"}, user=ADMIN, resource="nodes")]
+    assert len([u for u in lists if "labelSelector=nvidia.com%2Fmig.config%3D" in u]) >= 3  # at least one per wave
 
 
 def mig_config_of(cp, name):
@@ -198,12 +240,17 @@ def test_second_run_changes_nothing_and_writes_nothing(bed):
 def test_layout_change_rolls_node_by_node_and_evicts_gpu_pods(bed):
     cp, play, sandbox = bed["cp"], bed["play"], bed["sandbox"]
     from kubernetes import client
+
     core = client.CoreV1Api(cp.api_client())
 
     def mkpod(name, node_name, limits=None, claims=None):
-        spec = {"nodeName": node_name, "containers": [{"name": "c", "image": "registry.example/app:1",
-                                                       "resources": {"limits": limits} if limits else {}}],
-                "tolerations": [{"operator": "Exists"}]}
+        spec = {
+            "nodeName": node_name,
+            "containers": [
+                {"name": "c", "image": "registry.example/app:1", "resources": {"limits": limits} if limits else {}}
+            ],
+            "tolerations": [{"operator": "Exists"}],
+        }
         if claims:
             spec["resourceClaims"] = [{"name": c, "resourceClaimName": c} for c in claims]
         core.create_namespaced_pod(NS, {"metadata": {"name": name}, "spec": spec})
@@ -217,7 +264,10 @@ def test_layout_change_rolls_node_by_node_and_evicts_gpu_pods(bed):
     assert not check.get("failed"), check.get("msg")
     assert check_window.writes(user=ADMIN) == []
     assert [(w["nodes"], w["evict"]) for w in check["waves"]] == [
-        ([NODES[0]], []), ([NODES[1]], [NS + "/train"]), ([NODES[2]], [NS + "/infer"])]
+        ([NODES[0]], []),
+        ([NODES[1]], [NS + "/train"]),
+        ([NODES[2]], [NS + "/infer"]),
+    ]
     assert all(a == "reconfigure" for w in check["waves"] for a in w["actions"].values())
 
     (real,), _res, window = play.run([task(drain=True, drain_grace_period=0)])
@@ -239,8 +289,11 @@ def test_layout_change_rolls_node_by_node_and_evicts_gpu_pods(bed):
         assert min(ts(e) for e in node_writes(window, MIG_SIM, nxt)) > min(ts(e) for e in nxt_admin)
     # relabel: unlabel + label, plus cordon/uncordon: four patches per node
     assert [len(node_writes(window, ADMIN, n)) for n in NODES] == [4, 4, 4]
-    evictions = [e for e in window.writes(user=ADMIN, resource="pods") if (e.get("objectRef") or {}).get(
-        "subresource") == "eviction"]
+    evictions = [
+        e
+        for e in window.writes(user=ADMIN, resource="pods")
+        if (e.get("objectRef") or {}).get("subresource") == "eviction"
+    ]
     assert sorted(e["objectRef"]["name"] for e in evictions) == ["infer", "train"]
     remaining = sorted(p.metadata.name for p in core.list_namespaced_pod(NS).items)
     assert remaining == ["web"]  # the pod without GPUs stays
@@ -255,7 +308,7 @@ def test_layout_change_rolls_node_by_node_and_evicts_gpu_pods(bed):
 def test_failed_node_stops_the_rollout_and_leaves_the_rest_untouched(bed):
     cp, play, sandbox = bed["cp"], bed["play"], bed["sandbox"]
     sandbox.mig.inject_fault(node=NODES[1], count=1)
-    before = dict((n, node(cp, n)) for n in NODES)
+    before = {n: node(cp, n) for n in NODES}
     play.cluster = cluster(sandbox, THIRD)
     (res,), _out, window = play.run([task()])
     assert res.get("failed") is True
@@ -268,8 +321,10 @@ def test_failed_node_stops_the_rollout_and_leaves_the_rest_untouched(bed):
     assert layouts(sandbox, NODES[2]) == {0: SECOND, 1: SECOND}
     assert node_writes(window, ADMIN, NODES[2]) == []  # untouched
     after = node(cp, NODES[2])["metadata"]
-    assert (after["labels"], after.get("annotations")) == (before[NODES[2]]["metadata"]["labels"],
-                                                           before[NODES[2]]["metadata"].get("annotations"))
+    assert (after["labels"], after.get("annotations")) == (
+        before[NODES[2]]["metadata"]["labels"],
+        before[NODES[2]]["metadata"].get("annotations"),
+    )
     assert labels(cp, NODES[1])["nvidia.com/mig.config.state"] == "failed"
     assert node(cp, NODES[1])["spec"].get("unschedulable") is True  # left cordoned for a person to look
 
@@ -311,4 +366,3 @@ def test_others_changes_to_the_configmap_survive_a_layout_change(bed):
     assert doc["mig-configs"][CONFIG][0]["mig-devices"] == FIRST
     for name in NODES:
         assert layouts(sandbox, name) == {0: FIRST, 1: FIRST}
-

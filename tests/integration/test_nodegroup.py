@@ -3,6 +3,7 @@
 The real module code and the unmodified openstacksdk talk HTTP to the emulator: two end-to-end runs
 through ansible-playbook, the rest by calling the modules' main() in-process (faster).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,18 +56,45 @@ def playbook(tmp_path, magnum, tasks, check=False, diff=False):
     for i, task in enumerate(tasks):
         task = dict(task, register="r%d" % i)
         plays[0]["tasks"].append(task)
-    plays[0]["tasks"].append({"ansible.builtin.copy": {
-        "content": "{{ [%s] | to_json }}" % ", ".join("r%d" % i for i in range(len(tasks))),
-        "dest": str(tmp_path / "results.json")}, "check_mode": False, "diff": False})
+    plays[0]["tasks"].append(
+        {
+            "ansible.builtin.copy": {
+                "content": "{{ [%s] | to_json }}" % ", ".join("r%d" % i for i in range(len(tasks))),
+                "dest": str(tmp_path / "results.json"),
+            },
+            "check_mode": False,
+            "diff": False,
+        }
+    )
     (tmp_path / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), OS_CLIENT_CONFIG_FILE=str(magnum.clouds_yaml),
-               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-               ANSIBLE_REMOTE_TEMP=str(tmp_path / "tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="0",
-               PYTHONPATH=os.pathsep.join([str(COLLECTIONS), str(ROOT)]))
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
-           str(tmp_path / "play.yml")]
+    (tmp_path / "hosts.yml").write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "hosts": {
+                        "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+                    }
+                }
+            }
+        )
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+        OS_CLIENT_CONFIG_FILE=str(magnum.clouds_yaml),
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        ANSIBLE_REMOTE_TEMP=str(tmp_path / "tmp"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_DEPRECATION_WARNINGS="0",
+        PYTHONPATH=os.pathsep.join([str(COLLECTIONS), str(ROOT)]),
+    )
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        str(tmp_path / "hosts.yml"),
+        str(tmp_path / "play.yml"),
+    ]
     if check:
         cmd.append("--check")
     if diff:
@@ -79,10 +107,16 @@ def playbook(tmp_path, magnum, tasks, check=False, diff=False):
 def test_playbook_lifecycle_create_idempotent_resize_patch_delete(tmp_path, magnum):
     base = {"cloud": magnum.cloud_name, "cluster": "k8s", "name": "gpu-a100"}
     tasks = [
-        {"gpupool.core.nodegroup": dict(base, flavor="g4.a100", node_count=2, max_node_count=4,
-                                        labels={"nvidia_gpu_enabled": True})},
-        {"gpupool.core.nodegroup": dict(base, flavor="g4.a100", node_count=2, max_node_count=4,
-                                        labels={"nvidia_gpu_enabled": True})},
+        {
+            "gpupool.core.nodegroup": dict(
+                base, flavor="g4.a100", node_count=2, max_node_count=4, labels={"nvidia_gpu_enabled": True}
+            )
+        },
+        {
+            "gpupool.core.nodegroup": dict(
+                base, flavor="g4.a100", node_count=2, max_node_count=4, labels={"nvidia_gpu_enabled": True}
+            )
+        },
         {"gpupool.core.nodegroup": dict(base, node_count=4)},
         {"gpupool.core.nodegroup": dict(base, node_count=1)},
         {"gpupool.core.nodegroup": dict(base, min_node_count=1, max_node_count=6)},
@@ -110,8 +144,10 @@ def test_playbook_lifecycle_create_idempotent_resize_patch_delete(tmp_path, magn
 
 def test_playbook_check_mode_with_diff_writes_nothing(tmp_path, magnum):
     base = {"cloud": magnum.cloud_name, "cluster": "k8s"}
-    tasks = [{"gpupool.core.nodegroup": dict(base, name="gpu", flavor="g1", node_count=2)},
-             {"gpupool.core.nodegroup": dict(base, name="default-worker", node_count=5)}]
+    tasks = [
+        {"gpupool.core.nodegroup": dict(base, name="gpu", flavor="g1", node_count=2)},
+        {"gpupool.core.nodegroup": dict(base, name="default-worker", node_count=5)},
+    ]
     results, stdout = playbook(tmp_path, magnum, tasks, check=True, diff=True)
     assert all(r["changed"] for r in results)
     assert results[0]["actions"][0]["action"] == "create"
@@ -138,8 +174,9 @@ def test_old_magnum_gets_its_own_maximum_and_the_short_service_name(magnum_facto
     emu = magnum_factory(release="2025.1")
     result = run(nodegroup, cloud=emu.cloud_name, cluster="k8s", name="gpu", node_count=0)
     assert result["changed"] and result["microversion"] == "1.11", result
-    assert {r["headers"].get("OpenStack-API-Version") for r in emu.magnum_requests() if r["path"] != "/v1"} == \
-        {"container-infra 1.11"}
+    assert {r["headers"].get("OpenStack-API-Version") for r in emu.magnum_requests() if r["path"] != "/v1"} == {
+        "container-infra 1.11"
+    }
     refused = run(nodegroup, cloud=emu.cloud_name, cluster="k8s", name="gpu2", node_labels={"a": "b"})
     assert refused["failed"] and "only supports 1.11" in refused["msg"]
 
@@ -166,8 +203,11 @@ def test_injected_503s_are_retried(magnum):
 
 
 def test_create_failed_is_reported_with_its_reason(magnum):
-    magnum.fail_next("create", nodegroup="gpu", reason="Quota exceeded for instances: Requested 2, but already "
-                                                        "used 10 of 10 instances")
+    magnum.fail_next(
+        "create",
+        nodegroup="gpu",
+        reason="Quota exceeded for instances: Requested 2, but already used 10 of 10 instances",
+    )
     result = ng_task(magnum, name="gpu", node_count=2)
     assert result["failed"] and result["changed"] is True
     assert "ended in CREATE_FAILED: Quota exceeded for instances" in result["msg"]
@@ -215,8 +255,12 @@ def test_immutable_change_is_refused(magnum):
 def test_check_mode_sends_no_write(magnum):
     ng_task(magnum, name="gpu", node_count=1)
     magnum.clear_requests()
-    for args in ({"name": "new", "node_count": 2}, {"name": "gpu", "node_count": 3},
-                 {"name": "gpu", "max_node_count": 9}, {"name": "gpu", "state": "absent"}):
+    for args in (
+        {"name": "new", "node_count": 2},
+        {"name": "gpu", "node_count": 3},
+        {"name": "gpu", "max_node_count": 9},
+        {"name": "gpu", "state": "absent"},
+    ):
         result = ng_task(magnum, check=True, diff=True, **args)
         assert result["changed"] and result["diff"]["before"] != result["diff"]["after"]
     assert magnum.magnum_requests() and magnum_writes(magnum) == []
@@ -278,8 +322,12 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
         if ng["name"] != "gpu":
             return
         for node in event.added:
-            core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node.name, labels=node.labels),
-                                           spec=client.V1NodeSpec(provider_id=node.provider_id)))
+            core.create_node(
+                client.V1Node(
+                    metadata=client.V1ObjectMeta(name=node.name, labels=node.labels),
+                    spec=client.V1NodeSpec(provider_id=node.provider_id),
+                )
+            )
         for node in event.removed:
             core.delete_node(node.name)
 
@@ -293,10 +341,17 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
 
     def pod(name, node, gpu=True):
         resources = client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"} if gpu else {"cpu": "1"})
-        core.create_namespaced_pod(ns, client.V1Pod(
-            metadata=client.V1ObjectMeta(name=name),
-            spec=client.V1PodSpec(node_name=node.name, termination_grace_period_seconds=0, containers=[
-                client.V1Container(name="c", image="registry.example/cuda:12", resources=resources)])))
+        core.create_namespaced_pod(
+            ns,
+            client.V1Pod(
+                metadata=client.V1ObjectMeta(name=name),
+                spec=client.V1PodSpec(
+                    node_name=node.name,
+                    termination_grace_period_seconds=0,
+                    containers=[client.V1Container(name="c", image="registry.example/cuda:12", resources=resources)],
+                ),
+            ),
+        )
 
     pod("train-a", n0)
     pod("train-b", n1)
@@ -304,8 +359,16 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
     pod("train-d", n2)
     pod("web", n0, gpu=False)
     try:
-        result = run(nodegroup, cloud=emu.cloud_name, cluster="drain-test", name="gpu", node_count=1,
-                     drain=True, kubeconfig=str(control_plane.kubeconfig), drain_timeout=60)
+        result = run(
+            nodegroup,
+            cloud=emu.cloud_name,
+            cluster="drain-test",
+            name="gpu",
+            node_count=1,
+            drain=True,
+            kubeconfig=str(control_plane.kubeconfig),
+            drain_timeout=60,
+        )
         assert result["changed"], result
         assert result["drain"]["victims"] == [n2.name, n0.name]
         assert result["drain"]["nodes_to_remove"] == [n2.server_id, n0.server_id]
@@ -313,8 +376,9 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
         assert [n.name for n in emu.nodes_of("drain-test", "gpu")] == [n1.name]
         left = sorted(p.metadata.name for p in core.list_namespaced_pod(ns).items)
         assert left == ["train-b", "train-c", "web"], "GPU pods evicted, others left alone"
-        assert [n.metadata.name for n in core.list_node(
-            label_selector="magnum.openstack.org/nodegroup=gpu").items] == [n1.name]
+        assert [n.metadata.name for n in core.list_node(label_selector="magnum.openstack.org/nodegroup=gpu").items] == [
+            n1.name
+        ]
         requests_ = [r for r in emu.magnum_requests(writes_only=True) if r["path"].endswith("/resize")]
         assert requests_[-1]["body"]["nodes_to_remove"] == [n2.server_id, n0.server_id]
     finally:
@@ -326,16 +390,23 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
 # ------------------------------------------------------------------------------------- cluster + pools
 def inventory(magnum, *pools, labels=None, cluster="k8s", kubeconfig=None):
     """A gpupool_cluster whose Magnum section points at the emulator (the cloud as a dict, as the sandbox writes it)."""
-    out = {"name": "emu", "magnum": {"cloud": magnum.cloud_config(), "cluster": cluster, "labels": labels or {}},
-           "pools": list(pools)}
+    out = {
+        "name": "emu",
+        "magnum": {"cloud": magnum.cloud_config(), "cluster": cluster, "labels": labels or {}},
+        "pools": list(pools),
+    }
     if kubeconfig:
         out["kubeconfig"] = kubeconfig
     return out
 
 
 def pool(name, state="present", **group):
-    return {"name": name, "state": state, "gpu": {"model": "A100-40GB", "per_node": 2},
-            "nodegroup": dict({"flavor": "g4.p2.40g"}, **group)}
+    return {
+        "name": name,
+        "state": state,
+        "gpu": {"model": "A100-40GB", "per_node": 2},
+        "nodegroup": dict({"flavor": "g4.p2.40g"}, **group),
+    }
 
 
 def nodegroup_lists(magnum):
@@ -343,8 +414,13 @@ def nodegroup_lists(magnum):
 
 
 def test_pools_converge_in_one_run_with_one_list_and_the_second_run_writes_nothing(magnum):
-    cluster = inventory(magnum, pool("gpu-a"), pool("gpu-b", node_count=2, max_node_count=3),
-                        pool("gpu-c", node_count=0), labels={"nvidia_gpu_enabled": True})
+    cluster = inventory(
+        magnum,
+        pool("gpu-a"),
+        pool("gpu-b", node_count=2, max_node_count=3),
+        pool("gpu-c", node_count=0),
+        labels={"nvidia_gpu_enabled": True},
+    )
     first = run(nodegroup, cluster=cluster)
     assert first["changed"] and "failed" not in first, first
     assert sorted(first["pools"]) == ["gpu-a", "gpu-b", "gpu-c"]
@@ -362,20 +438,31 @@ def test_pools_converge_in_one_run_with_one_list_and_the_second_run_writes_nothi
 
 def test_pools_one_failing_one_drifting_the_rest_converged_through_ansible_playbook(tmp_path, magnum):
     first = inventory(magnum, pool("gpu-a"), pool("gpu-b"), labels={"nvidia_gpu_enabled": True})
-    later = inventory(magnum, pool("gpu-a", flavor="g5.h100x4"), pool("gpu-b", node_count=2),
-                      labels={"nvidia_gpu_enabled": True, "nvidia_driver": "580"})
-    tasks = [{"gpupool.core.nodegroup": {"cluster": first}},
-             {"gpupool.core.nodegroup": {"cluster": later}, "ignore_errors": True}]
+    later = inventory(
+        magnum,
+        pool("gpu-a", flavor="g5.h100x4"),
+        pool("gpu-b", node_count=2),
+        labels={"nvidia_gpu_enabled": True, "nvidia_driver": "580"},
+    )
+    tasks = [
+        {"gpupool.core.nodegroup": {"cluster": first}},
+        {"gpupool.core.nodegroup": {"cluster": later}, "ignore_errors": True},
+    ]
     (created, changed), stdout = playbook(tmp_path, magnum, tasks)
     assert created["changed"] and sorted(created["pools"]) == ["gpu-a", "gpu-b"]
     assert changed["failed"] is True
     assert "flavor is 'g4.p2.40g', the task asks for 'g5.h100x4'" in changed["pools"]["gpu-a"]["msg"]
     assert changed["pools"]["gpu-b"]["nodegroup"]["node_count"] == 2 and changed["pools"]["gpu-b"]["changed"]
     drift = {"nvidia_driver": {"nodegroup": None, "inventory": "580"}}
-    assert changed["pools"]["gpu-b"]["label_drift"] == drift and changed["pools"]["gpu-a"].get("label_drift") in (None,
-                                                                                                             drift)
-    assert any("gpu-b' of cluster 'k8s' keeps the Magnum label(s) it was created with: nvidia_driver=None "
-               "(inventory: '580')" in str(w) for w in changed["warnings"])
+    assert changed["pools"]["gpu-b"]["label_drift"] == drift and changed["pools"]["gpu-a"].get("label_drift") in (
+        None,
+        drift,
+    )
+    assert any(
+        "gpu-b' of cluster 'k8s' keeps the Magnum label(s) it was created with: nvidia_driver=None "
+        "(inventory: '580')" in str(w)
+        for w in changed["warnings"]
+    )
     assert len(magnum.nodes_of("k8s", "gpu-b")) == 2 and len(magnum.nodes_of("k8s", "gpu-a")) == 1
 
 
@@ -393,8 +480,12 @@ def test_absent_pool_is_drained_then_deleted_on_a_real_apiserver(magnum_factory,
             return
         for node in event.added:
             names.append(node.name)
-            core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node.name, labels=node.labels),
-                                           spec=client.V1NodeSpec(provider_id=node.provider_id)))
+            core.create_node(
+                client.V1Node(
+                    metadata=client.V1ObjectMeta(name=node.name, labels=node.labels),
+                    spec=client.V1NodeSpec(provider_id=node.provider_id),
+                )
+            )
 
     emu.on_nodegroup_change(register)
     kubeconfig = str(control_plane.kubeconfig)
@@ -404,14 +495,30 @@ def test_absent_pool_is_drained_then_deleted_on_a_real_apiserver(magnum_factory,
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default")))
     for i, node_name in enumerate(names):
-        core.create_namespaced_pod(ns, client.V1Pod(
-            metadata=client.V1ObjectMeta(name="train-%d" % i),
-            spec=client.V1PodSpec(node_name=node_name, termination_grace_period_seconds=0, containers=[
-                client.V1Container(name="c", image="registry.example/cuda:12",
-                                   resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"}))])))
+        core.create_namespaced_pod(
+            ns,
+            client.V1Pod(
+                metadata=client.V1ObjectMeta(name="train-%d" % i),
+                spec=client.V1PodSpec(
+                    node_name=node_name,
+                    termination_grace_period_seconds=0,
+                    containers=[
+                        client.V1Container(
+                            name="c",
+                            image="registry.example/cuda:12",
+                            resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"}),
+                        )
+                    ],
+                ),
+            ),
+        )
     try:
-        absent = dict(inventory(emu, pool("gpu-gone", state="absent", node_count=2), cluster="absent-test",
-                                kubeconfig=kubeconfig), allow_empty=True)
+        absent = dict(
+            inventory(
+                emu, pool("gpu-gone", state="absent", node_count=2), cluster="absent-test", kubeconfig=kubeconfig
+            ),
+            allow_empty=True,
+        )
         planned = run(nodegroup, cluster=absent, drain=True, check=True)
         assert planned["changed"] and sorted(planned["pools"]["gpu-gone"]["drain"]["victims"]) == sorted(names)
         assert core.list_namespaced_pod(ns).items, "check mode evicts nothing"

@@ -5,6 +5,7 @@ One cluster with unique pool names on the shared sandbox (a T4 pool with time-sl
 a tenant with two templates); teardown.yml removes it at the end, and the fixture removes whatever is left.
 The runs are slow (each starts every module), so each one is checked for several things.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,39 +32,81 @@ def bed(sandbox, tmp_path_factory):
     from testbed.sandbox import SIMULATION_CHART
 
     suffix = uuid.uuid4().hex[:5]
-    names = {"cluster": "ux-%s" % suffix, "t4": "ux-t4-%s" % suffix, "a100": "ux-a100-%s" % suffix,
-             "ns": "ux-team-%s" % suffix}
+    names = {
+        "cluster": "ux-%s" % suffix,
+        "t4": "ux-t4-%s" % suffix,
+        "a100": "ux-a100-%s" % suffix,
+        "ns": "ux-team-%s" % suffix,
+    }
     # the DRA driver role installs the SIMULATION chart, as on the sandbox's own inventory
     chart_version = yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"]
-    cluster = {"name": names["cluster"], "kubeconfig": str(sandbox.kubeconfig),
-               "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
-               "dra_driver": {"chart": str(SIMULATION_CHART), "version": chart_version},
-               "pools": [{"name": names["t4"], "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
-                          "gpu": {"model": "T4"}, "sharing": {"time_slicing": {"interval": "Medium"}}},
-                         {"name": names["a100"], "nodegroup": {"flavor": "g4.p2.40g", "node_count": 1},
-                          "gpu": {"model": "A100-40GB", "per_node": 2},
-                          "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}}],
-               "tenants": [{"namespace": names["ns"], "templates": [
-                   {"name": "one-t4", "pool": names["t4"]},
-                   {"name": "a100-slice", "pool": names["a100"], "mig_profile": "3g.20gb"}]}]}
+    cluster = {
+        "name": names["cluster"],
+        "kubeconfig": str(sandbox.kubeconfig),
+        "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
+        "dra_driver": {"chart": str(SIMULATION_CHART), "version": chart_version},
+        "pools": [
+            {
+                "name": names["t4"],
+                "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
+                "gpu": {"model": "T4"},
+                "sharing": {"time_slicing": {"interval": "Medium"}},
+            },
+            {
+                "name": names["a100"],
+                "nodegroup": {"flavor": "g4.p2.40g", "node_count": 1},
+                "gpu": {"model": "A100-40GB", "per_node": 2},
+                "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+            },
+        ],
+        "tenants": [
+            {
+                "namespace": names["ns"],
+                "templates": [
+                    {"name": "one-t4", "pool": names["t4"]},
+                    {"name": "a100-slice", "pool": names["a100"], "mig_profile": "3g.20gb"},
+                ],
+            }
+        ],
+    }
     tmp = tmp_path_factory.mktemp("ux-playbooks")
     inventory = tmp / "hosts.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {names["cluster"]: {
-        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-        "dra_driver_helm_binary": str(binaries.find("helm").path), "gpupool_cluster": cluster}}}}}}))
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "children": {
+                        "gpupool_clusters": {
+                            "hosts": {
+                                names["cluster"]: {
+                                    "ansible_connection": "local",
+                                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                                    "dra_driver_helm_binary": str(binaries.find("helm").path),
+                                    "gpupool_cluster": cluster,
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        )
+    )
     sandbox.cp.kubectl("create", "namespace", names["ns"])
     yield dict(names, inventory=str(inventory), tmp=tmp, sandbox=sandbox)
     # whatever a failed test left behind (teardown.yml deleted it otherwise): Magnum through openstacksdk
     import openstack
+
     magnum = openstack.connect(load_yaml_config=False, load_envvars=False, **sandbox.cloud)
     cluster_id = sandbox.cluster()["uuid"]
     for pool in ("t4", "a100"):
         magnum.container_infrastructure_management.request(
-            "/clusters/%s/nodegroups/%s" % (cluster_id, names[pool]), "DELETE", raise_exc=False,
-            headers={"OpenStack-API-Version": "container-infra 1.14"})
+            "/clusters/%s/nodegroups/%s" % (cluster_id, names[pool]),
+            "DELETE",
+            raise_exc=False,
+            headers={"OpenStack-API-Version": "container-infra 1.14"},
+        )
     sandbox.cp.kubectl("delete", "namespace", names["ns"], "--wait=false", check=False)
-    sandbox.cp.helm("uninstall", "dra-driver-nvidia-gpu", "--namespace", "dra-driver-nvidia-gpu", "--wait",
-                    check=False)
+    sandbox.cp.helm("uninstall", "dra-driver-nvidia-gpu", "--namespace", "dra-driver-nvidia-gpu", "--wait", check=False)
 
 
 def run(bed, name, *args, check=False, diff=False):
@@ -75,8 +118,11 @@ def run(bed, name, *args, check=False, diff=False):
 
 def summary(res):
     """The summary task's text block (callback_result_format = yaml prints it as a block scalar)."""
-    match = re.search(r"TASK \[gpupool\.core\.run_summary : Summarize the run\][^\n]*\nok: \[[^\]]+\] =>\s*\n"
-                      r"\s+msg: \|-?\n((?:\s{8}.*\n)+)", res.stdout)
+    match = re.search(
+        r"TASK \[gpupool\.core\.run_summary : Summarize the run\][^\n]*\nok: \[[^\]]+\] =>\s*\n"
+        r"\s+msg: \|-?\n((?:\s{8}.*\n)+)",
+        res.stdout,
+    )
     assert match, res.stdout[-4000:]
     return [line[8:] for line in match.group(1).splitlines()]
 
@@ -95,7 +141,7 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
     for noise in ("Validating arguments against arg spec", "included:"):
         assert noise not in res.stdout
     tasks = re.findall(r"^TASK \[(.*?)\]", res.stdout, re.M)
-    steps = tasks[tasks.index("Validate the inventory before anything is touched"):]
+    steps = tasks[tasks.index("Validate the inventory before anything is touched") :]
     assert steps == [
         "Validate the inventory before anything is touched",
         "gpupool.core.nodegroups : Converge the Magnum nodegroups of the pools",
@@ -107,15 +153,18 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
         "gpupool.core.compute_domains : Converge the ComputeDomains of the multi-node NVLink pools",
         "gpupool.core.pool_report : Read what each pool offers now",
         "gpupool.core.run_summary : Summarize the run",
-        "gpupool.core.run_summary : Hand the summary to AWX"]
+        "gpupool.core.run_summary : Hand the summary to AWX",
+    ]
     lines = summary(res)
     assert re.match(r"%s: \d+ changed$" % bed["cluster"], lines[0]), lines
-    assert any(re.match(r"  mig_layouts: MIG %s wave 1/1: .* \(configure\) - success$" % bed["a100"], line)
-               for line in lines), lines
+    assert any(
+        re.match(r"  mig_layouts: MIG %s wave 1/1: .* \(configure\) - success$" % bed["a100"], line) for line in lines
+    ), lines
     table = [line for line in lines if line.startswith("  %s " % bed["a100"])]
     assert table and "2g.10gb 4/4, 3g.20gb 2/2" in table[0] and "2g.10gb x4, 3g.20gb x2" in table[0], lines
-    templates = json.loads(bed["sandbox"].cp.kubectl("get", "resourceclaimtemplates", "-n", bed["ns"], "-o",
-                                                     "json").stdout)["items"]
+    templates = json.loads(
+        bed["sandbox"].cp.kubectl("get", "resourceclaimtemplates", "-n", bed["ns"], "-o", "json").stdout
+    )["items"]
     assert sorted(t["metadata"]["name"] for t in templates) == ["a100-slice", "one-t4"]
 
 
@@ -136,18 +185,35 @@ def test_report_writes_markdown_and_one_picture_per_pool(bed):
 
 def test_mig_plan_shows_waves_and_writes_nothing(bed):
     # A layout without 3g.20gb would leave the tenant's a100-slice template without its class: refused up front.
-    res = run_playbook(playbook("mig"), bed["inventory"], bed["tmp"], check=True, args=[
-        "-e", "gpupool_pools=%s" % bed["a100"], "-e", json.dumps({"gpupool_mig_layout": {"1g.5gb": 7}})])
+    res = run_playbook(
+        playbook("mig"),
+        bed["inventory"],
+        bed["tmp"],
+        check=True,
+        args=["-e", "gpupool_pools=%s" % bed["a100"], "-e", json.dumps({"gpupool_mig_layout": {"1g.5gb": 7}})],
+    )
     assert res.rc != 0
-    assert ("templates[1] (a100-slice).mig_profile: pool %s publishes no DeviceClass for MIG profile '3g.20gb'"
-            % bed["a100"]) in res.stdout
+    assert (
+        "templates[1] (a100-slice).mig_profile: pool %s publishes no DeviceClass for MIG profile '3g.20gb'"
+        % bed["a100"]
+    ) in res.stdout
 
-    res, window = run(bed, "mig", "-e", "gpupool_pools=%s" % bed["a100"], "-e",
-                      json.dumps({"gpupool_mig_layout": {"3g.20gb": 1, "1g.5gb": 4}}), check=True, diff=True)
+    res, window = run(
+        bed,
+        "mig",
+        "-e",
+        "gpupool_pools=%s" % bed["a100"],
+        "-e",
+        json.dumps({"gpupool_mig_layout": {"3g.20gb": 1, "1g.5gb": 4}}),
+        check=True,
+        diff=True,
+    )
     assert window.writes(user=ADMIN) == []
     # mig-parted entries list the profiles by name
-    assert ("MIG rollout of pool %s to gpupool-%s (all GPUs: 1g.5gb x4 + 3g.20gb x1), 1 wave(s) of at most 1 "
-            "node(s):" % (bed["a100"], bed["a100"])) in res.stdout, res.stdout[-5000:]
+    assert (
+        "MIG rollout of pool %s to gpupool-%s (all GPUs: 1g.5gb x4 + 3g.20gb x1), 1 wave(s) of at most 1 "
+        "node(s):" % (bed["a100"], bed["a100"])
+    ) in res.stdout, res.stdout[-5000:]
     assert "reconfigure; now gpupool-%s (all GPUs: 2g.10gb x2 + 3g.20gb x1)" % bed["a100"] in res.stdout
     assert "%s: " % bed["cluster"] in res.stdout and " would change" in res.stdout
 
@@ -158,8 +224,9 @@ def test_teardown_removes_the_pools_and_their_tenants_templates(bed):
     lines = summary(res)
     assert "  resource_claim_templates: ResourceClaimTemplate %s/a100-slice deleted" % bed["ns"] in lines, lines
     assert "  device_classes: DeviceClass %s deleted" % bed["t4"] in lines, lines
-    templates = json.loads(sandbox.cp.kubectl("get", "resourceclaimtemplates", "-n", bed["ns"], "-o",
-                                              "json").stdout)["items"]
+    templates = json.loads(sandbox.cp.kubectl("get", "resourceclaimtemplates", "-n", bed["ns"], "-o", "json").stdout)[
+        "items"
+    ]
     assert templates == []
     classes = json.loads(sandbox.cp.kubectl("get", "deviceclasses", "-o", "json").stdout)["items"]
     assert not [c for c in classes if c["metadata"]["name"].startswith(bed["t4"])]

@@ -4,6 +4,7 @@ Two pools of simulated nodes (2 x A100-40GB with a static MIG layout, rolled out
 1 x T4 without MIG); the DRA driver simulator publishes their ResourceSlices. Runs in order: the report after the
 rollout (with an allocated device), then a node switched to another layout by hand, then a missing node.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,19 +24,28 @@ CONFIG = "gpupool-poolinfo-a100"
 
 
 def cluster_data(sandbox):
-    return {"name": "poolinfo", "kubeconfig": str(sandbox.kubeconfig),
-            "magnum": {"cloud": "unused", "cluster": "unused"},
-            "mig_manager": {"config_map": sandbox.mig_config_map, "namespace": sandbox.mig_namespace},
-            "pools": [
-                {"name": "poolinfo-a100", "nodegroup": {"flavor": "g4.p2.40g", "node_count": 2},
-                 "gpu": {"model": "A100-40GB", "per_node": 2}, "mig": {"mode": "static", "layout": dict(LAYOUT)}},
-                {"name": "poolinfo-t4", "nodegroup": {"flavor": "g2.xlarge", "node_count": 1}, "gpu": {"model": "T4"}},
-            ]}
+    return {
+        "name": "poolinfo",
+        "kubeconfig": str(sandbox.kubeconfig),
+        "magnum": {"cloud": "unused", "cluster": "unused"},
+        "mig_manager": {"config_map": sandbox.mig_config_map, "namespace": sandbox.mig_namespace},
+        "pools": [
+            {
+                "name": "poolinfo-a100",
+                "nodegroup": {"flavor": "g4.p2.40g", "node_count": 2},
+                "gpu": {"model": "A100-40GB", "per_node": 2},
+                "mig": {"mode": "static", "layout": dict(LAYOUT)},
+            },
+            {"name": "poolinfo-t4", "nodegroup": {"flavor": "g2.xlarge", "node_count": 1}, "gpu": {"model": "T4"}},
+        ],
+    }
 
 
 INFO = ("gpupool.core.pool_info", {"cluster": "{{ gpupool_cluster }}"})
-ROLLOUT = ("gpupool.core.mig_layout", {"cluster": "{{ gpupool_cluster }}", "pools": ["poolinfo-a100"],
-                                       "wait_sleep": 0.2, "wait_timeout": 60})
+ROLLOUT = (
+    "gpupool.core.mig_layout",
+    {"cluster": "{{ gpupool_cluster }}", "pools": ["poolinfo-a100"], "wait_sleep": 0.2, "wait_timeout": 60},
+)
 
 
 def wait_for(predicate, timeout=30, what="condition"):
@@ -49,23 +59,54 @@ def wait_for(predicate, timeout=30, what="condition"):
 
 def slice_devices(cp, node_name):
     slices = h.kubectl_json(cp, "get", "resourceslices")["items"]
-    return sorted(d["name"] for s in slices if s["spec"].get("nodeName") == node_name
-                  and s["spec"]["driver"] == "gpu.nvidia.com" for d in s["spec"].get("devices") or [])
+    return sorted(
+        d["name"]
+        for s in slices
+        if s["spec"].get("nodeName") == node_name and s["spec"]["driver"] == "gpu.nvidia.com"
+        for d in s["spec"].get("devices") or []
+    )
 
 
 @pytest.fixture(scope="module")
 def bed(sandbox, tmp_path_factory):
     cp = sandbox.cp
     from kubernetes import client
+
     h.ensure_namespace(cp, NS)
-    client.AppsV1Api(cp.api_client()).create_namespaced_daemon_set(NS, {
-        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "poolinfo-kubelet-plugin"},
-        "spec": {"selector": {"matchLabels": {"app": "poolinfo-plugin"}},
-                 "template": {"metadata": {"labels": {"app": "poolinfo-plugin"}}, "spec": {
-                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                         "nodeSelectorTerms": [{"matchExpressions": [
-                             {"key": NG_LABEL, "operator": "In", "values": ["poolinfo-a100", "poolinfo-t4"]}]}]}}},
-                     "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}]}}}})
+    client.AppsV1Api(cp.api_client()).create_namespaced_daemon_set(
+        NS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "poolinfo-kubelet-plugin"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "poolinfo-plugin"}},
+                "template": {
+                    "metadata": {"labels": {"app": "poolinfo-plugin"}},
+                    "spec": {
+                        "affinity": {
+                            "nodeAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": {
+                                    "nodeSelectorTerms": [
+                                        {
+                                            "matchExpressions": [
+                                                {
+                                                    "key": NG_LABEL,
+                                                    "operator": "In",
+                                                    "values": ["poolinfo-a100", "poolinfo-t4"],
+                                                }
+                                            ]
+                                        }
+                                    ]
+                                }
+                            }
+                        },
+                        "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}],
+                    },
+                },
+            },
+        },
+    )
     for name in A100_NODES:
         sandbox.nodes.register_node(name, "g4.p2.40g", nodegroup="poolinfo-a100")
     for name in T4_NODES:
@@ -86,14 +127,41 @@ def test_report_after_rollout_counts_mig_devices_by_profile_read_only(bed):
     cp, play = bed["cp"], bed["play"]
     # A claim the scheduler allocated (the test writes the status the scheduler would).
     from kubernetes import client
+
     co = client.CustomObjectsApi(cp.api_client())
     device = [d for d in slice_devices(cp, A100_NODES[0]) if "-mig-3g20gb-" in d][0]
-    co.create_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "train"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "poolinfo-a100-3g.20gb"}}]}}})
-    co.patch_namespaced_custom_object_status("resource.k8s.io", "v1", NS, "resourceclaims", "train", {
-        "status": {"allocation": {"devices": {"results": [
-            {"request": "gpu", "driver": "gpu.nvidia.com", "pool": A100_NODES[0], "device": device}]}}}})
+    co.create_namespaced_custom_object(
+        "resource.k8s.io",
+        "v1",
+        NS,
+        "resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "train"},
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "poolinfo-a100-3g.20gb"}}]}
+            },
+        },
+    )
+    co.patch_namespaced_custom_object_status(
+        "resource.k8s.io",
+        "v1",
+        NS,
+        "resourceclaims",
+        "train",
+        {
+            "status": {
+                "allocation": {
+                    "devices": {
+                        "results": [
+                            {"request": "gpu", "driver": "gpu.nvidia.com", "pool": A100_NODES[0], "device": device}
+                        ]
+                    }
+                }
+            }
+        },
+    )
 
     (real, again), _res, window = play.run([INFO, INFO])
     (in_check,), _res, check_window = play.run([INFO], check=True)
@@ -103,18 +171,24 @@ def test_report_after_rollout_counts_mig_devices_by_profile_read_only(bed):
     assert window.writes(user=ADMIN) == [] and check_window.writes(user=ADMIN) == []
     assert real["pools"] == in_check["pools"]
     a100 = real["pools"]["poolinfo-a100"]
-    assert a100["mig_devices"] == {"3g.20gb": {"total": 4, "allocated": 1, "free": 3},
-                                   "2g.10gb": {"total": 8, "allocated": 0, "free": 8}}
+    assert a100["mig_devices"] == {
+        "3g.20gb": {"total": 4, "allocated": 1, "free": 3},
+        "2g.10gb": {"total": 8, "allocated": 0, "free": 8},
+    }
     assert a100["gpus"]["total"] == 0 and a100["ready_nodes"] == 2 and a100["mismatches"] == []
     assert [(n["name"], n["mig_config"], n["mig_state"]) for n in a100["nodes"]] == [
-        (A100_NODES[0], CONFIG, "success"), (A100_NODES[1], CONFIG, "success")]
+        (A100_NODES[0], CONFIG, "success"),
+        (A100_NODES[1], CONFIG, "success"),
+    ]
     assert a100["nodes"][0]["allocated"] == [{"device": device, "claim": NS + "/train"}]
     t4 = real["pools"]["poolinfo-t4"]
     assert t4["gpus"] == {"total": 1, "allocated": 0, "free": 1} and t4["mig_devices"] == {}
     assert real["ok"] is True and real["mismatches"] == []
     assert real["resource_api_version"] == "resource.k8s.io/v1"
-    assert "poolinfo-a100: 2/2 nodes Ready (nodegroup wants 2); 8 x 2g.10gb, 8 free; 4 x 3g.20gb, 3 free; OK" \
+    assert (
+        "poolinfo-a100: 2/2 nodes Ready (nodegroup wants 2); 8 x 2g.10gb, 8 free; 4 x 3g.20gb, 3 free; OK"
         in real["summary"]
+    )
 
 
 def test_wrong_layout_and_missing_node_are_mismatches(bed):
@@ -137,8 +211,9 @@ def test_wrong_layout_and_missing_node_are_mismatches(bed):
     strict_task = ("gpupool.core.pool_info", dict(INFO[1], fail_on_mismatch=True))
     (res, strict), _out, window = play.run([INFO, strict_task])
     missing = [m for m in res["mismatches"] if m["kind"] == "missing_nodes"]
-    assert missing and missing[0]["pool"] == "poolinfo-a100" and missing[0]["expected"] == 2 \
-        and missing[0]["found"] == 1
+    assert (
+        missing and missing[0]["pool"] == "poolinfo-a100" and missing[0]["expected"] == 2 and missing[0]["found"] == 1
+    )
     assert "1 of the 2 nodes" in missing[0]["message"]
     assert strict.get("failed") is True and "mismatch(es)" in strict["msg"] and "missing_nodes" in strict["msg"]
     assert window.writes(user=ADMIN) == []

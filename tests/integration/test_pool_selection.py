@@ -4,6 +4,7 @@ The nodegroups role hands the selection to gpupool.core.nodegroup like every rol
 ansible-playbook against the Magnum API emulator: the nodegroups that exist afterwards are the ones that
 were selected. The no-cluster checks need nothing but Ansible.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,8 @@ EXAMPLE = ROOT + "/inventories/example"
 
 # "gpu-t" is a prefix of "gpu-t4": `item.name in "gpu-t4"` used to select it.
 POOLS = ["gpu-t4", "gpu-t", "gpu-h100"]
-ROLE_PLAY = """
+ROLE_PLAY = (
+    """
 - name: Check the run
   ansible.builtin.import_playbook: %s/playbooks/clusters_matched.yml
 - name: Nodegroups of the selected pools
@@ -30,16 +32,35 @@ ROLE_PLAY = """
     - name: Nodegroups
       ansible.builtin.include_role:
         name: gpupool.core.nodegroups
-""" % ROOT
+"""
+    % ROOT
+)
 
 
 def cluster_inventory(tmp_path, magnum, extra_hosts=None):
-    cluster = {"name": "k8s", "magnum": {"cloud": magnum.cloud_name, "cluster": "k8s"},
-               "pools": [{"name": name, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
-                          "gpu": {"model": "T4"}} for name in POOLS]}
-    hosts = {"all": {"children": {"gpupool_clusters": {"hosts": {"k8s": {
-        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-        "gpupool_cluster": cluster}}}}}}
+    cluster = {
+        "name": "k8s",
+        "magnum": {"cloud": magnum.cloud_name, "cluster": "k8s"},
+        "pools": [
+            {"name": name, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1}, "gpu": {"model": "T4"}}
+            for name in POOLS
+        ],
+    }
+    hosts = {
+        "all": {
+            "children": {
+                "gpupool_clusters": {
+                    "hosts": {
+                        "k8s": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                            "gpupool_cluster": cluster,
+                        }
+                    }
+                }
+            }
+        }
+    }
     if extra_hosts:
         hosts["all"]["hosts"] = extra_hosts
     path = tmp_path / "hosts.yml"
@@ -59,27 +80,42 @@ def nodegroups(magnum):
     return sorted(found)
 
 
-@pytest.mark.parametrize("args, selected", [
-    (["-e", "gpupool_pools=gpu-t4"], ["gpu-t4"]),
-    (["-e", "gpupool_pools=[gpu-t4]"], ["gpu-t4"]),                         # site.yml's old header example
-    (["-e", "gpupool_pools=gpu-t4,gpu-h100"], ["gpu-h100", "gpu-t4"]),
-    (["-e", json.dumps({"gpupool_pools": ["gpu-t"]})], ["gpu-t"]),
-    ([], POOLS),
-], ids=["one-name", "bracket-string", "comma-string", "json-list", "no-selection"])
+@pytest.mark.parametrize(
+    "args, selected",
+    [
+        (["-e", "gpupool_pools=gpu-t4"], ["gpu-t4"]),
+        (["-e", "gpupool_pools=[gpu-t4]"], ["gpu-t4"]),  # site.yml's old header example
+        (["-e", "gpupool_pools=gpu-t4,gpu-h100"], ["gpu-h100", "gpu-t4"]),
+        (["-e", json.dumps({"gpupool_pools": ["gpu-t"]})], ["gpu-t"]),
+        ([], POOLS),
+    ],
+    ids=["one-name", "bracket-string", "comma-string", "json-list", "no-selection"],
+)
 def test_the_selected_pools_and_only_those_get_a_nodegroup(tmp_path, magnum, args, selected):
-    res = run_playbook(ROLE_PLAY, cluster_inventory(tmp_path, magnum), tmp_path, args=args,
-                       env={"OS_CLIENT_CONFIG_FILE": str(magnum.clouds_yaml)})
+    res = run_playbook(
+        ROLE_PLAY,
+        cluster_inventory(tmp_path, magnum),
+        tmp_path,
+        args=args,
+        env={"OS_CLIENT_CONFIG_FILE": str(magnum.clouds_yaml)},
+    )
     assert res.rc == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert nodegroups(magnum) == sorted(selected)
     assert res.recap["k8s"]["changed"] == 1
 
 
 def test_an_unknown_pool_fails_before_magnum_is_touched(tmp_path, magnum):
-    res = run_playbook(ROLE_PLAY, cluster_inventory(tmp_path, magnum), tmp_path, args=["-e", "gpupool_pools=gpu"],
-                       env={"OS_CLIENT_CONFIG_FILE": str(magnum.clouds_yaml)})
+    res = run_playbook(
+        ROLE_PLAY,
+        cluster_inventory(tmp_path, magnum),
+        tmp_path,
+        args=["-e", "gpupool_pools=gpu"],
+        env={"OS_CLIENT_CONFIG_FILE": str(magnum.clouds_yaml)},
+    )
     assert res.rc != 0
-    assert "pool(s) 'gpu' not in gpupool_cluster.pools; known pools: gpu-t4, gpu-t, gpu-h100" in res.stdout, \
-        res.stdout[-3000:]
+    assert "pool(s) 'gpu' not in gpupool_cluster.pools; known pools: gpu-t4, gpu-t, gpu-h100" in res.stdout, res.stdout[
+        -3000:
+    ]
     assert magnum.magnum_requests() == [], "refused by the model before any request"
     assert nodegroups(magnum) == []
 
@@ -90,8 +126,9 @@ def test_a_run_without_clusters_fails(tmp_path, playbook):
     empty.write_text("all: {}\n")
     res = run_playbook(playbook, str(empty), tmp_path)
     assert res.rc != 0
-    assert ("No host of the group gpupool_clusters is in this run (inventory: %s; limit: none; gpupool_limit: none)"
-            % empty) in res.stdout
+    assert (
+        "No host of the group gpupool_clusters is in this run (inventory: %s; limit: none; gpupool_limit: none)" % empty
+    ) in res.stdout
 
 
 def test_a_run_limited_to_hosts_that_are_not_clusters_fails(tmp_path):
@@ -112,7 +149,8 @@ def test_a_run_limited_to_hosts_that_are_not_clusters_fails(tmp_path):
 
 
 # ---- run_changes.yml: one run's change to one pool (the AWX survey variables) --------------------------------
-CHANGE_PLAY = """
+CHANGE_PLAY = (
+    """
 - name: This run's change
   ansible.builtin.import_playbook: %s/playbooks/run_changes.yml
 - name: What the converge play would get
@@ -130,13 +168,27 @@ CHANGE_PLAY = """
                     | zip(validated.cluster.pools | map(attribute='nodegroup.node_count')) | map('join', '=') | join(' ') }}
           LAYOUT {{ (validated.cluster.pools | selectattr('name', 'eq', 'gpu-a100-mig') | first).mig.layout
                     | dict2items | map(attribute='key') | join(',') }}
-""" % ROOT
+"""
+    % ROOT
+)
 
 
 def test_a_survey_changes_one_pool_for_the_run(tmp_path):
-    res = run_playbook(CHANGE_PLAY, EXAMPLE, tmp_path, args=[
-        "-e", "gpupool_limit=cern-gpu", "-e", "gpupool_pools=gpu-a100-mig", "-e", "gpupool_node_count=2",
-        "-e", json.dumps({"gpupool_mig_layout": '{"1g.5gb": 7}'})])  # a survey's textarea answer is text
+    res = run_playbook(
+        CHANGE_PLAY,
+        EXAMPLE,
+        tmp_path,
+        args=[
+            "-e",
+            "gpupool_limit=cern-gpu",
+            "-e",
+            "gpupool_pools=gpu-a100-mig",
+            "-e",
+            "gpupool_node_count=2",
+            "-e",
+            json.dumps({"gpupool_mig_layout": '{"1g.5gb": 7}'}),
+        ],
+    )  # a survey's textarea answer is text
     assert res.rc == 0, res.stdout[-3000:]
     # Only gpu-a100-mig changed (its inventory says 1 node and 3g.20gb + 2 x 2g.10gb); the others keep theirs.
     assert "COUNTS gpu-t4=2 gpu-a100-mig=2 gpu-h100=1 gpu-gb200=2" in res.stdout, res.stdout[-2000:]
@@ -144,16 +196,20 @@ def test_a_survey_changes_one_pool_for_the_run(tmp_path):
 
 
 def test_a_survey_change_the_model_refuses_fails_with_its_path(tmp_path):
-    res = run_playbook(CHANGE_PLAY, EXAMPLE, tmp_path, args=["-e", "gpupool_pools=gpu-t4", "-e",
-                                                             "gpupool_node_count=9"])
+    res = run_playbook(
+        CHANGE_PLAY, EXAMPLE, tmp_path, args=["-e", "gpupool_pools=gpu-t4", "-e", "gpupool_node_count=9"]
+    )
     assert res.rc != 0
     assert "gpupool_cluster.pools[0] (gpu-t4).nodegroup.node_count" in res.stdout, res.stdout[-3000:]
     assert "node_count 9 is greater than max_node_count 4" in res.stdout
 
 
 def test_a_survey_change_needs_exactly_one_pool(tmp_path):
-    res = run_playbook(CHANGE_PLAY, EXAMPLE, tmp_path, args=["-e", "gpupool_pools=gpu-t4,gpu-h100", "-e",
-                                                             "gpupool_node_count=3"])
+    res = run_playbook(
+        CHANGE_PLAY, EXAMPLE, tmp_path, args=["-e", "gpupool_pools=gpu-t4,gpu-h100", "-e", "gpupool_node_count=3"]
+    )
     assert res.rc != 0
-    assert "change one pool: set gpupool_pools to one of gpu-t4, gpu-a100-mig, gpu-h100, gpu-gb200 (got gpu-t4, " \
-           "gpu-h100)" in res.stdout
+    assert (
+        "change one pool: set gpupool_pools to one of gpu-t4, gpu-a100-mig, gpu-h100, gpu-gb200 (got gpu-t4, "
+        "gpu-h100)" in res.stdout
+    )

@@ -1,5 +1,6 @@
 """The sandbox: unmodified openstacksdk, kubernetes client, helm and kubectl against the Magnum
 emulator, the real kube-apiserver and the node / DRA driver / MIG manager simulators."""
+
 from __future__ import annotations
 
 import json
@@ -44,6 +45,7 @@ class Magnum:
 
     def __init__(self, sandbox):
         import openstack
+
         self.conn = openstack.connect(load_yaml_config=False, load_envvars=False, **sandbox.cloud)
         self.proxy = self.conn.container_infrastructure_management
         self.cluster = sandbox.cluster()["uuid"]
@@ -52,25 +54,40 @@ class Magnum:
         return self.proxy.request(path, method, headers=headers, raise_exc=False, **kwargs)
 
     def create(self, name, flavor, count, **extra):
-        body = dict({"name": name, "flavor_id": flavor, "node_count": count,
-                     "labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": True}, **extra)
+        body = dict(
+            {
+                "name": name,
+                "flavor_id": flavor,
+                "node_count": count,
+                "labels": {"nvidia_gpu_enabled": "true"},
+                "merge_labels": True,
+            },
+            **extra,
+        )
         r = self.call("POST", "/clusters/%s/nodegroups" % self.cluster, json=body)
         assert r.status_code == 202, r.text
         return self.wait(name, "CREATE_COMPLETE")
 
     def resize(self, name, count):
-        r = self.call("POST", "/clusters/%s/actions/resize" % self.cluster,
-                      json={"node_count": count, "nodegroup": name})
+        r = self.call(
+            "POST", "/clusters/%s/actions/resize" % self.cluster, json={"node_count": count, "nodegroup": name}
+        )
         assert r.status_code == 202, r.text
         # the conductor picks the resize up after a moment: wait for the new count to be complete
-        return wait_for("resize of %s" % name, lambda: (lambda ng: ng if ng and ng["node_count"] == count and
-                                                        ng["status"] == "UPDATE_COMPLETE" else None)(self.show(name)))
+        return wait_for(
+            "resize of %s" % name,
+            lambda: (lambda ng: ng if ng and ng["node_count"] == count and ng["status"] == "UPDATE_COMPLETE" else None)(
+                self.show(name)
+            ),
+        )
 
     def delete(self, name):
         r = self.call("DELETE", "/clusters/%s/nodegroups/%s" % (self.cluster, name))
         assert r.status_code == 204, r.text
-        wait_for("deletion of %s" % name,
-                 lambda: self.call("GET", "/clusters/%s/nodegroups/%s" % (self.cluster, name)).status_code == 404)
+        wait_for(
+            "deletion of %s" % name,
+            lambda: self.call("GET", "/clusters/%s/nodegroups/%s" % (self.cluster, name)).status_code == 404,
+        )
 
     def show(self, name):
         r = self.call("GET", "/clusters/%s/nodegroups/%s" % (self.cluster, name))
@@ -81,6 +98,7 @@ class Magnum:
             ng = self.show(name)
             assert not (ng and ng["status"].endswith("_FAILED")), ng
             return ng if ng and ng["status"] == status else None
+
         return wait_for("%s %s" % (name, status), done)
 
 
@@ -92,12 +110,14 @@ def magnum(sandbox):
 @pytest.fixture(scope="module")
 def core(sandbox):
     from kubernetes import client
+
     return client.CoreV1Api(sandbox.cp.api_client())
 
 
 @pytest.fixture(scope="module")
 def custom(sandbox):
     from kubernetes import client
+
     return client.CustomObjectsApi(sandbox.cp.api_client())
 
 
@@ -106,8 +126,9 @@ def nodes_of(core, nodegroup):
 
 
 def slices_of(custom, node):
-    items = custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
-                                              field_selector="spec.nodeName=%s" % node)["items"]
+    items = custom.list_cluster_custom_object(
+        "resource.k8s.io", "v1", "resourceslices", field_selector="spec.nodeName=%s" % node
+    )["items"]
     return {s["spec"]["driver"]: s for s in items}
 
 
@@ -143,13 +164,26 @@ def test_openstacksdk_nodegroup_lifecycle_registers_nodes(sandbox, magnum, core)
     (node,) = nodes_of(core, name)  # registered before the API says CREATE_COMPLETE
     labels = node.metadata.labels
     assert labels[NG_LABEL] == name and labels["magnum.openstack.org/role"] == "worker"
-    assert {k: labels[k] for k in ("nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.memory",
-                                   "nvidia.com/mig.capable", "nvidia.com/gpu.present",
-                                   "feature.node.kubernetes.io/pci-10de.present",
-                                   "node.kubernetes.io/instance-type")} == {
-        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.count": "2",
-        "nvidia.com/gpu.memory": "40960", "nvidia.com/mig.capable": "true", "nvidia.com/gpu.present": "true",
-        "feature.node.kubernetes.io/pci-10de.present": "true", "node.kubernetes.io/instance-type": "g4.p2.40g"}
+    assert {
+        k: labels[k]
+        for k in (
+            "nvidia.com/gpu.product",
+            "nvidia.com/gpu.count",
+            "nvidia.com/gpu.memory",
+            "nvidia.com/mig.capable",
+            "nvidia.com/gpu.present",
+            "feature.node.kubernetes.io/pci-10de.present",
+            "node.kubernetes.io/instance-type",
+        )
+    } == {
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+        "nvidia.com/gpu.count": "2",
+        "nvidia.com/gpu.memory": "40960",
+        "nvidia.com/mig.capable": "true",
+        "nvidia.com/gpu.present": "true",
+        "feature.node.kubernetes.io/pci-10de.present": "true",
+        "node.kubernetes.io/instance-type": "g4.p2.40g",
+    }
     assert "nvidia.com/gpu.clique" not in labels  # A100 PCIe/SXM4 nodes have no multi-node NVLink
     assert node.status.capacity["cpu"] == "32" and node.status.capacity["memory"] == "240Gi"
     assert node.status.node_info.kubelet_version == "v1.37.1"
@@ -168,8 +202,13 @@ def test_openstacksdk_nodegroup_lifecycle_registers_nodes(sandbox, magnum, core)
 def test_nodegroup_node_labels_and_taints(sandbox, magnum, core):
     """Magnum 1.14 node_labels/node_taints reach the Nodes (kubelet --node-labels/--register-with-taints)."""
     name = unique("gpu-t4")
-    magnum.create(name, "g2.5xlarge", 1, node_labels={"team": "ml"},
-                  node_taints=[{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}])
+    magnum.create(
+        name,
+        "g2.5xlarge",
+        1,
+        node_labels={"team": "ml"},
+        node_taints=[{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}],
+    )
     (node,) = nodes_of(core, name)
     assert node.metadata.labels["team"] == "ml"
     assert node.metadata.labels["nvidia.com/gpu.product"] == "Tesla-T4"
@@ -198,8 +237,20 @@ def helm(sandbox, *args, check=True):
 def dra_driver(sandbox, a100):
     """The DRA-driver-shaped test chart, installed with helm --wait (uninstalled at the end)."""
     t0 = time.monotonic()
-    out = helm(sandbox, "install", RELEASE, str(CHART), "--namespace", DRA_NS, "--create-namespace",
-               "--set", "gpuResourcesEnabledOverride=true", "--wait", "--timeout", "60s")
+    out = helm(
+        sandbox,
+        "install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        DRA_NS,
+        "--create-namespace",
+        "--set",
+        "gpuResourcesEnabledOverride=true",
+        "--wait",
+        "--timeout",
+        "60s",
+    )
     yield {"seconds": time.monotonic() - t0, "stdout": out.stdout}
     helm(sandbox, "uninstall", RELEASE, "--namespace", DRA_NS, "--wait", check=False)
 
@@ -212,6 +263,7 @@ def test_chart_refuses_gpus_without_override(sandbox, tmp_path):
 
 def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, custom):
     from kubernetes import client
+
     apps = client.AppsV1Api(sandbox.cp.api_client())
     assert dra_driver["seconds"] < 30
     ds = apps.read_namespaced_daemon_set("dra-driver-nvidia-gpu-kubelet-plugin", DRA_NS)
@@ -224,10 +276,17 @@ def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, 
     assert not any(n.startswith("digaponc-gpu-004-default-") for n in plugin["nodes"])  # no GPU labels
     dep = apps.read_namespaced_deployment("dra-driver-nvidia-gpu-controller", DRA_NS)
     assert dep.status.ready_replicas == 1 and dep.status.observed_generation == dep.metadata.generation
-    classes = {c["metadata"]["name"]: c for c in
-               custom.list_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses")["items"]}
-    assert {"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com", "compute-domain-daemon.nvidia.com",
-            "compute-domain-default-channel.nvidia.com"} <= set(classes)
+    classes = {
+        c["metadata"]["name"]: c
+        for c in custom.list_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses")["items"]
+    }
+    assert {
+        "gpu.nvidia.com",
+        "mig.nvidia.com",
+        "vfio.gpu.nvidia.com",
+        "compute-domain-daemon.nvidia.com",
+        "compute-domain-default-channel.nvidia.com",
+    } <= set(classes)
     assert classes["gpu.nvidia.com"]["spec"]["extendedResourceName"] == "nvidia.com/gpu"
 
 
@@ -243,8 +302,16 @@ def test_resourceslices_match_the_flavor(sandbox, dra_driver, a100, custom):
     gpu0 = sl["spec"]["devices"][0]
     assert gpu0["attributes"]["type"] == {"string": "gpu"}
     assert gpu0["attributes"]["productName"] == {"string": "NVIDIA A100-SXM4-40GB"}
-    assert {"uuid", "brand", "architecture", "cudaComputeCapability", "driverVersion", "cudaDriverVersion",
-            "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot"} <= set(gpu0["attributes"])
+    assert {
+        "uuid",
+        "brand",
+        "architecture",
+        "cudaComputeCapability",
+        "driverVersion",
+        "cudaDriverVersion",
+        "resource.kubernetes.io/pciBusID",
+        "resource.kubernetes.io/pcieRoot",
+    } <= set(gpu0["attributes"])
     assert gpu0["capacity"]["memory"]["value"] == "40Gi"  # the server's canonical form of 40960Mi
     assert sl["metadata"]["ownerReferences"][0]["kind"] == "Node"
     assert sandbox.errors == [] and sandbox.dra.errors == []  # every write was accepted
@@ -257,11 +324,26 @@ def test_gpu_taint_without_toleration_unschedules_the_plugin(sandbox, dra_driver
     core.patch_node(a100, {"spec": {"taints": [taint]}})
     try:
         wait_for("slices of the tainted node to go", lambda: slices_of(custom, a100) == {})
-        helm(sandbox, "upgrade", RELEASE, str(CHART), "--namespace", DRA_NS, "--reuse-values", "--wait",
-             "--timeout", "60s", "--set", "kubeletPlugin.tolerations[0].key=nvidia.com/gpu",
-             "--set", "kubeletPlugin.tolerations[0].operator=Exists",
-             "--set", "kubeletPlugin.tolerations[1].key=node-role.kubernetes.io/gpu",
-             "--set", "kubeletPlugin.tolerations[1].operator=Exists")
+        helm(
+            sandbox,
+            "upgrade",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            DRA_NS,
+            "--reuse-values",
+            "--wait",
+            "--timeout",
+            "60s",
+            "--set",
+            "kubeletPlugin.tolerations[0].key=nvidia.com/gpu",
+            "--set",
+            "kubeletPlugin.tolerations[0].operator=Exists",
+            "--set",
+            "kubeletPlugin.tolerations[1].key=node-role.kubernetes.io/gpu",
+            "--set",
+            "kubeletPlugin.tolerations[1].operator=Exists",
+        )
         wait_for("slices to come back", lambda: slices_of(custom, a100))
     finally:
         core.patch_node(a100, {"spec": {"taints": None}})
@@ -269,8 +351,13 @@ def test_gpu_taint_without_toleration_unschedules_the_plugin(sandbox, dra_driver
 
 def write_mig_config(core, configs):
     from kubernetes.client.rest import ApiException
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": MIG_CM, "namespace": MIG_NS},
-            "data": {"config.yaml": yaml.safe_dump(mig_parted_config(configs), sort_keys=False)}}
+
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": MIG_CM, "namespace": MIG_NS},
+        "data": {"config.yaml": yaml.safe_dump(mig_parted_config(configs), sort_keys=False)},
+    }
     try:
         core.create_namespaced_config_map(MIG_NS, body)
     except ApiException as exc:
@@ -288,6 +375,7 @@ def label(sandbox, core, node, value, timeout=10.0):
     def final():
         seen = [st for cfg, st, _msg in sandbox.mig.state(node)["history"][mark:] if cfg == value]
         return seen if seen and seen[-1] in ("success", "failed") else None
+
     seen = wait_for("a final MIG state for %s on %s" % (value, node), final, timeout=timeout)
     assert state_of(core, node) == seen[-1]  # and the label on the Node says so
     return seen
@@ -303,8 +391,9 @@ def test_mig_config_label_changes_the_mig_devices(sandbox, dra_driver, a100, cor
     assert label(sandbox, core, a100, "gpupool-a100") == ["pending", "success"]
     assert sandbox.mig.layout(a100) == {0: CERN_LAYOUT, 1: CERN_LAYOUT}
     sl = slices_of(custom, a100)["gpu.nvidia.com"]  # republished before the state said success
-    assert device_names(sl) == sorted("gpu-%d-mig-%s" % (i, d) for i in (0, 1)
-                                      for d in ("3g20gb-9-4", "2g10gb-14-0", "2g10gb-14-2"))
+    assert device_names(sl) == sorted(
+        "gpu-%d-mig-%s" % (i, d) for i in (0, 1) for d in ("3g20gb-9-4", "2g10gb-14-0", "2g10gb-14-2")
+    )
     assert sl["spec"]["pool"]["generation"] == before["spec"]["pool"]["generation"] + 1
     mig = next(d for d in sl["spec"]["devices"] if d["name"] == "gpu-0-mig-3g20gb-9-4")
     assert mig["attributes"]["type"] == {"string": "mig"} and mig["attributes"]["profile"] == {"string": "3g.20gb"}
@@ -316,8 +405,7 @@ def test_mig_config_label_changes_the_mig_devices(sandbox, dra_driver, a100, cor
 
 
 def test_mig_config_failures(sandbox, dra_driver, a100, core, custom):
-    write_mig_config(core, {"gpupool-a100": [("all", CERN_LAYOUT)],
-                            "too-big": [("all", {"7g.40gb": 1, "1g.5gb": 1})]})
+    write_mig_config(core, {"gpupool-a100": [("all", CERN_LAYOUT)], "too-big": [("all", {"7g.40gb": 1, "1g.5gb": 1})]})
     # a valid file, but the layout does not fit an A100-40GB: found out while applying
     assert label(sandbox, core, a100, "too-big") == ["pending", "failed"]
     # the simulated GPU (test bed tables, not the collection's planner) says why
@@ -345,8 +433,10 @@ def test_nvlink_flavor_gets_a_clique_and_compute_domain_devices(sandbox, dra_dri
     assert uuid.UUID(cluster_uuid) and clique == "1"
     assert {n.metadata.labels["kubernetes.io/arch"] for n in nodes} == {"arm64"}  # Grace CPUs
     for n in nodes:
-        slices = wait_for("slices of %s" % n.metadata.name, lambda: len(slices_of(custom, n.metadata.name)) == 2
-                          and slices_of(custom, n.metadata.name))
+        slices = wait_for(
+            "slices of %s" % n.metadata.name,
+            lambda: len(slices_of(custom, n.metadata.name)) == 2 and slices_of(custom, n.metadata.name),
+        )
         assert device_names(slices["gpu.nvidia.com"]) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
         assert device_names(slices["compute-domain.nvidia.com"]) == ["channel-0", "daemon-0"]
     magnum.delete(name)
@@ -359,8 +449,12 @@ def test_uninstall_deletes_the_slices(sandbox, dra_driver, a100, custom):
     assert slices_of(custom, a100)
     helm(sandbox, "uninstall", RELEASE, "--namespace", DRA_NS, "--wait")
     wait_for("slices to go with the DaemonSet", lambda: slices_of(custom, a100) == {})
-    assert custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
-                                             label_selector="testbed.gpupool.io/simulated=true")["items"] == []
+    assert (
+        custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1", "resourceslices", label_selector="testbed.gpupool.io/simulated=true"
+        )["items"]
+        == []
+    )
 
 
 # ---- one command: up / status / down ----------------------------------------------------------------
@@ -376,15 +470,19 @@ def _alive(pid):
 
 
 def test_cli_up_status_down_leaves_nothing(tmp_path, monkeypatch):
-    env = dict(os.environ, GPUPOOL_STATE=str(tmp_path / "state"),
-               PYTHONPATH=os.pathsep.join([str(ROOT / ".build" / "collections"), str(ROOT)]))
+    env = dict(
+        os.environ,
+        GPUPOOL_STATE=str(tmp_path / "state"),
+        PYTHONPATH=os.pathsep.join([str(ROOT / ".build" / "collections"), str(ROOT)]),
+    )
     inventory = tmp_path / "inventory"
     cli = [sys.executable, "-m", "testbed.sandbox"]
     opts = ["--inventory", str(inventory), "--magnum-delay", "0.2", "--mig-delay", "0.3"]
 
     def run(*args, check=True):
-        return subprocess.run(cli + list(args), env=env, cwd=ROOT, capture_output=True, text=True, timeout=180,
-                              check=check)
+        return subprocess.run(
+            cli + list(args), env=env, cwd=ROOT, capture_output=True, text=True, timeout=180, check=check
+        )
 
     up = run("up", *opts)
     try:
@@ -402,15 +500,18 @@ def test_cli_up_status_down_leaves_nothing(tmp_path, monkeypatch):
         assert cluster["magnum"]["cloud"]["auth"]["auth_url"].startswith(status["magnum_url"])
         example = yaml.safe_load((ROOT / "inventories/example/host_vars/cern-gpu/gpupool.yml").read_text())
         assert cluster["pools"] == example["gpupool_cluster"]["pools"]
-        assert yaml.safe_load((inventory / "hosts.yml").read_text()) == \
-            yaml.safe_load((ROOT / "inventories/example/hosts.yml").read_text())
+        assert yaml.safe_load((inventory / "hosts.yml").read_text()) == yaml.safe_load(
+            (ROOT / "inventories/example/hosts.yml").read_text()
+        )
         # the real clients reach it: openstacksdk through the clouds.yaml, kubectl through the kubeconfig
         import openstack
+
         monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", status["clouds_yaml"])
         conn = openstack.connect(cloud=status["cloud_name"])
         r = conn.container_infrastructure_management.get("/clusters", headers=MV)
         assert [c["name"] for c in r.json()["clusters"]] == ["digaponc-gpu-004"]
         from testbed.controlplane import ControlPlane
+
         names = ControlPlane.attach(status["controlplane_workdir"]).kubectl("get", "nodes", "-o", "name").stdout.split()
         assert len(names) == 2 and all(n.startswith("node/digaponc-gpu-004-default-") for n in names)
         assert "already up" in run("up", *opts).stdout

@@ -47,6 +47,9 @@ def inventory(sandbox, pool_list, labels):
     cluster = {
         "name": HOST,
         "kubeconfig": str(sandbox.kubeconfig),
+        # This test counts the nodegroup step's Magnum calls; the DRA driver role (tested in
+        # test_dra_driver_module.py and molecule) is off, as its chart is not part of this inventory.
+        "dra_driver": {"enabled": False},
         "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name, "labels": labels},
         # a ConfigMap of its own: this inventory must not prune the MIG configs of other tests' pools
         "mig_manager": {"config_map": "ngsite-mig-parted-config", "namespace": sandbox.mig_namespace},

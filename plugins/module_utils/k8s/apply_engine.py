@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The server-side-apply engine every gpupool Kubernetes module uses (see `ApplyEngine`).
-"""
+"""The server-side-apply engine every gpupool Kubernetes module uses (see `ApplyEngine`)."""
+
 from __future__ import annotations
 
 import copy
@@ -10,26 +10,29 @@ import json
 import re
 import time
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
+    CONTENT_APPLY,
+    CONTENT_MERGE,
+    Conflict,
+    K8sError,
+    NotFound,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONTENT_APPLY
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CONTENT_MERGE
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import merge_taints
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import recorded_taints
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import taints_annotation
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import owned_selector
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import pool_of
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import diff_view
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import differences
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import needs_apply
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import node_view
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
+    gpupool_label_keys,
+    node_patch,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned, pool_of
+from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import (
+    diff_view,
+    differences,
+    label_owners,
+    needs_apply,
+    node_view,
+    strip,
+)
 
 
 class ConvergeError(GpupoolError):
@@ -41,7 +44,7 @@ class ConvergeError(GpupoolError):
         self.results = results or []
 
 
-class Result(object):
+class Result:
     """What happened to one object."""
 
     def __init__(self, kind, name, namespace=None, pool=None, origin=None):
@@ -76,11 +79,15 @@ class Result(object):
 
     def diff(self):
         header = self.ref + (" (pool %s)" % self.pool if self.pool else "")
-        return {"before": diff_view(self.before), "after": diff_view(self.after),
-                "before_header": header, "after_header": header}
+        return {
+            "before": diff_view(self.before),
+            "after": diff_view(self.after),
+            "before_header": header,
+            "after_header": header,
+        }
 
 
-class PruneScope(object):
+class PruneScope:
     """Which gpupool objects may be deleted when no longer desired.
 
     pools: only objects labelled with one of these pools (None: every gpupool object of the kind).
@@ -113,7 +120,8 @@ def conflict_owners(err):
         out.append((m.group(1) if m else cause.get("message"), cause.get("field")))
     if not out:
         for m in CONFLICT_CAUSE.finditer(err.message or ""):
-            rest = err.message[m.end():].split("\n")[0]
+            after = m.end()
+            rest = err.message[after:].split("\n")[0]
             fields = re.findall(r"\.[A-Za-z0-9_.\[\]=\"'-]+", rest)
             out.extend((m.group(1), f) for f in (fields or [None]))
     return out
@@ -125,10 +133,12 @@ def conflict_message(ref, err):
     for manager, field in owners:
         by_manager.setdefault(manager, []).append(field or "?")
     parts = ["%s owned by field manager %r" % (", ".join(sorted(set(f))), m) for m, f in sorted(by_manager.items())]
-    return ("%s: server-side apply conflict: %s, not by %r. Another tool manages these fields; gpupool will not "
-            "take them over silently. Either stop managing them there (or remove them with that tool), or rerun "
-            "with force_conflicts: true to make gpupool their owner." % (ref, "; ".join(parts) or err.message,
-                                                                         FIELD_MANAGER))
+    return (
+        "%s: server-side apply conflict: %s, not by %r. Another tool manages these fields; gpupool will not "
+        "take them over silently. Either stop managing them there (or remove them with that tool), or rerun "
+        "with force_conflicts: true to make gpupool their owner."
+        % (ref, "; ".join(parts) or err.message, FIELD_MANAGER)
+    )
 
 
 def invalid_message(ref, err, origins=None, pool=None):
@@ -147,9 +157,17 @@ def invalid_message(ref, err, origins=None, pool=None):
     return text
 
 
-class ApplyEngine(object):
-    def __init__(self, client, check_mode=False, force_conflicts=False, field_manager=FIELD_MANAGER,
-                 sleep=time.sleep, clock=time.monotonic, versions=None):
+class ApplyEngine:
+    def __init__(
+        self,
+        client,
+        check_mode=False,
+        force_conflicts=False,
+        field_manager=FIELD_MANAGER,
+        sleep=time.sleep,
+        clock=time.monotonic,
+        versions=None,
+    ):
         """versions: {Kind: version} to pin instead of discovering (e.g. an older served version)."""
         self.client = client
         self.check_mode = check_mode
@@ -168,8 +186,11 @@ class ApplyEngine(object):
             self._versions[kind] = self.client.preferred_version(kind.group or "core", kind.versions)
         v = self._versions[kind]
         if v is None and required:
-            raise K8sError("the API server does not serve %s (%s, versions %s)" % (
-                kind.kind, kind.group or "core", ", ".join(kind.versions)), hint=_missing_api_hint(kind))
+            raise K8sError(
+                "the API server does not serve %s (%s, versions %s)"
+                % (kind.kind, kind.group or "core", ", ".join(kind.versions)),
+                hint=_missing_api_hint(kind),
+            )
         return v
 
     def api_version(self, kind):
@@ -177,12 +198,22 @@ class ApplyEngine(object):
 
     # ---- raw operations ----------------------------------------------------------------------------
     def _path(self, kind, namespace=None, name=None, subresource=None):
-        return self.client.path(kind.group, self.version(kind), kind.plural, namespace if kind.namespaced else None,
-                                name, subresource)
+        return self.client.path(
+            kind.group, self.version(kind), kind.plural, namespace if kind.namespaced else None, name, subresource
+        )
 
     def list(self, kind, namespace=None, label_selector=None):
-        return self.client.list(kind.group, self.version(kind), kind.plural,
-                                namespace if kind.namespaced else None, label_selector)
+        scope = namespace if kind.namespaced else None
+        try:
+            return self.client.list(kind.group, self.version(kind), kind.plural, scope, label_selector)
+        except NotFound:
+            # A collection that answers 404 is a kind the server no longer serves (a CRD deleted since it was
+            # discovered, perhaps remembered by the discovery cache): discover again; not served means none.
+            self.client.forget_group(kind.group or "core")
+            self._versions.pop(kind, None)
+            if self.version(kind, required=False) is None:
+                return []
+            return self.client.list(kind.group, self.version(kind), kind.plural, scope, label_selector)
 
     def get(self, kind, name, namespace=None):
         try:
@@ -198,15 +229,21 @@ class ApplyEngine(object):
             query["force"] = "true"
         if self.check_mode if dry_run is None else dry_run:
             query["dryRun"] = "All"
-        return self.client.request("PATCH", self._path(kind, meta.get("namespace"), meta["name"]), query=query,
-                                   body=obj, content_type=CONTENT_APPLY)
+        return self.client.request(
+            "PATCH",
+            self._path(kind, meta.get("namespace"), meta["name"]),
+            query=query,
+            body=obj,
+            content_type=CONTENT_APPLY,
+        )
 
     def merge_patch(self, kind, name, patch, namespace=None, dry_run=None):
         query = {"fieldManager": self.field_manager}
         if self.check_mode if dry_run is None else dry_run:
             query["dryRun"] = "All"
-        return self.client.request("PATCH", self._path(kind, namespace, name), query=query, body=patch,
-                                   content_type=CONTENT_MERGE)
+        return self.client.request(
+            "PATCH", self._path(kind, namespace, name), query=query, body=patch, content_type=CONTENT_MERGE
+        )
 
     def delete(self, kind, name, namespace=None, uid=None, dry_run=None):
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
@@ -234,7 +271,8 @@ class ApplyEngine(object):
 
     # ---- converge ------------------------------------------------------------------------------------
     def live_by_name(self, kind, namespaces):
-        """{(namespace, name): obj} from one LIST per namespace (one for cluster-scoped kinds)."""
+        """{(namespace, name): obj} from one LIST per namespace (one for cluster-scoped kinds; None in `namespaces`
+        for a namespaced kind: one LIST of all namespaces)."""
         live = {}
         for ns in sorted(set(namespaces), key=lambda n: n or ""):
             if (kind, ns) not in self._live:  # cached until this engine writes that kind
@@ -257,7 +295,12 @@ class ApplyEngine(object):
             namespaces = [None]
         elif prune is not None and prune.namespaces:
             namespaces += list(prune.namespaces)
-        live = self.live_by_name(kind, namespaces)
+        # A namespaced kind spread over several namespaces, or pruned in all of them: ONE cluster-wide LIST
+        # serves both the comparison and the prune (not one LIST per namespace plus a labelled one for pruning).
+        every_namespace = kind.namespaced and (
+            (prune is not None and prune.namespaces is None) or len(set(namespaces)) > 1
+        )
+        live = self.live_by_name(kind, [None] if every_namespace else namespaces)
         for key in [k for k in self._live if k[0] == kind]:
             del self._live[key]  # what follows may write
         results, errors = [], []
@@ -271,8 +314,7 @@ class ApplyEngine(object):
             res = Result(kind.kind, meta["name"], ns, d.pool, d.origin)
             results.append(res)
             try:
-                self._converge_one(kind, obj, live.get((ns, meta["name"])), res, d, immutable, recreate,
-                                   delete_timeout)
+                self._converge_one(kind, obj, live.get((ns, meta["name"])), res, d, immutable, recreate, delete_timeout)
             except K8sError as err:
                 res.action = "failed"
                 res.error = self.explain(kind, res, err, d)
@@ -280,10 +322,7 @@ class ApplyEngine(object):
         if errors:  # never prune while the desired state could not be applied
             raise ConvergeError("\n".join(errors), results)
         if prune is not None:
-            if kind.namespaced and prune.namespaces is None:
-                candidates = self.list(kind, None, owned_selector(prune.pools))
-            else:
-                candidates = list(live.values())
+            candidates = list(live.values())  # prune.covers() keeps gpupool's, of the pools and namespaces in scope
             for obj in sorted(candidates, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"])):
                 meta = obj["metadata"]
                 key = (meta.get("namespace") if kind.namespaced else None, meta["name"])
@@ -306,27 +345,33 @@ class ApplyEngine(object):
     def _converge_one(self, kind, obj, live, res, d, immutable, recreate, delete_timeout):
         if live is not None and not is_owned(live):
             res.action = "failed"
-            raise K8sError("%s (wanted by pool %s) already exists and is not managed by gpupool (it lacks the "
-                           "label app.kubernetes.io/managed-by=gpupool), so gpupool leaves it alone" % (res.ref, res.pool),
-                           hint="rename the object in the inventory (%s), or delete/relabel the existing one "
-                                "if gpupool should own it" % (d.origin or "inventory"))
+            raise K8sError(
+                "%s (wanted by pool %s) already exists and is not managed by gpupool (it lacks the "
+                "label app.kubernetes.io/managed-by=gpupool), so gpupool leaves it alone" % (res.ref, res.pool),
+                hint="rename the object in the inventory (%s), or delete/relabel the existing one "
+                "if gpupool should own it" % (d.origin or "inventory"),
+            )
         res.before = strip(live)
         needed, reasons = needs_apply(obj, live, self.field_manager)
         if not needed:
             res.object, res.after = live, strip(live)
             return
         res.notes = reasons
-        changed_immutable = [k for k in (immutable or ()) if live is not None and
-                             differences(obj.get(k), live.get(k))]
+        changed_immutable = [k for k in (immutable or ()) if live is not None and differences(obj.get(k), live.get(k))]
         if changed_immutable:
-            fields = [r[:-len(" differs")] if r.endswith(" differs") else r for r in reasons
-                      if r.split(".", 1)[0] in changed_immutable]
+            fields = [
+                r[: -len(" differs")] if r.endswith(" differs") else r
+                for r in reasons
+                if r.split(".", 1)[0] in changed_immutable
+            ]
             if not recreate:
                 what = ", ".join(fields) or ", ".join(changed_immutable)
-                raise K8sError("%s (pool %s): %s cannot be changed in place: %s is immutable (the API server "
-                               "rejects any change to it)" % (res.ref, res.pool, what, ", ".join(changed_immutable)),
-                               hint="set recreate: true to delete and re-create it (workloads using it lose it until "
-                                    "they are restarted), or revert the inventory change at %s" % (d.origin or "inventory"))
+                raise K8sError(
+                    "%s (pool %s): %s cannot be changed in place: %s is immutable (the API server "
+                    "rejects any change to it)" % (res.ref, res.pool, what, ", ".join(changed_immutable)),
+                    hint="set recreate: true to delete and re-create it (workloads using it lose it until "
+                    "they are restarted), or revert the inventory change at %s" % (d.origin or "inventory"),
+                )
             self._recreate(kind, obj, live, res, delete_timeout)
             return
         after = self.apply(kind, obj)
@@ -339,15 +384,17 @@ class ApplyEngine(object):
         if self.check_mode:
             # Predict with a dry-run create under a scratch name (the real name still exists).
             probe = copy.deepcopy(obj)
-            probe["metadata"]["name"] = (meta["name"][:200] + "-gpupool-dry-run")
+            probe["metadata"]["name"] = meta["name"][:200] + "-gpupool-dry-run"
             after = self.apply(kind, probe, dry_run=True)
             after["metadata"]["name"] = meta["name"]
         else:
             self.delete(kind, meta["name"], meta.get("namespace"), uid=live["metadata"].get("uid"))
             if not self.wait_gone(kind, meta["name"], meta.get("namespace"), timeout=delete_timeout):
-                raise K8sError("%s was deleted for re-creation but still exists after %ds (finalizers: %s)" % (
-                    res.ref, delete_timeout, ", ".join(live["metadata"].get("finalizers") or []) or "none"),
-                    hint="check the controller that owns its finalizer, then rerun")
+                raise K8sError(
+                    "%s was deleted for re-creation but still exists after %ds (finalizers: %s)"
+                    % (res.ref, delete_timeout, ", ".join(live["metadata"].get("finalizers") or []) or "none"),
+                    hint="check the controller that owns its finalizer, then rerun",
+                )
             after = self.apply(kind, obj)
         res.object = after
         res.after = strip(after)
@@ -361,78 +408,89 @@ class ApplyEngine(object):
             return invalid_message(res.ref, err, (d.info or {}).get("selector_origins") if d else None, res.pool)
         if err.status == 404 and kind.namespaced and res.namespace and "namespaces" in (err.message or ""):
             return "%s: namespace %s does not exist; create it first (gpupool does not create tenant namespaces)" % (
-                ref, res.namespace)
+                ref,
+                res.namespace,
+            )
         text = err.describe()
         return text if res.ref in text else "%s: %s" % (ref, text)
 
     # ---- nodes -----------------------------------------------------------------------------------------
     def converge_node(self, node, labels, taints=None, pool=None, attempts=5):
-        """Make this field manager's labels on one Node exactly `labels` and gpupool's taints exactly
-        `taints` (None: leave taints alone), keeping everyone else's.
+        """Make gpupool's labels on one Node exactly `labels` and gpupool's taints exactly `taints` (None:
+        leave taints alone), keeping everyone else's: ONE JSON merge patch per node that differs (labels,
+        taints and the annotations recording gpupool's keys together), none for a node already right.
 
-        Labels belong to the field manager: another module that labels nodes (e.g. MIG configs) must use
-        its own ApplyEngine(field_manager=...), or its apply would drop node_pool's labels.
+        The patch carries the resourceVersion the node was read at: a node changed meanwhile (409) is read
+        again and the patch recomputed; a node deleted meanwhile is reported as vanished, never re-created.
         Returns a Result whose before/after are node_view()s.
         """
         name = node["metadata"]["name"]
         res = Result("Node", name, None, pool)
         res.before = node_view(node)
+        res.after = node_view(node)
         current = node
-        after_view = node_view(node)
-        for attempt in range(attempts if taints is not None else 0):
-            ours_before = set(recorded_taints(current))
-            new_taints, taints_changed = merge_taints((current.get("spec") or {}).get("taints"), ours_before, taints)
-            want_ann = taints_annotation(taints) or None
-            have_ann = ((current["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION)) or None
-            if not (taints_changed or want_ann != have_ann):
+        for attempt in range(attempts):
+            patch, reasons = node_patch(current, labels, taints, self.field_manager)
+            if patch is not None and not self.force_conflicts:
+                self._refuse_label_conflicts(current, patch, pool)
+            if patch is None:
+                res.after = node_view(current)
                 break
-            patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"],
-                                  "annotations": {TAINTS_ANNOTATION: want_ann}},
-                     "spec": {"taints": new_taints or None}}
             try:
                 out = self.merge_patch(NODE, name, patch)
-                after_view["spec"]["taints"] = list((out.get("spec") or {}).get("taints") or [])
-                ann = (out["metadata"].get("annotations") or {}).get(TAINTS_ANNOTATION)
-                after_view["metadata"].pop("annotations", None)
-                if ann is not None:
-                    after_view["metadata"]["annotations"] = {TAINTS_ANNOTATION: ann}
-                if not self.check_mode:
-                    current = out
-                break
+            except NotFound:
+                res.action, res.notes = "vanished", ["node was deleted meanwhile"]
+                return res
             except Conflict:
                 if attempt + 1 == attempts:
-                    raise K8sError("Node %s kept changing while gpupool updated its taints (%d attempts)" % (
-                        name, attempts), hint="rerun; if it persists, find the controller rewriting the node")
+                    raise K8sError(
+                        "Node %s kept changing while gpupool updated its labels and taints (%d attempts)"
+                        % (name, attempts),
+                        hint="rerun; if it persists, find the controller rewriting the node",
+                    )
                 current = self.get(NODE, name)
                 if current is None:
                     res.action, res.notes = "vanished", ["node was deleted meanwhile"]
                     return res
-        obj = {"apiVersion": "v1", "kind": "Node",
-               "metadata": {"name": name, "uid": node["metadata"]["uid"], "labels": dict(labels)}}
-        needed, reasons = needs_apply(obj, current, self.field_manager)
-        if needed:
-            try:
-                out = self.apply(NODE, obj)
-            except Conflict as err:
-                if "uid" in (err.message or "") and not conflict_owners(err):
-                    res.action, res.notes = "vanished", ["node was deleted meanwhile"]
-                    return res
-                raise
-            after_view["metadata"]["labels"] = dict(out["metadata"].get("labels") or {})
-            res.notes = reasons
-        res.after = after_view
+                continue
+            res.after, res.notes = node_view(out), reasons
+            break
         res.changed = res.before != res.after
         res.action = "updated" if res.changed else "unchanged"
         return res
 
+    def _refuse_label_conflicts(self, node, patch, pool):
+        """A label another field manager set to another value is not taken over silently (as server-side apply
+        would refuse it): the same sentence as an apply conflict, unless force_conflicts."""
+        live = (node.get("metadata") or {}).get("labels") or {}
+        owned = gpupool_label_keys(node, self.field_manager)
+        clashes = []
+        for key, value in sorted(((patch.get("metadata") or {}).get("labels") or {}).items()):
+            if value is None or key in owned or live.get(key) in (None, value):
+                continue
+            for manager in label_owners(node, key, self.field_manager):
+                clashes.append("metadata.labels.%s=%s owned by field manager %r" % (key, live[key], manager))
+        if clashes:
+            ref = "Node %s%s" % (node["metadata"]["name"], " (pool %s)" % pool if pool else "")
+            raise K8sError(
+                "%s: %s, not by %r. Another tool manages these labels; gpupool will not take them over "
+                "silently. Either stop managing them there, or rerun with force_conflicts: true to make "
+                "gpupool set them" % (ref, "; ".join(clashes), self.field_manager),
+                status=409,
+            )
+
 
 def _missing_api_hint(kind):
     if kind.group == "resource.k8s.io":
-        return ("Dynamic Resource Allocation needs Kubernetes >= 1.34 (resource.k8s.io/v1), or 1.32/1.33 with the "
-                "DynamicResourceAllocation feature gate and the resource.k8s.io beta APIs enabled")
+        return (
+            "Dynamic Resource Allocation needs Kubernetes >= 1.34 (resource.k8s.io/v1), or 1.32/1.33 with the "
+            "DynamicResourceAllocation feature gate and the resource.k8s.io beta APIs enabled"
+        )
     if kind.group == "resource.nvidia.com":
-        return ("install the ComputeDomain CRD (the NVIDIA DRA driver chart with resources.computeDomains.enabled=true "
-                "installs it) before converging ComputeDomains")
+        return (
+            "install the ComputeDomain CRD (the NVIDIA DRA driver chart with resources.computeDomains.enabled=true "
+            "installs it) before converging ComputeDomains"
+        )
     return "check the cluster's Kubernetes version"
 
 

@@ -13,7 +13,11 @@ TLS) with
 * retries with exponential backoff and jitter on 429 (honouring Retry-After),
   500/502/503/504 and connection errors (refused, reset, timed out); the
   kubernetes package's own urllib3 retries are switched off so the budget is ours;
-* API discovery (`preferred_version`) from /apis/<group>;
+* one request budget per client: once a request gave up because the API server could not be reached
+  or kept answering 429/5xx after every retry, later requests of the same module run fail at once
+  with the same sentence instead of spending the whole retry budget again, node after node;
+* API discovery (`preferred_version`) from /apis/<group>, shared by the modules of one playbook run
+  through a small on-disk cache (see `DiscoveryCache`), so each group is discovered once per run;
 * errors turned into `K8sError` whose `describe()` is a sentence a person can act on
   (401: check credentials, 403: bind the gpupool ClusterRole, connection refused:
   check the address).
@@ -22,9 +26,8 @@ The `kubernetes` package is imported lazily: `connect()` raises
 `MissingDependency` with the import traceback when it is absent, and the
 modules turn that into ansible's missing_required_lib message.
 """
-from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
+from __future__ import annotations
 
 import json
 import os
@@ -32,21 +35,40 @@ import random
 import time
 import traceback
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
+
 try:
     from urllib.parse import quote, urlencode
 except ImportError:  # pragma: no cover - Python 2 is not supported
     raise
 
 # The connection options of every Kubernetes module (argument_specs.AUTH mirrors them 1:1).
-CONNECTION_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert",
-                      "client_key", "request_timeout", "request_retries")
+CONNECTION_OPTIONS = (
+    "kubeconfig",
+    "context",
+    "host",
+    "api_key",
+    "validate_certs",
+    "ca_cert",
+    "client_cert",
+    "client_key",
+    "request_timeout",
+    "request_retries",
+)
 ENV_FALLBACK = {
-    "kubeconfig": "K8S_AUTH_KUBECONFIG", "context": "K8S_AUTH_CONTEXT", "host": "K8S_AUTH_HOST",
-    "api_key": "K8S_AUTH_API_KEY", "validate_certs": "K8S_AUTH_VERIFY_SSL", "ca_cert": "K8S_AUTH_SSL_CA_CERT",
-    "client_cert": "K8S_AUTH_CERT_FILE", "client_key": "K8S_AUTH_KEY_FILE",
+    "kubeconfig": "K8S_AUTH_KUBECONFIG",
+    "context": "K8S_AUTH_CONTEXT",
+    "host": "K8S_AUTH_HOST",
+    "api_key": "K8S_AUTH_API_KEY",
+    "validate_certs": "K8S_AUTH_VERIFY_SSL",
+    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+    "client_cert": "K8S_AUTH_CERT_FILE",
+    "client_key": "K8S_AUTH_KEY_FILE",
 }
-RBAC_HINT = ("the identity running gpupool needs the ClusterRole in docs/rbac/gpupool-clusterrole.yaml "
-             "bound to it (see docs/rbac.md)")
+RBAC_HINT = (
+    "the identity running gpupool needs the ClusterRole in docs/rbac/gpupool-clusterrole.yaml "
+    "bound to it (see docs/rbac.md)"
+)
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 CONTENT_JSON = "application/json"
 CONTENT_APPLY = "application/apply-patch+yaml"
@@ -102,7 +124,7 @@ def _env_bool(value):
 def resolve_params(params, cluster=None):
     """Connection options in order: module option, then the cluster inventory (kubeconfig, context),
     then the K8S_AUTH_* environment variables kubernetes.core uses, then KUBECONFIG/~/.kube/config."""
-    out = dict((k, params.get(k)) for k in CONNECTION_OPTIONS)
+    out = {k: params.get(k) for k in CONNECTION_OPTIONS}
     if cluster is not None:
         if out.get("kubeconfig") is None and out.get("host") is None and getattr(cluster, "kubeconfig", None):
             out["kubeconfig"] = cluster.kubeconfig
@@ -123,7 +145,8 @@ def resolve_params(params, cluster=None):
 def connect(params, cluster=None):
     """A K8sClient for the module's connection options (see CONNECTION_OPTIONS)."""
     try:
-        from kubernetes import client as kclient, config as kconfig
+        from kubernetes import client as kclient
+        from kubernetes import config as kconfig
         from kubernetes.config.config_exception import ConfigException
     except ImportError:
         raise MissingDependency("kubernetes", traceback.format_exc())
@@ -140,15 +163,19 @@ def connect(params, cluster=None):
                 path = path or os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0]
                 path = os.path.expanduser(path)
                 if not os.path.exists(path):
-                    raise K8sError("kubeconfig %s does not exist" % path,
-                                   hint="set the module's kubeconfig option, gpupool_cluster.kubeconfig or "
-                                        "K8S_AUTH_KUBECONFIG to the cluster's kubeconfig file")
-                kconfig.load_kube_config(config_file=path, context=p.get("context"),
-                                         client_configuration=cfg, persist_config=False)
+                    raise K8sError(
+                        "kubeconfig %s does not exist" % path,
+                        hint="set the module's kubeconfig option, gpupool_cluster.kubeconfig or "
+                        "K8S_AUTH_KUBECONFIG to the cluster's kubeconfig file",
+                    )
+                kconfig.load_kube_config(
+                    config_file=path, context=p.get("context"), client_configuration=cfg, persist_config=False
+                )
                 source = "kubeconfig %s%s" % (path, " (context %s)" % p["context"] if p.get("context") else "")
     except ConfigException as exc:
-        raise K8sError("could not load Kubernetes credentials: %s" % exc,
-                       hint="check the kubeconfig file and the context name")
+        raise K8sError(
+            "could not load Kubernetes credentials: %s" % exc, hint="check the kubeconfig file and the context name"
+        )
     if p.get("host"):
         cfg.host = p["host"]
         source = source or "host %s" % p["host"]
@@ -167,11 +194,10 @@ def connect(params, cluster=None):
     if not cfg.host:
         raise K8sError("no Kubernetes API address", hint="give kubeconfig or host")
     api = kclient.ApiClient(cfg)
-    return K8sClient(api, cfg, timeout=float(p["request_timeout"]), retries=int(p["request_retries"]),
-                     source=source)
+    return K8sClient(api, cfg, timeout=float(p["request_timeout"]), retries=int(p["request_retries"]), source=source)
 
 
-class K8sClient(object):
+class K8sClient:
     """REST calls with retries and timeouts; JSON in, JSON out."""
 
     def __init__(self, api_client, configuration, timeout=30.0, retries=5, source="", sleep=time.sleep):
@@ -183,6 +209,8 @@ class K8sClient(object):
         self.source = source
         self._sleep = sleep
         self._groups = {}
+        self._gave_up = None  # the K8sError after which no request is sent any more (see request())
+        self.discovery_cache = DiscoveryCache(self.host)
         self.requests = 0  # requests sent (retries included): for tests and benchmarks
 
     # ---- raw --------------------------------------------------------------------------------
@@ -203,6 +231,17 @@ class K8sClient(object):
         `retry_status`: the HTTP statuses retried here. An Eviction passes it without 429, because there 429
         means "a PodDisruptionBudget says not now", which the drain waits out with its own deadline."""
         import urllib3
+
+        if self._gave_up is not None:
+            # The API server was unreachable or overloaded a moment ago, after every retry: one sentence,
+            # not the same back-off again for each of the remaining objects.
+            raise K8sError(
+                "%s; not sent: %s %s" % (self._gave_up.message, method, path),
+                status=self._gave_up.status,
+                method=method,
+                path=path,
+                hint=self._gave_up.hint,
+            )
         url = self.host + path
         if query:
             url += "?" + urlencode([(k, v) for k, v in query.items() if v is not None], doseq=True)
@@ -217,17 +256,28 @@ class K8sClient(object):
             self.requests += 1
             try:
                 resp = self.api.rest_client.pool_manager.request(
-                    method, url, body=data, headers=self._headers(content_type), timeout=timeout,
-                    retries=False, preload_content=True)
+                    method,
+                    url,
+                    body=data,
+                    headers=self._headers(content_type),
+                    timeout=timeout,
+                    retries=False,
+                    preload_content=True,
+                )
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt <= self.retries:
+                if attempt <= self.retries and self._gave_up is None:
                     self._backoff(attempt, None)
                     continue
-                raise K8sError("cannot reach the Kubernetes API at %s (%s %s): %s after %d attempt(s)"
-                               % (self.host, method, path, _connection_reason(exc), attempt),
-                               method=method, path=path,
-                               hint="check that the API server is up and that host/kubeconfig (%s) point at it"
-                                    % (self.source or "default"))
+                self._gave_up = K8sError(
+                    "cannot reach the Kubernetes API at %s (%s %s): %s after %d attempt(s)"
+                    % (self.host, method, path, _connection_reason(exc), attempt),
+                    method=method,
+                    path=path,
+                    hint="check that the API server is up and that host/kubeconfig (%s) point at it, then rerun: "
+                    "the run stopped at the first request that could not be sent, and a rerun continues from "
+                    "what is in the cluster" % (self.source or "default"),
+                )
+                raise self._gave_up
             status = resp.status
             raw = resp.data or b""
             if 200 <= status < 300:
@@ -237,10 +287,13 @@ class K8sClient(object):
                     return json.loads(raw.decode("utf-8"))
                 except ValueError:
                     return {"raw": raw.decode("utf-8", "replace")}
-            if status in retry_status and attempt <= self.retries:
+            if status in retry_status and attempt <= self.retries and self._gave_up is None:
                 self._backoff(attempt, resp.headers.get("Retry-After"))
                 continue
-            raise _error(method, path, status, resp.reason, raw, self)
+            err = _error(method, path, status, resp.reason, raw, self)
+            if status in RETRY_STATUS:
+                self._gave_up = err
+            raise err
 
     def _backoff(self, attempt, retry_after):
         delay = min(8.0, 0.25 * (2 ** (attempt - 1)))
@@ -259,12 +312,24 @@ class K8sClient(object):
             if group in ("", "core"):
                 self._groups[group] = ["v1"]
             else:
+                cached = self.discovery_cache.get(group)
+                if cached:
+                    self._groups[group] = cached
+                    return cached
                 try:
                     doc = self.request("GET", "/apis/%s" % group)
                     self._groups[group] = [v["version"] for v in doc.get("versions", [])]
                 except NotFound:
                     self._groups[group] = []
+                # Only a served group is remembered: a CRD installed a moment later is seen at once.
+                if self._groups[group]:
+                    self.discovery_cache.put(group, self._groups[group])
         return self._groups[group]
+
+    def forget_group(self, group):
+        """Discover `group` again next time (its collection answered 404: the cached versions are stale)."""
+        self._groups.pop(group, None)
+        self.discovery_cache.forget(group)
 
     def preferred_version(self, group, candidates):
         """First of `candidates` (most preferred first) that the server serves, else None."""
@@ -294,18 +359,99 @@ class K8sClient(object):
         """Every object of a kind (in a namespace), paging with limit/continue."""
         items, token = [], None
         while True:
-            doc = self.request("GET", self.path(group, version, plural, namespace),
-                               query={"labelSelector": label_selector, "limit": limit, "continue": token})
+            doc = self.request(
+                "GET",
+                self.path(group, version, plural, namespace),
+                query={"labelSelector": label_selector, "limit": limit, "continue": token},
+            )
             items.extend(doc.get("items") or [])
             token = (doc.get("metadata") or {}).get("continue")
             if not token:
                 return items
 
 
+DISCOVERY_TTL = 300.0
+
+
+class DiscoveryCache:
+    """The API versions each group serves, shared by the module runs of one playbook run.
+
+    Every task of a playbook is its own process, so without it each module that needs resource.k8s.io
+    discovers it again. One small JSON file per API server address under the temp directory
+    (``gpupool-discovery-<uid>/``, mode 0700) keeps served versions for DISCOVERY_TTL seconds, as kubectl
+    keeps its discovery cache: API versions change with upgrades, not between two tasks. Only groups that
+    are served are kept. A cache that cannot be read or written is no cache (discovery as without it);
+    GPUPOOL_DISCOVERY_CACHE=off switches it off.
+    """
+
+    def __init__(self, host, directory=None, ttl=DISCOVERY_TTL, clock=time.time):
+        import hashlib
+        import tempfile
+
+        self.enabled = os.environ.get("GPUPOOL_DISCOVERY_CACHE", "on").lower() not in ("0", "off", "false", "no")
+        base = directory or os.path.join(tempfile.gettempdir(), "gpupool-discovery-%d" % os.getuid())
+        self.directory = base
+        self.path = os.path.join(base, hashlib.sha256(host.encode("utf-8")).hexdigest()[:24] + ".json")
+        self.ttl = ttl
+        self._clock = clock
+
+    def _load(self):
+        try:
+            with open(self.path) as f:
+                data = json.load(f)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def get(self, group):
+        if not self.enabled:
+            return None
+        entry = self._load().get(group)
+        if not isinstance(entry, dict) or self._clock() - float(entry.get("at", 0)) > self.ttl:
+            return None
+        versions = entry.get("versions")
+        return list(versions) if isinstance(versions, list) and versions else None
+
+    def put(self, group, versions):
+        if not self.enabled:
+            return
+        try:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            data = self._load()
+            data[group] = {"versions": list(versions), "at": self._clock()}
+            tmp = "%s.%d.tmp" % (self.path, os.getpid())
+            with open(tmp, "w") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)  # atomic: a concurrent reader sees the old or the new file
+        except OSError:
+            pass
+
+    def forget(self, group):
+        """Drop a group the server turned out not to serve any more (a CRD deleted within the TTL)."""
+        if not self.enabled:
+            return
+        data = self._load()
+        if data.pop(group, None) is None:
+            return
+        try:
+            tmp = "%s.%d.tmp" % (self.path, os.getpid())
+            with open(tmp, "w") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
 def _connection_reason(exc):
     text = str(exc)
-    for marker in ("Connection refused", "Connection reset", "timed out", "Name or service not known",
-                   "certificate verify failed", "No route to host"):
+    for marker in (
+        "Connection refused",
+        "Connection reset",
+        "timed out",
+        "Name or service not known",
+        "certificate verify failed",
+        "No route to host",
+    ):
         if marker.lower() in text.lower():
             return marker.lower()
     return text[:300]
@@ -321,7 +467,10 @@ def _error(method, path, status, reason, raw, client):
     cls = K8sError
     if status == 401:
         message = "the API server at %s rejected the credentials (401 Unauthorized) for %s %s" % (
-            client.host, method, path)
+            client.host,
+            method,
+            path,
+        )
         hint = "check the user/token in %s" % (client.source or "the kubeconfig")
     elif status == 403:
         hint = RBAC_HINT
@@ -331,5 +480,11 @@ def _error(method, path, status, reason, raw, client):
         cls = Conflict
     elif status in RETRY_STATUS:
         message = "%s (HTTP %d, still failing after retries)" % (message, status)
-    return cls(message, status=status, reason=body.get("reason") or reason, method=method, path=path,
-               body=body, hint=hint)
+        hint = (
+            "the API server at %s is overloaded or failing; wait until it recovers (or raise request_retries "
+            "and request_timeout), then rerun: the run stopped there and a rerun continues from what is in the "
+            "cluster" % client.host
+        )
+    return cls(
+        message, status=status, reason=body.get("reason") or reason, method=method, path=path, body=body, hint=hint
+    )

@@ -23,6 +23,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
     CONTENT_MERGE,
     RETRY_STATUS,
+    Conflict,
     K8sError,
     NotFound,
 )
@@ -70,6 +71,7 @@ class Drain:
         self.warn = warn or (lambda text: None)
         self.progress = progress or (lambda text: None)
         self.writes = 0  # cordons, uncordons and evictions sent
+        self.seen: Dict[str, dict] = {}  # nodes as last listed, by name
 
     # ---- reads ----------------------------------------------------------------------------------------
     def node(self, name: str) -> Optional[dict]:
@@ -79,7 +81,10 @@ class Drain:
             return None
 
     def nodes(self, label_selector: str) -> List[dict]:
-        return self.client.list("", "v1", "nodes", label_selector=label_selector)
+        """The nodes with these labels; remembered, so a later cordon of one of them needs no GET."""
+        items = self.client.list("", "v1", "nodes", label_selector=label_selector)
+        self.seen.update((n["metadata"]["name"], n) for n in items)
+        return items
 
     def pods_on(self, node_name: str) -> List[dict]:
         """Every pod bound to the node (all namespaces), paging with limit/continue."""
@@ -111,17 +116,39 @@ class Drain:
         )
         self.writes += 1
 
-    def cordon(self, name: str) -> Optional[str]:
-        """Cordon a node. Returns "cordoned" (done now), "ours" (already cordoned by this module, e.g. by an
-        interrupted earlier run) or None (gone, or cordoned by someone else: not ours to uncordon later)."""
-        node = self.node(name)
+    def cordon(
+        self, name: str, node: Optional[dict] = None, also: Optional[dict] = None, attempts: int = 5
+    ) -> Optional[str]:
+        """Cordon a node; returns "cordoned" (done now), "ours" (already cordoned by this module, e.g. by an
+        interrupted earlier run: ours to uncordon), "theirs" (cordoned by someone else: left so, not ours to
+        uncordon) or None (the node is gone).
+
+        node: the node as last read (say from the caller's LIST), so no GET is needed; the write carries its
+        resourceVersion as precondition, and a node changed meanwhile is read again and decided anew.
+        also: a merge patch sent in the same write (mig_layout's config label), whatever the cordon decides."""
         if node is None:
-            return None
-        if not (node.get("spec") or {}).get("unschedulable"):
-            self._patch_node(name, plan_eviction.cordon_patch(self.cordon_by))
-            self.progress("cordoned node %s" % name)
-            return "cordoned"
-        return "ours" if plan_eviction.cordoned_by(node) == self.cordon_by else None
+            node = self.node(name)
+        for _attempt in range(attempts):
+            if node is None:
+                return None
+            patch, state = plan_eviction.cordon_decision(node, self.cordon_by)
+            patch = plan_eviction.merge_patches(patch, also)
+            if patch:
+                version = (node.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    patch = plan_eviction.merge_patches(patch, {"metadata": {"resourceVersion": version}})
+                try:
+                    self._patch_node(name, patch)
+                except Conflict:
+                    node = self.node(name)
+                    continue
+                if state == "cordoned":
+                    self.progress("cordoned node %s" % name)
+            return state
+        raise DrainError(
+            "node %s kept changing while gpupool cordoned it (%d attempts); run again, and if it "
+            "persists find the controller rewriting the node" % (name, attempts)
+        )
 
     def uncordon(self, name: str) -> None:
         self._patch_node(name, plan_eviction.uncordon_patch())
@@ -203,5 +230,5 @@ class Drain:
     def drain(self, node_names: Sequence[str]) -> Dict[str, List[str]]:
         """Cordon the nodes, then evict their GPU pods and wait for them. The nodes stay cordoned: the caller
         uncordons them (mig_layout, after the change) or removes them (nodegroup)."""
-        cordoned = [name for name in node_names if self.cordon(name)]
+        cordoned = [name for name in node_names if self.cordon(name, self.seen.get(name)) in ("cordoned", "ours")]
         return {"cordoned": cordoned, "evicted": self.evict(node_names)}

@@ -18,6 +18,7 @@ is shown.
 Helm installs ``crds/`` only on the first install and never upgrades them (docs/upgrade.md of the
 driver: "kubectl apply the CRDs first").
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,7 @@ DEFAULT_TIMEOUT = 600.0  # seconds a helm command may run on top of its own --ti
 class HelmError(GpupoolError):
     """A helm command that failed, with a readable message (credentials removed)."""
 
-    def __init__(self, action: str, message: str, returncode: Optional[int] = None, output: str = "",
-                 hint: str = ""):
+    def __init__(self, action: str, message: str, returncode: Optional[int] = None, output: str = "", hint: str = ""):
         self.action = action
         self.returncode = returncode
         self.output = output
@@ -81,7 +81,8 @@ class ChartRef:
 
     @property
     def registry_host(self) -> Optional[str]:
-        return self.chart[len("oci://"):].split("/", 1)[0] if self.is_oci else None
+        start = len("oci://")
+        return self.chart[start:].split("/", 1)[0] if self.is_oci else None
 
     def args(self) -> List[str]:
         """The chart and its source flags, as `helm upgrade/show/pull` take them. A local chart gets
@@ -112,9 +113,16 @@ Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 class Helm:
     """One helm binary talking to one cluster. Use as a context manager (temporary files)."""
 
-    def __init__(self, binary: str = "helm", kubeconfig: Optional[str] = None, context: Optional[str] = None,
-                 env: Optional[Dict[str, str]] = None, runner: Optional[Runner] = None,
-                 secrets: Sequence[str] = (), command_timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        binary: str = "helm",
+        kubeconfig: Optional[str] = None,
+        context: Optional[str] = None,
+        env: Optional[Dict[str, str]] = None,
+        runner: Optional[Runner] = None,
+        secrets: Sequence[str] = (),
+        command_timeout: float = DEFAULT_TIMEOUT,
+    ):
         self.binary = binary
         self.kubeconfig = kubeconfig
         self.context = context
@@ -145,9 +153,15 @@ class Helm:
             text = text.replace(secret, REDACTED)
         return text
 
-    def write_kubeconfig(self, server: str, token: Optional[str] = None, ca_file: Optional[str] = None,
-                         client_cert: Optional[str] = None, client_key: Optional[str] = None,
-                         insecure: bool = False) -> str:
+    def write_kubeconfig(
+        self,
+        server: str,
+        token: Optional[str] = None,
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
+        insecure: bool = False,
+    ) -> str:
         """A private kubeconfig (mode 0600, removed by close()) for a connection given as host/api_key:
         helm then reads the token from a file, never from its command line."""
         self.add_secret(token)
@@ -163,10 +177,14 @@ class Helm:
             cluster["certificate-authority"] = ca_file
         if insecure:
             cluster["insecure-skip-tls-verify"] = True
-        config = {"apiVersion": "v1", "kind": "Config", "current-context": "gpupool",
-                  "clusters": [{"name": "gpupool", "cluster": cluster}],
-                  "users": [{"name": "gpupool", "user": user}],
-                  "contexts": [{"name": "gpupool", "context": {"cluster": "gpupool", "user": "gpupool"}}]}
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "gpupool",
+            "clusters": [{"name": "gpupool", "cluster": cluster}],
+            "users": [{"name": "gpupool", "user": user}],
+            "contexts": [{"name": "gpupool", "context": {"cluster": "gpupool", "user": "gpupool"}}],
+        }
         path = os.path.join(self._tmp, "kubeconfig")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -182,23 +200,41 @@ class Helm:
             out += ["--kube-context", self.context]
         return out
 
-    def run(self, action: str, args: Sequence[str], stdin: Optional[str] = None, cluster: bool = True,
-            timeout: Optional[float] = None) -> "subprocess.CompletedProcess[str]":
+    def run(
+        self,
+        action: str,
+        args: Sequence[str],
+        stdin: Optional[str] = None,
+        cluster: bool = True,
+        timeout: Optional[float] = None,
+    ) -> "subprocess.CompletedProcess[str]":
         """Run `helm <args>`; HelmError (readable, redacted) when it exits non-zero."""
         argv = [self.binary] + list(args) + (self._cluster_args() if cluster else [])
         if self._registry_config_used():
             argv += ["--registry-config", self._registry_config]
         self.commands.append([self.redact(a) for a in argv])
         try:
-            proc = self._run_process(argv, input=stdin, capture_output=True, text=True, env=self.env,
-                                     timeout=timeout or self.command_timeout, check=False)
+            proc = self._run_process(
+                argv,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self.env,
+                timeout=timeout or self.command_timeout,
+                check=False,
+            )
         except FileNotFoundError:
-            raise HelmNotFound(action, "the helm binary %r was not found" % self.binary,
-                               hint="install helm 3.13 or later on the host that runs the module, or set "
-                                    "helm_binary to its path")
+            raise HelmNotFound(
+                action,
+                "the helm binary %r was not found" % self.binary,
+                hint="install helm 3.13 or later on the host that runs the module, or set helm_binary to its path",
+            )
         except subprocess.TimeoutExpired:
-            raise HelmError(action, "helm did not finish within %.0f s" % (timeout or self.command_timeout),
-                            hint="the API server or the chart registry may be unreachable")
+            raise HelmError(
+                action,
+                "helm did not finish within %.0f s" % (timeout or self.command_timeout),
+                hint="the API server or the chart registry may be unreachable",
+            )
         if proc.returncode != 0:
             output = self.redact((proc.stderr or "") + (proc.stdout or ""))
             message, hint = readable(output)
@@ -268,23 +304,44 @@ class Helm:
             args.append("--insecure")
         self.run("registry login", args, stdin=password, cluster=False)
 
-    def upgrade(self, release: str, namespace: str, chart: ChartRef, values: Dict[str, Any], *,
-                dry_run: bool = False, wait: bool = True, timeout: float = 300.0,
-                create_namespace: bool = True) -> Dict[str, Any]:
+    def upgrade(
+        self,
+        release: str,
+        namespace: str,
+        chart: ChartRef,
+        values: Dict[str, Any],
+        *,
+        dry_run: bool = False,
+        wait: bool = True,
+        timeout: float = 300.0,
+        create_namespace: bool = True,
+    ) -> Dict[str, Any]:
         """`helm upgrade --install` with exactly `values` (--reset-values: nothing carried over from
         the previous revision, so `get values` equals what we passed). dry_run: --dry-run=server
         (renders against the live cluster, writes nothing). Returns helm's JSON release."""
-        args = ["upgrade", release] + chart.args() + [
-            "--install", "--namespace", namespace, "--values", self._values_file(values), "--reset-values",
-            "--output", "json"]
+        args = (
+            ["upgrade", release]
+            + chart.args()
+            + [
+                "--install",
+                "--namespace",
+                namespace,
+                "--values",
+                self._values_file(values),
+                "--reset-values",
+                "--output",
+                "json",
+            ]
+        )
         if create_namespace:
             args.append("--create-namespace")
         if dry_run:
             args.append("--dry-run=server")
         elif wait:
             args += ["--wait", "--timeout", "%ds" % int(timeout)]
-        proc = self.run("upgrade --install" + (" --dry-run=server" if dry_run else ""), args,
-                        timeout=timeout + self.command_timeout)
+        proc = self.run(
+            "upgrade --install" + (" --dry-run=server" if dry_run else ""), args, timeout=timeout + self.command_timeout
+        )
         return json.loads(proc.stdout or "{}")
 
     def uninstall(self, release: str, namespace: str, wait: bool = True, timeout: float = 300.0) -> bool:
@@ -313,29 +370,38 @@ def readable(output: str) -> "tuple[str, str]":
     error_lines = [ln for ln in lines if ln.startswith("Error:")]
     first = error_lines[-1] if error_lines else (lines[-1] if lines else "no output")
     if first.startswith("Error: "):
-        first = first[len("Error: "):]
+        start = len("Error: ")
+        first = first[start:]
     match = _EXECUTION.search(text)
     if match:
         message = " ".join(match.group("msg").split())
         template = match.group("where").split(":")[0]
-        return ("the chart refused the values (%s): %s" % (template, message),
-                "fix dra_driver.values (or the pool settings they come from) as the chart says")
+        return (
+            "the chart refused the values (%s): %s" % (template, message),
+            "fix dra_driver.values (or the pool settings they come from) as the chart says",
+        )
     missing = sorted(set(_NO_KIND.findall(text)))
     if missing:
         versions = sorted({version for _kind, version in missing})
         kinds = ", ".join("%s (%s)" % (kind, version) for kind, version in missing)
         hint = ""
         if any(v.startswith("cert-manager.io/") for v in versions):
-            hint = ("the chart's webhook needs cert-manager: install cert-manager (its CRDs) first, or set "
-                    "dra_driver.values.webhook.enabled=false")
+            hint = (
+                "the chart's webhook needs cert-manager: install cert-manager (its CRDs) first, or set "
+                "dra_driver.values.webhook.enabled=false"
+            )
         return ("the cluster does not know the kind(s) %s: their CRDs are not installed" % kinds, hint)
     if "another operation (install/upgrade/rollback) is in progress" in text:
-        return (first, "a previous helm run was interrupted; check `helm history` and roll back or uninstall "
-                       "the pending revision")
+        return (
+            first,
+            "a previous helm run was interrupted; check `helm history` and roll back or uninstall the pending revision",
+        )
     if "context deadline exceeded" in text or "timed out waiting for the condition" in text:
-        return ("the release did not become ready in time (%s)" % first,
-                "check the driver's pods (kubectl -n <namespace> get pods) and the kubelet-plugin DaemonSet; "
-                "a pool node the plugin cannot run on (taints, affinity) or a crashing container keeps it unready")
+        return (
+            "the release did not become ready in time (%s)" % first,
+            "check the driver's pods (kubectl -n <namespace> get pods) and the kubelet-plugin DaemonSet; "
+            "a pool node the plugin cannot run on (taints, affinity) or a crashing container keeps it unready",
+        )
     if "chart requires kubeVersion" in text:
         return (first, "the cluster's Kubernetes version is older than the chart supports")
     if re.search(r"\b(401|403)\b|unauthorized|denied", text, re.I) and ("registry" in text or "oci" in text):
@@ -360,8 +426,9 @@ def apply_crds(client: Any, crds: Sequence[Dict[str, Any]], dry_run: bool = Fals
         if dry_run:
             query["dryRun"] = "All"
         after = client.request("PATCH", path, query=query, body=crd, content_type="application/apply-patch+yaml")
-        changed = before is None or (before.get("metadata") or {}).get("resourceVersion") != \
-            (after.get("metadata") or {}).get("resourceVersion")
+        changed = before is None or (before.get("metadata") or {}).get("resourceVersion") != (
+            after.get("metadata") or {}
+        ).get("resourceVersion")
         if dry_run and before is not None:
             # A dry run does not bump resourceVersion: compare what would be stored instead.
             changed = _strip(before) != _strip(after)
@@ -379,6 +446,9 @@ def _get(client: Any, path: str) -> Optional[Dict[str, Any]]:
 
 
 def _strip(obj: Dict[str, Any]) -> Dict[str, Any]:
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
-            if k not in ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")}
+    meta = {
+        k: v
+        for k, v in (obj.get("metadata") or {}).items()
+        if k not in ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")
+    }
     return {"metadata": meta, "spec": obj.get("spec")}

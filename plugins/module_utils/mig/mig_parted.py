@@ -10,12 +10,14 @@ indices), ``mig-enabled``, optional ``mig-devices`` ({profile: count}) and optio
 and the entry, because a document we misread is a document we would rewrite wrongly: the MIG manager's
 ConfigMap is shared with other teams' configs, which we must carry over untouched.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 try:
     import yaml
+
     YAML_IMPORT_ERROR = None
 except ImportError as _exc:  # modules report it with missing_required_lib()
     yaml = None
@@ -41,12 +43,14 @@ class SpecError(ValueError):
 
 def _check_entry(entry: object, where: str) -> None:
     if not isinstance(entry, dict):
-        raise SpecError(where, "an entry must be a mapping with devices and mig-enabled, got %s"
-                        % type(entry).__name__)
+        raise SpecError(where, "an entry must be a mapping with devices and mig-enabled, got %s" % type(entry).__name__)
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
-        raise SpecError(where, "unknown key(s) %s in a mig-parted v1 entry (known: %s)"
-                        % (", ".join(map(str, unknown)), ", ".join(ENTRY_KEYS)))
+        raise SpecError(
+            where,
+            "unknown key(s) %s in a mig-parted v1 entry (known: %s)"
+            % (", ".join(map(str, unknown)), ", ".join(ENTRY_KEYS)),
+        )
     devices = entry.get("devices")
     if devices != "all" and not (isinstance(devices, list) and all(isinstance(d, int) for d in devices)):
         raise SpecError(where, "devices must be 'all' or a list of GPU indices, got %r" % (devices,))
@@ -54,21 +58,29 @@ def _check_entry(entry: object, where: str) -> None:
         raise SpecError(where, "mig-enabled must be true or false")
     mig_devices = entry.get("mig-devices")
     if mig_devices is not None and not (
-            isinstance(mig_devices, dict) and all(isinstance(c, int) and c >= 0 for c in mig_devices.values())):
+        isinstance(mig_devices, dict) and all(isinstance(c, int) and c >= 0 for c in mig_devices.values())
+    ):
         raise SpecError(where, "mig-devices must map MIG profile names to counts")
 
 
 def validate_document(doc: object, where: str = "the mig-parted config") -> dict:
     """A checked copy of a parsed document; SpecError on anything mig-parted v1 would not accept."""
     if not isinstance(doc, dict) or not isinstance(doc.get("mig-configs", {}) or {}, dict):
-        raise SpecError(where, "key %s is not a mig-parted document (a mapping with version: v1 and mig-configs); "
-                        "fix it so gpupool can merge its configs" % CONFIG_KEY)
+        raise SpecError(
+            where,
+            "key %s is not a mig-parted document (a mapping with version: v1 and mig-configs); "
+            "fix it so gpupool can merge its configs" % CONFIG_KEY,
+        )
     if doc.get("version", VERSION) != VERSION:
-        raise SpecError(where, "mig-parted config version %r is not supported (only %s)" % (doc.get("version"), VERSION))
+        raise SpecError(
+            where, "mig-parted config version %r is not supported (only %s)" % (doc.get("version"), VERSION)
+        )
     unknown = sorted(set(doc) - {"version", "mig-configs"})
     if unknown:
-        raise SpecError(where, "unknown top-level key(s) %s (a v1 document has version and mig-configs)"
-                        % ", ".join(map(str, unknown)))
+        raise SpecError(
+            where,
+            "unknown top-level key(s) %s (a v1 document has version and mig-configs)" % ", ".join(map(str, unknown)),
+        )
     configs = dict(doc.get("mig-configs") or {})
     for name, entries in configs.items():
         if not isinstance(entries, list):
@@ -87,8 +99,11 @@ def parse_document(text: Optional[str], where: str = "the ConfigMap") -> dict:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise SpecError(where, "key %s is not YAML (%s); fix or remove it so gpupool can add its configs "
-                        "without losing anyone else's" % (CONFIG_KEY, str(exc).splitlines()[0]))
+        raise SpecError(
+            where,
+            "key %s is not YAML (%s); fix or remove it so gpupool can add its configs "
+            "without losing anyone else's" % (CONFIG_KEY, str(exc).splitlines()[0]),
+        )
     return validate_document(doc, where)
 
 

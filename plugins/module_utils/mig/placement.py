@@ -11,6 +11,7 @@ Besides slices it enforces the GPU's engines: instances never get more media
 engines than the GPU has (A30: one JPEG/OFA unit, so one +me instance; RTX PRO
 6000: +me.all takes every decoder, so only -me profiles fit beside it).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -18,7 +19,12 @@ import itertools
 from collections import namedtuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import (
-    UnknownGpu, engine_shortfall, find_gpu, gpu_keys, profile_by_name, resolve_gpu,
+    UnknownGpu,
+    engine_shortfall,
+    find_gpu,
+    gpu_keys,
+    profile_by_name,
+    resolve_gpu,
 )
 
 Instance = namedtuple("Instance", "profile start size profile_id compute_slices")
@@ -43,13 +49,20 @@ def _resolve(gpu):
     try:
         model = resolve_gpu(gpu) if isinstance(gpu, str) else gpu
     except UnknownGpu as exc:
-        raise InfeasibleLayout("GPU model %r is not in the MIG catalog (%s)" % (
-            gpu, ("did you mean %s?" % " or ".join(exc.candidates)) if exc.candidates
-            else "known: %s" % ", ".join(gpu_keys())))
+        raise InfeasibleLayout(
+            "GPU model %r is not in the MIG catalog (%s)"
+            % (
+                gpu,
+                ("did you mean %s?" % " or ".join(exc.candidates))
+                if exc.candidates
+                else "known: %s" % ", ".join(gpu_keys()),
+            )
+        )
     if not model.mig:
         raise InfeasibleLayout(
             "%s does not support MIG; MIG-capable GPUs: %s"
-            % (model.key, ", ".join(k for k in gpu_keys() if find_gpu(k).mig)))
+            % (model.key, ", ".join(k for k in gpu_keys() if find_gpu(k).mig))
+        )
     return model
 
 
@@ -59,40 +72,57 @@ def _check_counts(model, layout):
     for name, count in layout.items():
         prof = profile_by_name(model, name)
         if prof is None:
-            raise InfeasibleLayout("%s has no MIG profile %r%s; its profiles are %s"
-                                   % (model.key, name, _hint(model, name), ", ".join(names)))
+            raise InfeasibleLayout(
+                "%s has no MIG profile %r%s; its profiles are %s"
+                % (model.key, name, _hint(model, name), ", ".join(names))
+            )
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise InfeasibleLayout("count for %s must be a whole number >= 0, got %r" % (name, count))
         if count > prof.max_instances:
-            raise InfeasibleLayout("%s allows at most %d x %s, the layout asks for %d"
-                                   % (model.key, prof.max_instances, name, count))
+            raise InfeasibleLayout(
+                "%s allows at most %d x %s, the layout asks for %d" % (model.key, prof.max_instances, name, count)
+            )
     compute = sum(profile_by_name(model, n).compute_slices * c for n, c in layout.items())
     memory = sum(profile_by_name(model, n).memory_slices * c for n, c in layout.items())
     if compute > geo.compute_slices:
         raise InfeasibleLayout(
             "%s needs %d compute slices but %s has %d (%s)"
             % (_fmt(layout), compute, model.key, geo.compute_slices, _cost(model, layout, "compute_slices")),
-            model, layout)
+            model,
+            layout,
+        )
     if memory > geo.memory_slices:
         raise InfeasibleLayout(
             "%s needs %d memory slices but %s has %d (%s)"
             % (_fmt(layout), memory, model.key, geo.memory_slices, _cost(model, layout, "memory_slices")),
-            model, layout)
+            model,
+            layout,
+        )
     short = engine_shortfall(model, layout)
     if short:
         raise InfeasibleLayout(_engine_reason(model, layout, *short), model, layout)
 
 
-_ENGINE_WORDS = {"copy": "copy engines", "decoders": "video decoders (NVDEC)", "encoders": "video encoders (NVENC)",
-                 "jpeg": "JPEG decoders (NVJPG)", "ofa": "optical-flow accelerators (OFA)"}
+_ENGINE_WORDS = {
+    "copy": "copy engines",
+    "decoders": "video decoders (NVDEC)",
+    "encoders": "video encoders (NVENC)",
+    "jpeg": "JPEG decoders (NVJPG)",
+    "ofa": "optical-flow accelerators (OFA)",
+}
 
 
 def _engine_reason(model, layout, field, need, have):
-    users = ", ".join("%s takes %d" % (n, getattr(profile_by_name(model, n).engines, field))
-                      for n, c in sorted(layout.items()) if c and getattr(profile_by_name(model, n).engines, field))
-    return ("%s needs %d %s but %s has %d (%s); media engines are not shared between instances, so choose at "
-            "most one profile that claims them (e.g. one +me, or +me.all with only -me profiles)"
-            % (_fmt(layout), need, _ENGINE_WORDS[field], model.key, have, users))
+    users = ", ".join(
+        "%s takes %d" % (n, getattr(profile_by_name(model, n).engines, field))
+        for n, c in sorted(layout.items())
+        if c and getattr(profile_by_name(model, n).engines, field)
+    )
+    return (
+        "%s needs %d %s but %s has %d (%s); media engines are not shared between instances, so choose at "
+        "most one profile that claims them (e.g. one +me, or +me.all with only -me profiles)"
+        % (_fmt(layout), need, _ENGINE_WORDS[field], model.key, have, users)
+    )
 
 
 def _hint(model, name):
@@ -112,8 +142,9 @@ def _fmt(layout):
 
 
 def _cost(model, layout, field):
-    return ", ".join("%s uses %d each" % (n, getattr(profile_by_name(model, n), field))
-                     for n, c in sorted(layout.items()) if c)
+    return ", ".join(
+        "%s uses %d each" % (n, getattr(profile_by_name(model, n), field)) for n, c in sorted(layout.items()) if c
+    )
 
 
 def _expand(model, layout):
@@ -171,8 +202,10 @@ def plan(gpu, layout):
     found, deepest = _search(profs, model.mig.memory_slices)
     if found is None:
         raise InfeasibleLayout(_explain(model, layout, profs, deepest), model, layout)
-    return sorted((Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found),
-                  key=lambda inst: inst.start)
+    return sorted(
+        (Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found),
+        key=lambda inst: inst.start,
+    )
 
 
 def place_around(gpu, layout, occupied):
@@ -201,7 +234,7 @@ def more_instances(gpu, profile, occupied=0, kept=None):
     prof = profile_by_name(model, profile)
     if prof is None:
         return 0
-    kept = dict((n, c) for n, c in (kept or {}).items() if c)
+    kept = {n: c for n, c in (kept or {}).items() if c}
     used = sum(profile_by_name(model, n).compute_slices * c for n, c in kept.items() if profile_by_name(model, n))
     fitted = 0
     # More instances never fit where fewer did not, so the first count that fails ends the search.
@@ -220,13 +253,16 @@ def _explain(model, layout, profs, deepest):
     placed, occupied = deepest
     blocked = profs[placed]
     free = [i for i in range(model.mig.memory_slices) if not occupied & (1 << i)] if occupied is not None else []
-    rules = "; ".join("%s occupies %d memory slice(s) starting at %s"
-                      % (n, profile_by_name(model, n).memory_slices,
-                         "/".join(str(s) for s in profile_by_name(model, n).starts))
-                      for n in sorted(layout))
-    return ("%s does not fit on %s: the instances compete for memory slices and no arrangement "
-            "leaves room for %s (best arrangement found leaves slices %s free). Placement rules: %s"
-            % (_fmt(layout), model.key, blocked.name, free or "none", rules))
+    rules = "; ".join(
+        "%s occupies %d memory slice(s) starting at %s"
+        % (n, profile_by_name(model, n).memory_slices, "/".join(str(s) for s in profile_by_name(model, n).starts))
+        for n in sorted(layout)
+    )
+    return (
+        "%s does not fit on %s: the instances compete for memory slices and no arrangement "
+        "leaves room for %s (best arrangement found leaves slices %s free). Placement rules: %s"
+        % (_fmt(layout), model.key, blocked.name, free or "none", rules)
+    )
 
 
 def fits(gpu, layout):
@@ -279,8 +315,11 @@ def maximal_layouts(gpu):
     """Every maximal feasible layout: adding any further instance breaks it."""
     model = _resolve(gpu)
     profs = model.mig.profiles
-    feasible = [layout for layout in _within_compute(profs, model.mig.compute_slices)
-                if layout and _feasible_quick(model, layout)]
+    feasible = [
+        layout
+        for layout in _within_compute(profs, model.mig.compute_slices)
+        if layout and _feasible_quick(model, layout)
+    ]
     result = []
     for layout in feasible:
         grown = False
@@ -299,6 +338,7 @@ def maximal_layouts(gpu):
 def _within_compute(profs, compute_slices):
     """Every layout (counts up to each max) whose compute slices fit: a layout over the compute budget never
     fits, so those are not even built (RTX PRO 6000's 11 profiles would make 108,000 otherwise)."""
+
     def walk(i, left):
         if i == len(profs):
             yield {}
@@ -307,4 +347,5 @@ def _within_compute(profs, compute_slices):
         for count in range(min(prof.max_instances, left // prof.compute_slices) + 1):
             for rest in walk(i + 1, left - count * prof.compute_slices):
                 yield dict(rest, **{prof.name: count}) if count else rest
+
     return walk(0, compute_slices)

@@ -7,6 +7,7 @@ Every check is a function (cluster, root) -> [(path, message)] with the pool's i
 a fix in the message; nothing here does I/O. `CHECKS` is the one list load_cluster runs: a builder in plan/
 that is also used on its own calls the same function instead of keeping a copy of the rule.
 """
+
 from __future__ import annotations
 
 from typing import Callable, List, Tuple
@@ -14,20 +15,23 @@ from typing import Callable, List, Tuple
 from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import compute_domain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.device_class_checks import device_class_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_checks import dra_driver_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.drain_checks import drain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import _gate_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import gpu_model_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks import mig_layout_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks import mig_mode_mix_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks import time_slicing_interval_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks import (
+    mig_layout_problems,
+    mig_mode_mix_problems,
+    time_slicing_interval_problems,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import mig_config_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import node_lookup_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import nodegroup_name_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import nodegroup_size_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
+from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import (
+    node_lookup_problems,
+    nodegroup_name_problems,
+    nodegroup_size_problems,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.sharing_checks import sharing_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_label
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE, is_dns_label
 from ansible_collections.gpupool.core.plugins.module_utils.model.taint_checks import taint_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import tenant_problems
 
@@ -43,8 +47,13 @@ def pool_name_problems(cluster, root: str) -> List[Problem]:
         if not is_dns_label(pool.name):
             out.append((at, "%r is not a DNS label: use %s" % (pool.name, DNS_LABEL_RULE)))
         if pool.name in seen:
-            out.append((at, "duplicate pool name %r (also %s); pool names must be unique"
-                        % (pool.name, pool_label(seen[pool.name], None))))
+            out.append(
+                (
+                    at,
+                    "duplicate pool name %r (also %s); pool names must be unique"
+                    % (pool.name, pool_label(seen[pool.name], None)),
+                )
+            )
         seen.setdefault(pool.name, pool._index)
     return out
 
@@ -54,9 +63,14 @@ def empty_cluster_problems(cluster, root: str) -> List[Problem]:
     if cluster.present_pools or cluster.allow_empty:
         return []
     what = "has no pools" if not cluster.pools else "has only absent pools"
-    return [(root + ".pools", "the cluster %s, so the modules would delete every DeviceClass, ComputeDomain, MIG config "
-             "and node label that gpupool manages in it; if that is what you want, set %s.allow_empty: true, "
-             "otherwise add the pools" % (what, root))]
+    return [
+        (
+            root + ".pools",
+            "the cluster %s, so the modules would delete every DeviceClass, ComputeDomain, MIG config "
+            "and node label that gpupool manages in it; if that is what you want, set %s.allow_empty: true, "
+            "otherwise add the pools" % (what, root),
+        )
+    ]
 
 
 def gate_problems(cluster, root: str) -> List[Problem]:
@@ -77,6 +91,7 @@ CHECKS: List[Check] = [
     time_slicing_interval_problems,
     sharing_problems,
     taint_problems,
+    drain_problems,
     mig_config_problems,
     device_class_problems,
     compute_domain_problems,

@@ -6,6 +6,7 @@
 A message must point at the value, not reproduce it: a whole pool pasted where a string was expected would
 bury the one line that says what to fix.
 """
+
 from __future__ import annotations
 
 LIMIT = 60

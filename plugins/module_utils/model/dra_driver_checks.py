@@ -12,6 +12,7 @@
   silently ignore the others);
 * a pool with `nvlink.mode: host_imex` needs a version with host-managed IMEX (0.5).
 """
+
 from __future__ import annotations
 
 import re
@@ -20,9 +21,11 @@ from typing import List, Tuple
 from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import driver_line
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_label
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_subdomain
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
+    DNS_LABEL_RULE,
+    is_dns_label,
+    is_dns_subdomain,
+)
 
 # Helm: a release name is a DNS-1123 subdomain of at most 53 characters (its objects append suffixes).
 RELEASE_NAME_MAX = 53
@@ -34,36 +37,60 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
     at = root + ".dra_driver"
     out = []
     if driver.namespace == "default":
-        out.append((at + ".namespace", "the chart refuses to install into the default namespace "
-                    "(templates/validation.yaml, allowDefaultNamespace is false); use namespace: dra-driver-nvidia-gpu"))
+        out.append(
+            (
+                at + ".namespace",
+                "the chart refuses to install into the default namespace "
+                "(templates/validation.yaml, allowDefaultNamespace is false); use namespace: dra-driver-nvidia-gpu",
+            )
+        )
     elif not is_dns_label(driver.namespace):
         out.append((at + ".namespace", "%r is not a valid namespace name (%s)" % (driver.namespace, DNS_LABEL_RULE)))
     if re.match(r"^[vV][0-9]", driver.version):
-        out.append((at + ".version", "chart versions have no leading v (the image tag is v + the chart's "
-                    "appVersion); use version: %r" % driver.version[1:]))
+        out.append(
+            (
+                at + ".version",
+                "chart versions have no leading v (the image tag is v + the chart's "
+                "appVersion); use version: %r" % driver.version[1:],
+            )
+        )
     else:
         try:
             versions.line_for(driver.version)
         except ValueError as exc:
             out.append((at + ".version", str(exc)))
     if len(driver.release_name) > RELEASE_NAME_MAX or not is_dns_subdomain(driver.release_name):
-        out.append((at + ".release_name", "%r is not a Helm release name: at most %d lowercase letters, digits, "
-                    "'-' and '.', starting and ending with a letter or digit" % (driver.release_name, RELEASE_NAME_MAX)))
+        out.append(
+            (
+                at + ".release_name",
+                "%r is not a Helm release name: at most %d lowercase letters, digits, "
+                "'-' and '.', starting and ending with a letter or digit" % (driver.release_name, RELEASE_NAME_MAX),
+            )
+        )
     values = driver.values or {}
     if "namespace" in values:
-        out.append((at + ".values.namespace", "the chart fails when a 'namespace' value is set; use "
-                    "%s.namespace instead" % at))
+        out.append(
+            (at + ".values.namespace", "the chart fails when a 'namespace' value is set; use %s.namespace instead" % at)
+        )
     line = driver_line(cluster)
     if line is None:
         return out
     for key in versions.unknown_values(line, {k: v for k, v in values.items() if k != "namespace"}):
-        out.append((at + ".values." + key, "the %s.x chart has no value %s: helm would silently ignore it%s"
-                    % (line.line, key, _where_else(key))))
+        out.append(
+            (
+                at + ".values." + key,
+                "the %s.x chart has no value %s: helm would silently ignore it%s" % (line.line, key, _where_else(key)),
+            )
+        )
     for pool in cluster.pools:
         if pool.state == "present" and pool.nvlink.mode == "host_imex":
             for message in versions.imex_mode_problems(line, versions.HOST_MANAGED, driver.feature_gates):
-                out.append((pool_path(root, pool) + ".nvlink.mode", "%s; set %s.version to a 0.5 release or use "
-                            "nvlink.mode: compute_domain" % (message, at)))
+                out.append(
+                    (
+                        pool_path(root, pool) + ".nvlink.mode",
+                        "%s; set %s.version to a 0.5 release or use nvlink.mode: compute_domain" % (message, at),
+                    )
+                )
     return out
 
 

@@ -9,6 +9,7 @@ the module base (module.py) turns it into ``fail_json`` in one place. `Problems`
 path is the inventory key (``gpupool_cluster.pools[1].mig.layout``) or option that caused it.
 I/O layers subclass `GpupoolError` (K8sError, MagnumError, NvmlError) so the base maps them the same way.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Tuple, Union

@@ -7,6 +7,7 @@ The driver's gates are cluster-wide, so these checks span pools. The rules (Vali
 and which gates each driver version knows live in the one per-version table, dra_driver_versions.py;
 with a supported `dra_driver.version` the checks also use that version's gate defaults and names.
 """
+
 from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
@@ -51,7 +52,7 @@ def derived_gates(cluster):
 
 
 def effective_gates(cluster):
-    gates = {g: True for g in derived_gates(cluster)}
+    gates = dict.fromkeys(derived_gates(cluster), True)
     gates.update(cluster.dra_driver.feature_gates)
     return gates
 
@@ -92,21 +93,39 @@ def _gate_problems(cluster, root):
         # pool) is reported at the pool by dra_driver_checks.
         for gate in versions.unknown_gates(line, cluster.dra_driver.feature_gates):
             others = sorted(k + ".x" for k, other in versions.LINES.items() if gate in other.gate_names)
-            fix = ("set gpupool_cluster.dra_driver.version to a %s release" % " or ".join(others) if others
-                   else "remove it (a typo?); the %s.x gates are %s" % (line.line, ", ".join(sorted(line.gate_names))))
-            out.append(("%s.%s" % (at, gate), "DRA driver %s.x has no feature gate %s: every driver container would "
-                        "exit at flag parsing; %s" % (line.line, gate, fix)))
+            fix = (
+                "set gpupool_cluster.dra_driver.version to a %s release" % " or ".join(others)
+                if others
+                else "remove it (a typo?); the %s.x gates are %s" % (line.line, ", ".join(sorted(line.gate_names)))
+            )
+            out.append(
+                (
+                    "%s.%s" % (at, gate),
+                    "DRA driver %s.x has no feature gate %s: every driver container would "
+                    "exit at flag parsing; %s" % (line.line, gate, fix),
+                )
+            )
         effective = versions.effective_gates(line, gates, imex_mode(cluster))
     else:
         effective = gates
     for a, b in GATE_CONFLICTS:
         if effective.get(a) and effective.get(b):
-            out.append((at, "DRA feature gates %s (from %s) and %s (from %s) cannot be enabled together in "
-                        "one cluster: the driver refuses to start"
-                        % (a, _gate_source(need, at, a), b, _gate_source(need, at, b))))
+            out.append(
+                (
+                    at,
+                    "DRA feature gates %s (from %s) and %s (from %s) cannot be enabled together in "
+                    "one cluster: the driver refuses to start"
+                    % (a, _gate_source(need, at, a), b, _gate_source(need, at, b)),
+                )
+            )
     for a, b in GATE_REQUIRES:
         if effective.get(a) and not effective.get(b, False) and (line is not None or gates.get(b) is False):
             source = _gate_source(need, at, a) if a in gates else "its default in DRA driver %s.x" % line.line
-            out.append((at, "DRA feature gate %s (from %s) requires %s, which is off: the driver refuses to start; "
-                        "enable %s or set %s to false" % (a, source, b, b, a)))
+            out.append(
+                (
+                    at,
+                    "DRA feature gate %s (from %s) requires %s, which is off: the driver refuses to start; "
+                    "enable %s or set %s to false" % (a, source, b, b, a),
+                )
+            )
     return out

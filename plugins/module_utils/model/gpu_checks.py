@@ -6,14 +6,13 @@
 A misspelt model would otherwise become a DeviceClass whose productName selector matches no device: the
 class exists, every claim for it stays pending, and nothing says why.
 """
+
 from __future__ import annotations
 
 import re
 from typing import List, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import CATALOG
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import gpu_candidates
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import gpu_keys
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import CATALOG, gpu_candidates, gpu_keys
 from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import ascii_fold
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 
@@ -35,9 +34,11 @@ def unknown_model_message(model: str) -> str:
     text = ("%r is ambiguous" if ambiguous else "unknown GPU model %r") % model
     if close:
         text += "; did you mean %s?" % " or ".join(repr(c) for c in close)
-    return text + (" Use a catalog key (%s) or an NVML product name such as 'NVIDIA A100-SXM4-40GB' (docs/mig-catalog.md). "
-                   "A GPU that is not in the catalog needs gpu.not_in_catalog: true, and model must then be the exact "
-                   "productName the DRA driver publishes for it" % ", ".join(gpu_keys()))
+    return text + (
+        " Use a catalog key (%s) or an NVML product name such as 'NVIDIA A100-SXM4-40GB' (docs/mig-catalog.md). "
+        "A GPU that is not in the catalog needs gpu.not_in_catalog: true, and model must then be the exact "
+        "productName the DRA driver publishes for it" % ", ".join(gpu_keys())
+    )
 
 
 def gpu_model_problems(cluster, root: str) -> List[Tuple[str, str]]:
@@ -48,26 +49,52 @@ def gpu_model_problems(cluster, root: str) -> List[Tuple[str, str]]:
         gpu = pool.catalog_gpu
         if pool.gpu.not_in_catalog:
             if gpu is not None:
-                out.append((at + ".gpu.not_in_catalog", "%r is in the catalog (as %s); remove not_in_catalog so the "
-                            "pool gets the catalog's product names and MIG profiles" % (pool.gpu.model, gpu.key)))
+                out.append(
+                    (
+                        at + ".gpu.not_in_catalog",
+                        "%r is in the catalog (as %s); remove not_in_catalog so the "
+                        "pool gets the catalog's product names and MIG profiles" % (pool.gpu.model, gpu.key),
+                    )
+                )
                 continue
         elif gpu is None:
             out.append((at + ".gpu.model", unknown_model_message(pool.gpu.model)))
             continue
         if pool.mig.mode != "off":
             if gpu is None:
-                out.append((at + ".gpu.model", "MIG needs a GPU model from the catalog, %r is not in it; use one of "
-                            "the MIG-capable catalog keys (%s)"
-                            % (pool.gpu.model, ", ".join(k for k in gpu_keys() if CATALOG[k].mig))))
+                out.append(
+                    (
+                        at + ".gpu.model",
+                        "MIG needs a GPU model from the catalog, %r is not in it; use one of "
+                        "the MIG-capable catalog keys (%s)"
+                        % (pool.gpu.model, ", ".join(k for k in gpu_keys() if CATALOG[k].mig)),
+                    )
+                )
             elif not gpu.mig:
-                out.append((at + ".mig.mode", "%s has no MIG; set mig.mode: off (or share it with "
-                            "sharing.time_slicing / sharing.mps)" % gpu.key))
+                out.append(
+                    (
+                        at + ".mig.mode",
+                        "%s has no MIG; set mig.mode: off (or share it with "
+                        "sharing.time_slicing / sharing.mps)" % gpu.key,
+                    )
+                )
         if pool.nvlink.mode != "none" and (gpu is None or not gpu.multinode_nvlink):
-            out.append((at + ".nvlink.mode", "%s has no multi-node NVLink, so ComputeDomains/IMEX do not apply; "
-                        "set nvlink.mode: none (multi-node NVLink GPUs: %s)"
-                        % (gpu.key if gpu else pool.gpu.model,
-                           ", ".join(k for k in gpu_keys() if CATALOG[k].multinode_nvlink))))
+            out.append(
+                (
+                    at + ".nvlink.mode",
+                    "%s has no multi-node NVLink, so ComputeDomains/IMEX do not apply; "
+                    "set nvlink.mode: none (multi-node NVLink GPUs: %s)"
+                    % (
+                        gpu.key if gpu else pool.gpu.model,
+                        ", ".join(k for k in gpu_keys() if CATALOG[k].multinode_nvlink),
+                    ),
+                )
+            )
         if pool.nvlink.mode == "host_imex" and not pool.nvlink.imex_nodes:
-            out.append((at + ".nvlink.imex_nodes", "host_imex needs the member node addresses in imex_nodes, "
-                        "e.g. imex_nodes: [10.0.0.1, 10.0.0.2]"))
+            out.append(
+                (
+                    at + ".nvlink.imex_nodes",
+                    "host_imex needs the member node addresses in imex_nodes, e.g. imex_nodes: [10.0.0.1, 10.0.0.2]",
+                )
+            )
     return out

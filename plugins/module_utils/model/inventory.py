@@ -6,26 +6,28 @@
 Inventory data (``gpupool_cluster`` in host_vars) is validated into a `Cluster` by model/load.py; the
 shape (unknown keys, types, ranges) is checked here, what spans fields in model/checks.py.
 """
+
 from __future__ import annotations
 
-from typing import Dict, List, Literal, Optional, Union
 import re
+from typing import Dict, List, Literal, Optional, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_TAINT
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_KEY_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import QUANTITY
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_key
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_value
-
+from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import parse as parse_selector
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_TAINT, mig_config_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
+    LABEL_KEY_RULE,
+    LABEL_VALUE_RULE,
+    QUANTITY,
+    is_label_key,
+    is_label_value,
+)
 
 try:
     # ValidationError is re-exported for model/load.py, so the one import guard stays here.
-    from pydantic import (  # pylint: disable=unused-import
-        BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator)
+    from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator  # pylint: disable=unused-import
+
     PYDANTIC_IMPORT_ERROR = None
 except ImportError as _exc:  # modules report it with missing_required_lib()
     PYDANTIC_IMPORT_ERROR = _exc
@@ -96,6 +98,7 @@ class Taint(Strict):
 
 class Nodegroup(Strict):
     """Magnum nodegroup of a pool."""
+
     name: Optional[str] = Field(None, description="Nodegroup name; defaults to the pool name.")
     flavor: str = Field(..., min_length=1, description="Nova flavor, e.g. g4.p2.40g.")
     image: Optional[str] = Field(None, description="Glance image; defaults to the cluster template's.")
@@ -105,24 +108,36 @@ class Nodegroup(Strict):
     docker_volume_size: Optional[int] = Field(None, ge=1)
     role: str = "worker"
     labels: Dict[str, Union[str, int, bool, float]] = Field(
-        default_factory=dict, description="Magnum labels, merged over the cluster's labels.")
+        default_factory=dict, description="Magnum labels, merged over the cluster's labels."
+    )
     merge_labels: bool = Field(True, description="Without it Magnum drops every cluster label.")
 
     _v_int32 = field_validator("node_count", "min_node_count", "max_node_count", "docker_volume_size")(
-        classmethod(lambda cls, v: _int32(v)))
+        classmethod(lambda cls, v: _int32(v))
+    )
 
 
 class Gpu(Strict):
     """The pool's GPU."""
-    model: str = Field(..., description="Catalog key (A100-40GB, H100-80GB, T4...), a MIG user guide designation "
-                       "(A100-SXM4-40GB) or what nvidia-smi prints (NVIDIA H100 80GB HBM3); see docs/mig-catalog.md.")
+
+    model: str = Field(
+        ...,
+        description="Catalog key (A100-40GB, H100-80GB, T4...), a MIG user guide designation "
+        "(A100-SXM4-40GB) or what nvidia-smi prints (NVIDIA H100 80GB HBM3); see docs/mig-catalog.md.",
+    )
     per_node: int = Field(1, ge=1, le=16, description="GPUs in each node.")
-    not_in_catalog: bool = Field(False, description="The GPU is not in the catalog: `model` is then the exact "
-                                                    "product name the DRA driver publishes (no MIG, no NVLink).")
+    not_in_catalog: bool = Field(
+        False,
+        description="The GPU is not in the catalog: `model` is then the exact "
+        "product name the DRA driver publishes (no MIG, no NVLink).",
+    )
     product_names: Optional[List[str]] = Field(
-        None, min_length=1, description="The productName values the DRA driver publishes for these GPUs (what "
+        None,
+        min_length=1,
+        description="The productName values the DRA driver publishes for these GPUs (what "
         "nvidia-smi -L prints); replaces the catalog's list in DeviceClass selectors, for boards whose name the "
-        "catalog does not know.")
+        "catalog does not know.",
+    )
 
     @field_validator("product_names")
     @classmethod
@@ -134,6 +149,7 @@ class Gpu(Strict):
 
 class Mig(Strict):
     """MIG: off, a static layout (planned and checked here), or dynamic (DRA DynamicMIG)."""
+
     mode: Literal["off", "static", "dynamic"] = Field("off", description="`dynamic` enables the DynamicMIG gate.")
     layout: Optional[Dict[str, int]] = Field(None, description="Same layout on every GPU: {profile: count}.")
     layouts: Optional[Dict[int, Dict[str, int]]] = Field(None, description="Per GPU index: {index: {profile: count}}.")
@@ -168,6 +184,7 @@ class Mps(Strict):
 
 class Sharing(Strict):
     """GPU sharing through the DRA driver's GpuConfig/MigDeviceConfig (one of the two)."""
+
     time_slicing: Optional[TimeSlicing] = Field(None, description="Enables the TimeSlicingSettings gate.")
     mps: Optional[Mps] = Field(None, description="Enables the MPSSupport gate.")
 
@@ -214,19 +231,85 @@ class ComputeDomain(Strict):
 
 class NvLink(Strict):
     """Multi-node NVLink: driver-managed ComputeDomains or host-managed IMEX."""
+
     mode: Literal["none", "compute_domain", "host_imex"] = Field(
-        "none", description="`host_imex` enables HostManagedIMEXDaemon (driver >= 0.5.0).")
+        "none", description="`host_imex` enables HostManagedIMEXDaemon (driver >= 0.5.0)."
+    )
     compute_domain: ComputeDomain = Field(default_factory=ComputeDomain)
     imex_nodes: List[str] = Field(default_factory=list, description="host_imex: member node addresses.")
 
 
+def _selector(value):
+    if value is not None:
+        parse_selector(value)  # ValueError: the message names the requirement that is wrong
+    return value
+
+
+class DrainPolicy(Strict):
+    """How nodes are drained before a shrink removes them, their MIG layout changes or their nodegroup is deleted.
+
+    A drain cordons the nodes, evicts the pods that use GPUs (through the Eviction API, so PodDisruptionBudgets
+    apply) and waits for them to go."""
+
+    enabled: bool = Field(
+        True, description="Drain first. Off: nodes are removed or reconfigured with their GPU pods still running."
+    )
+    timeout: int = Field(
+        600,
+        ge=1,
+        le=86400,
+        description="Seconds for one drain (the nodes a shrink or a delete "
+        "removes, or one MIG wave): evictions a PodDisruptionBudget refuses and waiting for the "
+        "evicted pods to go.",
+    )
+    grace_period: Optional[int] = Field(
+        None,
+        ge=0,
+        le=86400,
+        description="Grace period of evicted pods, in seconds; default: each pod's own terminationGracePeriodSeconds.",
+    )
+    skip_pods: Optional[str] = Field(
+        None,
+        description="Label selector (kubectl syntax, e.g. `gpupool.io/drain=skip` "
+        "or `app in (monitor)`) of GPU pods never evicted: they are named in a warning "
+        "and stay until their node goes or changes under them.",
+    )
+    when_budget_blocks: Literal["wait", "fail"] = Field(
+        "wait",
+        description="A PodDisruptionBudget refuses an eviction: `wait` tries again until `timeout`, then "
+        "fails; `fail` fails at once. Either way the node stays cordoned and nothing is removed or reconfigured.",
+    )
+
+    _v_selector = field_validator("skip_pods")(classmethod(lambda cls, v: _selector(v)))
+
+
+class PoolDrain(Strict):
+    """A pool's changes to the cluster's drain policy: only the keys given here differ from `drain` of the cluster."""
+
+    enabled: Optional[bool] = Field(None, description="Default: the cluster's drain.enabled.")
+    timeout: Optional[int] = Field(None, ge=1, le=86400, description="Default: the cluster's drain.timeout.")
+    grace_period: Optional[int] = Field(
+        None, ge=0, le=86400, description="Default: the cluster's drain.grace_period; null here: each pod's own."
+    )
+    skip_pods: Optional[str] = Field(
+        None, description="Default: the cluster's drain.skip_pods; null here: no pod is skipped."
+    )
+    when_budget_blocks: Optional[Literal["wait", "fail"]] = Field(
+        None, description="Default: the cluster's drain.when_budget_blocks."
+    )
+
+    _v_selector = field_validator("skip_pods")(classmethod(lambda cls, v: _selector(v)))
+
+
 class Pool(Strict):
     """One GPU pool: a set of identical GPU nodes and how their GPUs are offered."""
+
     name: str = Field(..., description="DNS label; names the nodegroup, labels and classes.")
     state: Literal["present", "absent"] = "present"
     nodegroup: Optional[Nodegroup] = None
-    node_selector: Dict[str, str] = Field(default_factory=dict,
-                                          description="Find nodes by labels instead of the Magnum nodegroup label.")
+    node_selector: Dict[str, str] = Field(
+        default_factory=dict, description="Find nodes by labels instead of the Magnum nodegroup label."
+    )
     gpu: Gpu
     node_labels: Dict[str, str] = Field(default_factory=dict)
     gpu_taint: bool = Field(True, description="Taint nodes node-role.kubernetes.io/gpu=true:NoSchedule.")
@@ -236,6 +319,9 @@ class Pool(Strict):
     passthrough: bool = Field(False, description="Publish VFIO devices (DRA PassthroughSupport).")
     device_classes: DeviceClasses = Field(default_factory=DeviceClasses)
     nvlink: NvLink = Field(default_factory=NvLink)
+    drain: Optional[PoolDrain] = Field(
+        None, description="Changes to the cluster's drain policy for this pool's nodes (only the keys given)."
+    )
 
     # Where the pool is in gpupool_cluster.pools, for messages; set when the cluster is validated.
     _index: Optional[int] = PrivateAttr(None)
@@ -274,11 +360,18 @@ class Pool(Strict):
 
 class DraDriver(Strict):
     """NVIDIA DRA driver chart settings; feature gates follow from the pools."""
+
     enabled: bool = True
-    chart: str = Field(DRA_CHART, description="Chart reference: the OCI reference, the chart name in `repository`, "
-                                              "or a local chart directory or archive.")
-    repository: Optional[str] = Field(None, description="HTTP(S) Helm repository URL (a mirror for air-gapped sites); "
-                                                         "`chart` is then the chart's name in it.")
+    chart: str = Field(
+        DRA_CHART,
+        description="Chart reference: the OCI reference, the chart name in `repository`, "
+        "or a local chart directory or archive.",
+    )
+    repository: Optional[str] = Field(
+        None,
+        description="HTTP(S) Helm repository URL (a mirror for air-gapped sites); "
+        "`chart` is then the chart's name in it.",
+    )
     version: str = Field("0.5.1", description="Chart version (no leading v).")
     release_name: str = "dra-driver-nvidia-gpu"
     namespace: str = Field("dra-driver-nvidia-gpu", description="Never `default` (the chart refuses it).")
@@ -289,13 +382,20 @@ class DraDriver(Strict):
 
 class Magnum(Strict):
     """OpenStack Magnum cluster of the nodegroups."""
+
     cloud: Union[str, Dict[str, object]] = Field(..., description="clouds.yaml cloud name or a cloud dict.")
     cluster: str = Field(..., description="Magnum cluster name or UUID.")
     labels: Dict[str, Union[str, int, bool, float]] = Field(default_factory=dict)
+    prune_nodegroups: bool = Field(
+        False,
+        description="Delete (after a drain) the nodegroups of pools removed from "
+        "the inventory. Off: they stay, their nodes cordoned and reported as orphaned.",
+    )
 
 
 class MigManager(Strict):
     """MIG manager ConfigMap that receives the pools' mig-parted configs."""
+
     config_map: str = Field("gpupool-mig-parted-config", description="ConfigMap name (only our entries are managed).")
     namespace: str = "gpu-operator"
     max_unavailable: int = Field(1, ge=1, description="Nodes reconfigured at once in a rolling MIG change.")
@@ -303,54 +403,84 @@ class MigManager(Strict):
 
 class ClaimTemplate(Strict):
     """One ResourceClaimTemplate of a tenant: `count` devices of one of a pool's DeviceClasses."""
-    name: str = Field(..., description="Template name (a DNS subdomain), unique in its namespace; workloads name it "
-                                       "in resourceClaims[].resourceClaimTemplateName.")
+
+    name: str = Field(
+        ...,
+        description="Template name (a DNS subdomain), unique in its namespace; workloads name it "
+        "in resourceClaims[].resourceClaimTemplateName.",
+    )
     pool: str = Field(..., description="The pool whose devices the template asks for.")
-    mig_profile: Optional[str] = Field(None, description="Ask for the pool's MIG class of this profile, e.g. 3g.20gb. "
-                                                         "Default: the pool's full-GPU class.")
-    device_class: Optional[str] = Field(None, description="Ask for this one of the pool's DeviceClasses (an extra "
-                                                          "class, say) instead of mig_profile.")
+    mig_profile: Optional[str] = Field(
+        None,
+        description="Ask for the pool's MIG class of this profile, e.g. 3g.20gb. Default: the pool's full-GPU class.",
+    )
+    device_class: Optional[str] = Field(
+        None, description="Ask for this one of the pool's DeviceClasses (an extra class, say) instead of mig_profile."
+    )
     count: int = Field(1, ge=1, description="Devices per claim (allocation_mode ExactCount).")
     allocation_mode: Literal["ExactCount", "All"] = Field(
-        "ExactCount", description="ExactCount: `count` devices; All: every matching device of the node.")
-    sharing: Optional[Sharing] = Field(None, description="Sharing of the claim's devices between its containers, in "
-                                                         "the pool's sharing form ({time_slicing: {}} or {mps: {}}).")
-    match_attribute: Optional[str] = Field(None, description="Every device of the claim has the same value of this "
-                                                             "attribute, e.g. resource.kubernetes.io/pcieRoot.")
+        "ExactCount", description="ExactCount: `count` devices; All: every matching device of the node."
+    )
+    sharing: Optional[Sharing] = Field(
+        None,
+        description="Sharing of the claim's devices between its containers, in "
+        "the pool's sharing form ({time_slicing: {}} or {mps: {}}).",
+    )
+    match_attribute: Optional[str] = Field(
+        None,
+        description="Every device of the claim has the same value of this "
+        "attribute, e.g. resource.kubernetes.io/pcieRoot.",
+    )
 
     @field_validator("match_attribute")
     @classmethod
     def _attribute(cls, v):
         if v is not None and not is_label_key(v):
-            raise ValueError("%s is not a qualified attribute name such as resource.kubernetes.io/pcieRoot (%s)"
-                             % (cut(v), LABEL_KEY_RULE))
+            raise ValueError(
+                "%s is not a qualified attribute name such as resource.kubernetes.io/pcieRoot (%s)"
+                % (cut(v), LABEL_KEY_RULE)
+            )
         return v
 
 
 class Tenant(Strict):
     """A tenant namespace and the ResourceClaimTemplates gpupool keeps there."""
+
     namespace: str = Field(..., description="The tenant's namespace (it must exist; gpupool does not create it).")
     templates: Optional[List[ClaimTemplate]] = Field(
-        None, description="The templates. Default: one per DeviceClass of every present pool, named like the class, "
-                          "one device each; [] keeps none (gpupool's templates there are deleted).")
+        None,
+        description="The templates. Default: one per DeviceClass of every present pool, named like the class, "
+        "one device each; [] keeps none (gpupool's templates there are deleted).",
+    )
 
 
 class Cluster(Strict):
     """A Kubernetes cluster and its GPU pools."""
+
     name: str = Field(..., description="Cluster name (reports, object names).")
     kubeconfig: Optional[str] = Field(None, description="kubeconfig path; default: the usual client lookup.")
     context: Optional[str] = Field(None, description="kubeconfig context.")
     magnum: Optional[Magnum] = Field(None, description="OpenStack Magnum cluster that hosts the nodegroups.")
     dra_driver: DraDriver = Field(default_factory=DraDriver, description="NVIDIA DRA driver Helm release.")
     mig_manager: MigManager = Field(default_factory=MigManager, description="Where static MIG configs go.")
+    drain: DrainPolicy = Field(
+        default_factory=DrainPolicy,
+        description="How nodes are drained before they go away "
+        "or their GPUs change; a pool's `drain` changes it for its nodes.",
+    )
     pools: List[Pool] = Field(default_factory=list, description="The GPU pools.")
     tenants: Optional[List[Tenant]] = Field(
-        None, description="Tenant namespaces and their ResourceClaimTemplates over the pools' DeviceClasses. Not set: "
-                          "gpupool leaves ResourceClaimTemplates alone; set (even []): it is the whole list, and "
-                          "gpupool's templates that it does not name are deleted.")
-    allow_empty: bool = Field(False, description="Accept a cluster without any present pool. Without it, `pools: []` "
-                                                 "(or every pool absent) is refused: the modules would prune every "
-                                                 "gpupool object of the cluster.")
+        None,
+        description="Tenant namespaces and their ResourceClaimTemplates over the pools' DeviceClasses. Not set: "
+        "gpupool leaves ResourceClaimTemplates alone; set (even []): it is the whole list, and "
+        "gpupool's templates that it does not name are deleted.",
+    )
+    allow_empty: bool = Field(
+        False,
+        description="Accept a cluster without any present pool. Without it, `pools: []` "
+        "(or every pool absent) is refused: the modules would prune every "
+        "gpupool object of the cluster.",
+    )
 
     @model_validator(mode="after")
     def _number_pools(self):

@@ -1,31 +1,31 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The model's entry points: inventory data -> validated `Cluster` (or `Problems`), the normalized dump, pool selection.
-"""
+"""The model's entry points: inventory data -> validated `Cluster` (or `Problems`), the normalized dump, pool selection."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Dict, List, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.checks import empty_cluster_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.checks import semantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.checks import empty_cluster_problems, semantic_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import got
+from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy, policy_dict
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, Pool, ValidationError
 from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import scan
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
-from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import EXAMPLES
-from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import pydantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import EXAMPLES, pydantic_problems
 
 
 def load_cluster(data, root: str = "gpupool_cluster") -> Cluster:
     """Validate inventory data; return the normalized Cluster or raise Problems (every problem found)."""
     if not isinstance(data, Mapping):
-        raise Problems([(root, "must be a mapping with name and pools, e.g. `%s`; %s"
-                         % (EXAMPLES["gpupool_cluster"], got(data)))])
+        raise Problems(
+            [(root, "must be a mapping with name and pools, e.g. `%s`; %s" % (EXAMPLES["gpupool_cluster"], got(data)))]
+        )
     data = dict(data)
     notes = scan(data, root, lambda at, loc: inventory_path(at, loc, data))
     try:
@@ -88,6 +88,7 @@ def dump_cluster(cluster: Cluster) -> dict:
         gpu = pool.catalog_gpu
         raw["gpu"]["catalog_key"] = gpu.key if gpu else None
         raw["nodegroup_name"] = nodegroup_name(pool)
+        raw["drain_effective"] = policy_dict(drain_policy(cluster, pool))
     data["dra_driver"]["feature_gates_effective"] = effective_gates(cluster)
     return data
 
@@ -99,8 +100,15 @@ def select_pools(cluster, names=None, root="gpupool_cluster"):
     known = [p.name for p in cluster.pools]
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise Problems([("pools", "pool(s) %s not in %s.pools; known pools: %s"
-                         % (", ".join(repr(n) for n in unknown), root, ", ".join(known) or "none"))])
+        raise Problems(
+            [
+                (
+                    "pools",
+                    "pool(s) %s not in %s.pools; known pools: %s"
+                    % (", ".join(repr(n) for n in unknown), root, ", ".join(known) or "none"),
+                )
+            ]
+        )
     return [p for p in cluster.pools if p.name in names]
 
 

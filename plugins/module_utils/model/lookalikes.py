@@ -7,6 +7,7 @@ A Cyrillic 'о' in `nоde_count` or a non-breaking hyphen pasted from a web page
 ("unknown key", "not a DNS label") that a person cannot see the reason for: the text looks right. Every key and
 name the collection reads is ASCII, so each non-ASCII character there is named with its code point.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -15,16 +16,74 @@ from typing import Dict, Optional
 # Characters that NFKD does not map to ASCII but that read as ASCII letters or punctuation
 # (the common ones of Unicode's confusables.txt: Cyrillic, Greek, dashes, quotes, invisible spaces).
 LOOKS_LIKE = {
-    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y", "\u0445": "x",
-    "\u0456": "i", "\u0455": "s", "\u0458": "j", "\u04bb": "h", "\u0501": "d", "\u04cf": "l", "\u051b": "q",
-    "\u051d": "w", "\u0410": "A", "\u0412": "B", "\u0415": "E", "\u041a": "K", "\u041c": "M", "\u041d": "H",
-    "\u041e": "O", "\u0420": "P", "\u0421": "C", "\u0422": "T", "\u0425": "X", "\u0406": "I",
-    "\u03bf": "o", "\u03b1": "a", "\u03bd": "v", "\u03c1": "p", "\u03b9": "i", "\u03ba": "k", "\u03c4": "t",
-    "\u039f": "O", "\u0391": "A", "\u0392": "B", "\u0395": "E", "\u0397": "H", "\u0399": "I", "\u039a": "K",
-    "\u039c": "M", "\u039d": "N", "\u03a1": "P", "\u03a4": "T", "\u03a5": "Y", "\u03a7": "X", "\u0396": "Z",
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
-    "\u00ad": "", "\u200b": "", "\u200c": "", "\u200d": "", "\u2060": "", "\ufeff": "", "\u00a0": " ",
-    "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2024": ".", "\u3002": ".",
+    "\u0430": "a",
+    "\u0435": "e",
+    "\u043e": "o",
+    "\u0440": "p",
+    "\u0441": "c",
+    "\u0443": "y",
+    "\u0445": "x",
+    "\u0456": "i",
+    "\u0455": "s",
+    "\u0458": "j",
+    "\u04bb": "h",
+    "\u0501": "d",
+    "\u04cf": "l",
+    "\u051b": "q",
+    "\u051d": "w",
+    "\u0410": "A",
+    "\u0412": "B",
+    "\u0415": "E",
+    "\u041a": "K",
+    "\u041c": "M",
+    "\u041d": "H",
+    "\u041e": "O",
+    "\u0420": "P",
+    "\u0421": "C",
+    "\u0422": "T",
+    "\u0425": "X",
+    "\u0406": "I",
+    "\u03bf": "o",
+    "\u03b1": "a",
+    "\u03bd": "v",
+    "\u03c1": "p",
+    "\u03b9": "i",
+    "\u03ba": "k",
+    "\u03c4": "t",
+    "\u039f": "O",
+    "\u0391": "A",
+    "\u0392": "B",
+    "\u0395": "E",
+    "\u0397": "H",
+    "\u0399": "I",
+    "\u039a": "K",
+    "\u039c": "M",
+    "\u039d": "N",
+    "\u03a1": "P",
+    "\u03a4": "T",
+    "\u03a5": "Y",
+    "\u03a7": "X",
+    "\u0396": "Z",
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2015": "-",
+    "\u2212": "-",
+    "\u00ad": "",
+    "\u200b": "",
+    "\u200c": "",
+    "\u200d": "",
+    "\u2060": "",
+    "\ufeff": "",
+    "\u00a0": " ",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u2024": ".",
+    "\u3002": ".",
 }
 
 # Subtrees whose keys and values are not names: chart values and Magnum labels are free-form, and a cloud
@@ -84,8 +143,14 @@ def scan(data: object, root: str, path_of) -> Dict[str, str]:
                         notes[path_of(root, loc + (key,))] = "The key " + note + "."
                 if key in FREE_FORM:
                     continue
-                if isinstance(item, str) and key in ("name", "config_name", "namespace", "model", "channel_template",
-                                                     "release_name"):
+                if isinstance(item, str) and key in (
+                    "name",
+                    "config_name",
+                    "namespace",
+                    "model",
+                    "channel_template",
+                    "release_name",
+                ):
                     note = describe(item)
                     if note:
                         notes[path_of(root, loc + (key,))] = "The value " + note + "."

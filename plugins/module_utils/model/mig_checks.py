@@ -1,19 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""MIG: layouts the placement planner can place, and MIG modes that can live together in one cluster.
-"""
+"""MIG: layouts the placement planner can place, and MIG modes that can live together in one cluster."""
+
 from __future__ import annotations
 
 from typing import List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, plan
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import pool_has_full_gpus
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
 
 
 def _layouts(pool):
@@ -37,7 +35,8 @@ def _layout_problem(gpu, layout):
         hint = ""
         if exc.suggestions:
             hint = "; nearest valid layout(s): " + " | ".join(
-                ", ".join("%s: %d" % kv for kv in sorted(s.items())) for s in exc.suggestions)
+                ", ".join("%s: %d" % kv for kv in sorted(s.items())) for s in exc.suggestions
+            )
         return "", exc.reason + hint
     return None
 
@@ -51,27 +50,47 @@ def mig_layout_problems(cluster, root: str) -> List[Tuple[str, str]]:
         gpu = pool.catalog_gpu
         if mig.mode != "static":
             if mig.layout is not None or mig.layouts is not None:
-                out.append((at + ".mig.mode", "a MIG layout is given but mig.mode is %r; set mig.mode: static "
-                            "(dynamic MIG takes no layout: the DRA driver creates slices on demand)" % mig.mode))
+                out.append(
+                    (
+                        at + ".mig.mode",
+                        "a MIG layout is given but mig.mode is %r; set mig.mode: static "
+                        "(dynamic MIG takes no layout: the DRA driver creates slices on demand)" % mig.mode,
+                    )
+                )
             continue
         if (mig.layout is None) == (mig.layouts is None):
-            out.append((at + ".mig", "static MIG needs exactly one of 'layout' (all GPUs) or 'layouts' (per GPU "
-                        "index), e.g. mig: {mode: static, layout: {3g.20gb: 1, 2g.10gb: 2}}"))
+            out.append(
+                (
+                    at + ".mig",
+                    "static MIG needs exactly one of 'layout' (all GPUs) or 'layouts' (per GPU "
+                    "index), e.g. mig: {mode: static, layout: {3g.20gb: 1, 2g.10gb: 2}}",
+                )
+            )
         if gpu is None or not gpu.mig:
             continue  # gpu_model_problems says why
         for key, layout in _layouts(pool):
             if key.startswith("layouts["):
                 index = int(key[8:-1])
                 if not 0 <= index < pool.gpu.per_node:
-                    out.append((at + ".mig." + key, "GPU index %d does not exist: the pool's nodes have %d GPU(s) "
-                                "(indices 0..%d); set gpu.per_node or remove this index"
-                                % (index, pool.gpu.per_node, pool.gpu.per_node - 1)))
+                    out.append(
+                        (
+                            at + ".mig." + key,
+                            "GPU index %d does not exist: the pool's nodes have %d GPU(s) "
+                            "(indices 0..%d); set gpu.per_node or remove this index"
+                            % (index, pool.gpu.per_node, pool.gpu.per_node - 1),
+                        )
+                    )
                     continue
             if not any(layout.values()):
                 # mig-parted would enable MIG and create no instance: the GPU could run nothing at all.
-                out.append((at + ".mig." + key, "the layout is empty: MIG would be enabled with no instance, so the "
-                            "GPU can run nothing; list the instances, e.g. {%s: 1}, or drop the GPU from layouts "
-                            "(or set mig.mode: off) to keep it whole" % gpu.mig.profiles[-1].name))
+                out.append(
+                    (
+                        at + ".mig." + key,
+                        "the layout is empty: MIG would be enabled with no instance, so the "
+                        "GPU can run nothing; list the instances, e.g. {%s: 1}, or drop the GPU from layouts "
+                        "(or set mig.mode: off) to keep it whole" % gpu.mig.profiles[-1].name,
+                    )
+                )
                 continue
             problem = _layout_problem(gpu, layout)
             if problem:
@@ -88,26 +107,35 @@ def time_slicing_interval_problems(cluster, root: str) -> List[Tuple[str, str]]:
             continue
         if slicing.interval == "Default" or pool_has_full_gpus(pool):
             continue
-        out.append((pool_path(root, pool) + ".sharing.time_slicing.interval",
-                    "interval %r cannot apply: every GPU of this pool is MIG-partitioned, and the DRA driver's "
-                    "MigDeviceConfig sharing has no timeSlicingConfig, so the interval would be dropped silently; "
-                    "remove interval (time_slicing: {} time-slices the MIG devices with the default interval)"
-                    % slicing.interval))
+        out.append(
+            (
+                pool_path(root, pool) + ".sharing.time_slicing.interval",
+                "interval %r cannot apply: every GPU of this pool is MIG-partitioned, and the DRA driver's "
+                "MigDeviceConfig sharing has no timeSlicingConfig, so the interval would be dropped silently; "
+                "remove interval (time_slicing: {} time-slices the MIG devices with the default interval)"
+                % slicing.interval,
+            )
+        )
     return out
 
 
 def mig_mode_mix_problems(cluster, root: str) -> List[Tuple[str, str]]:
     """Dynamic MIG (the DynamicMIG gate) is cluster-wide: no static-MIG pool, and no MIG-capable pool with MIG off, beside it."""
-    dynamic = ["%s.%s.mig.mode" % (root, pool_label(pool._index, pool.name))
-               for pool in cluster.present_pools if pool.mig.mode == "dynamic"]
+    dynamic = [
+        "%s.%s.mig.mode" % (root, pool_label(pool._index, pool.name))
+        for pool in cluster.present_pools
+        if pool.mig.mode == "dynamic"
+    ]
     if not dynamic and cluster.dra_driver.feature_gates.get("DynamicMIG"):
         dynamic = ["%s.dra_driver.feature_gates.DynamicMIG" % root]
     if not dynamic or not effective_gates(cluster).get("DynamicMIG"):
         return []
     source = ", ".join(dynamic)
-    why = ("the DRA driver's DynamicMIG feature gate that %s turns on is cluster-wide (one chart value), and with it "
-           "the driver's kubelet plugin destroys at start-up every MIG device it did not create itself "
-           "(and on Hopper and newer may switch MIG mode)" % source)
+    why = (
+        "the DRA driver's DynamicMIG feature gate that %s turns on is cluster-wide (one chart value), and with it "
+        "the driver's kubelet plugin destroys at start-up every MIG device it did not create itself "
+        "(and on Hopper and newer may switch MIG mode)" % source
+    )
     out = []
     for pool in cluster.present_pools:
         gpu = pool.catalog_gpu
@@ -115,11 +143,21 @@ def mig_mode_mix_problems(cluster, root: str) -> List[Tuple[str, str]]:
             continue
         at = pool_path(root, pool) + ".mig.mode"
         if pool.mig.mode == "static":
-            out.append((at, "static MIG cannot share a cluster with dynamic MIG: %s, so this pool's layout would be "
-                        "wiped on every plugin restart. Use mig.mode: dynamic for every MIG-capable pool of the "
-                        "cluster, or static (or off) for all of them" % why))
+            out.append(
+                (
+                    at,
+                    "static MIG cannot share a cluster with dynamic MIG: %s, so this pool's layout would be "
+                    "wiped on every plugin restart. Use mig.mode: dynamic for every MIG-capable pool of the "
+                    "cluster, or static (or off) for all of them" % why,
+                )
+            )
         else:
-            out.append((at, "%s is MIG-capable and MIG is off here, but %s; it would also publish this pool's GPUs "
-                        "as dynamic MIG devices. Use mig.mode: dynamic here too, or keep dynamic MIG out of this "
-                        "cluster" % (gpu.key, why)))
+            out.append(
+                (
+                    at,
+                    "%s is MIG-capable and MIG is off here, but %s; it would also publish this pool's GPUs "
+                    "as dynamic MIG devices. Use mig.mode: dynamic here too, or keep dynamic MIG out of this "
+                    "cluster" % (gpu.key, why),
+                )
+            )
     return out

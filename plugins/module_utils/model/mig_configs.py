@@ -6,21 +6,22 @@
 A static-MIG pool's nodes get the label nvidia.com/mig.config=<config name>, so the name must be a label value;
 pools that share a name share one config in the MIG manager's ConfigMap, so their layouts must be the same.
 """
+
 from __future__ import annotations
 
 from typing import List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import config_entries
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_SUBDOMAIN_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_label
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_subdomain
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_value
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL, mig_config_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
+    DNS_LABEL_RULE,
+    DNS_SUBDOMAIN_RULE,
+    LABEL_VALUE_RULE,
+    is_dns_label,
+    is_dns_subdomain,
+    is_label_value,
+)
 
 DEFAULT_PREFIX = "gpupool-"
 
@@ -44,11 +45,16 @@ def config_name_problem(pool) -> str:
     if is_label_value(name) or (pool.mig.config_name is None and not is_dns_label(pool.name)):
         return ""  # a name made from an invalid pool name: pool_name_problems says it once
     if pool.mig.config_name is None:
-        return ("the pool name is too long for the %s label value: its MIG config is named %r (%d characters) and "
-                "label values are at most 63; shorten the pool name to at most %d characters or set "
-                "mig.config_name" % (CONFIG_LABEL, name, len(name), 63 - len(DEFAULT_PREFIX)))
-    return ("%r cannot be the value of the node label %s (%s); choose another config_name"
-            % (name, CONFIG_LABEL, LABEL_VALUE_RULE))
+        return (
+            "the pool name is too long for the %s label value: its MIG config is named %r (%d characters) and "
+            "label values are at most 63; shorten the pool name to at most %d characters or set "
+            "mig.config_name" % (CONFIG_LABEL, name, len(name), 63 - len(DEFAULT_PREFIX))
+        )
+    return "%r cannot be the value of the node label %s (%s); choose another config_name" % (
+        name,
+        CONFIG_LABEL,
+        LABEL_VALUE_RULE,
+    )
 
 
 def mig_config_problems_of(pools, root: str) -> List[Tuple[str, str]]:
@@ -64,9 +70,14 @@ def mig_config_problems_of(pools, root: str) -> List[Tuple[str, str]]:
         entries = config_entries(pool_mig_entries(pool))
         if name in seen and seen[name][1] != entries and seen[name][0].name != pool.name:
             other = seen[name][0]
-            out.append((at, "MIG config %r is also used by %s.%s with a different layout; pools that share a "
-                        "config name share one mig-parted config, so give one of them its own mig.config_name"
-                        % (name, root, pool_label(other._index, other.name))))
+            out.append(
+                (
+                    at,
+                    "MIG config %r is also used by %s.%s with a different layout; pools that share a "
+                    "config name share one mig-parted config, so give one of them its own mig.config_name"
+                    % (name, root, pool_label(other._index, other.name)),
+                )
+            )
             continue
         seen.setdefault(name, (pool, entries))
     return out
@@ -77,9 +88,17 @@ def mig_config_problems(cluster, root: str) -> List[Tuple[str, str]]:
     out = mig_config_problems_of(cluster.pools, root)
     manager = cluster.mig_manager
     if not is_dns_subdomain(manager.config_map):
-        out.append((root + ".mig_manager.config_map", "%r is not a valid ConfigMap name (%s)"
-                    % (manager.config_map, DNS_SUBDOMAIN_RULE)))
+        out.append(
+            (
+                root + ".mig_manager.config_map",
+                "%r is not a valid ConfigMap name (%s)" % (manager.config_map, DNS_SUBDOMAIN_RULE),
+            )
+        )
     if not is_dns_label(manager.namespace):
-        out.append((root + ".mig_manager.namespace", "%r is not a valid namespace name (%s)"
-                    % (manager.namespace, DNS_LABEL_RULE)))
+        out.append(
+            (
+                root + ".mig_manager.namespace",
+                "%r is not a valid namespace name (%s)" % (manager.namespace, DNS_LABEL_RULE),
+            )
+        )
     return out

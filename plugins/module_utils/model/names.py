@@ -5,6 +5,7 @@
 
 One place, so a module that writes a label and the report that reads it can never disagree on its spelling.
 """
+
 from __future__ import annotations
 
 import re
@@ -52,6 +53,17 @@ DRA_PLUGIN_NODE_LABELS = (
 # Node taints are an atomic list (server-side apply cannot share it): the taints
 # gpupool set are recorded here, so a later run removes only its own.
 TAINTS_ANNOTATION = "gpupool.io/taints"
+# The node labels node_pool set, recorded the same way, so labels and taints go in one merge patch
+# (server-side apply would need a second request for the taints) and a later run removes only its own.
+LABELS_ANNOTATION = "gpupool.io/labels"
+
+
+def labels_annotation(field_manager=None):
+    """Where a field manager's node label keys are recorded (another module labelling nodes with its own field
+    manager keeps its own record, so neither removes the other's labels)."""
+    if field_manager in (None, FIELD_MANAGER):
+        return LABELS_ANNOTATION
+    return "%s.%s" % (LABELS_ANNOTATION, dns_safe(field_manager)[:40])
 
 
 def dns_safe(text):
@@ -119,6 +131,7 @@ def pool_has_full_gpus(pool) -> bool:
 
 class ClassName(NamedTuple):
     """One DeviceClass a pool publishes: its name, what it offers and where in the pool it comes from."""
+
     name: str
     role: str  # gpu | mig | vfio | extra
     profile: Optional[str]
@@ -143,8 +156,15 @@ def device_class_names(pool) -> List[ClassName]:
             name = vfio_class_name(pool)
             out.append(ClassName(name, "vfio", None, ".passthrough", extended_resource_name(name) if ext else None))
     for index, extra in enumerate(pool.device_classes.extra):
-        out.append(ClassName(extra.name, "extra", extra.mig_profile, ".device_classes.extra[%d]" % index,
-                             extra.extended_resource_name))
+        out.append(
+            ClassName(
+                extra.name,
+                "extra",
+                extra.mig_profile,
+                ".device_classes.extra[%d]" % index,
+                extra.extended_resource_name,
+            )
+        )
     return out
 
 
@@ -164,6 +184,14 @@ CORDON_ANNOTATION = "gpupool.io/cordoned-by"
 
 
 CORDON_VALUE = "mig-layout"
+
+
+# A node whose pool left the inventory (or is absent): node_pool keeps it cordoned (annotated with this module name)
+# and tainted, and labels it so that people and the pool report find it; gpupool.io/pool keeps the pool it left.
+ORPHANED_LABEL = "gpupool.io/orphaned"
+
+
+ORPHAN_CORDON = "node-pool"
 
 
 CONFIGS_ANNOTATION = "gpupool.io/mig-configs"  # on the ConfigMap: config names gpupool wrote there

@@ -7,6 +7,7 @@ What one GPU node is asked to do: a layout for every GPU (or the GPUs in `device
 index, or MIG on/off, and whether to only export the current layout. The checks live here, like the
 inventory's, so the module refuses a malformed request before NVML is opened.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple, Union
@@ -31,8 +32,9 @@ def _count(value: object) -> Optional[int]:
 def _layout(value: object, where: str, problems: list) -> Layout:
     out: Layout = {}
     if not isinstance(value, dict):
-        problems.append((where, "must be a mapping of MIG profile to count, e.g. {3g.20gb: 1, 2g.10gb: 2}; got %r"
-                         % (value,)))
+        problems.append(
+            (where, "must be a mapping of MIG profile to count, e.g. {3g.20gb: 1, 2g.10gb: 2}; got %r" % (value,))
+        )
         return out
     for name, count in value.items():
         number = _count(count)
@@ -46,8 +48,14 @@ def _layout(value: object, where: str, problems: list) -> Layout:
 class NodeMigRequest:
     """A validated request: `targets()` maps GPU index or "all" to (mig_enabled, layout or None)."""
 
-    def __init__(self, layout: Optional[Layout], layouts: Optional[Dict[int, Layout]], devices: Optional[List[int]],
-                 mig_enabled: Optional[bool], export: bool) -> None:
+    def __init__(
+        self,
+        layout: Optional[Layout],
+        layouts: Optional[Dict[int, Layout]],
+        devices: Optional[List[int]],
+        mig_enabled: Optional[bool],
+        export: bool,
+    ) -> None:
         self.layout = layout
         self.layouts = layouts
         self.devices = devices
@@ -59,14 +67,25 @@ class NodeMigRequest:
         problems: List[Tuple[str, str]] = []
         enabled = options.get("mig_enabled")
         layout = layouts = None
-        if options.get("layout") is None and options.get("layouts") is None and enabled is None \
-                and not options.get("export"):
-            raise Problems("nothing to do: give layout, layouts or mig_enabled to change MIG, or export: true to only "
-                           "read the node's MIG layout")
+        if (
+            options.get("layout") is None
+            and options.get("layouts") is None
+            and enabled is None
+            and not options.get("export")
+        ):
+            raise Problems(
+                "nothing to do: give layout, layouts or mig_enabled to change MIG, or export: true to only "
+                "read the node's MIG layout"
+            )
         if options.get("layouts") is not None:
             if enabled is False:
-                problems.append(("layouts", "layouts need MIG enabled: drop mig_enabled: false, or use devices with "
-                                 "mig_enabled: false to disable MIG"))
+                problems.append(
+                    (
+                        "layouts",
+                        "layouts need MIG enabled: drop mig_enabled: false, or use devices with "
+                        "mig_enabled: false to disable MIG",
+                    )
+                )
             layouts = {}
             for key, value in options["layouts"].items():
                 index = _count(key)
@@ -76,8 +95,9 @@ class NodeMigRequest:
                 layouts[index] = _layout(value, "layouts[%s]" % key, problems)
         elif options.get("layout") is not None:
             if enabled is False:
-                problems.append(("layout", "a layout needs MIG enabled: drop mig_enabled: false, or drop the layout "
-                                 "to disable MIG"))
+                problems.append(
+                    ("layout", "a layout needs MIG enabled: drop mig_enabled: false, or drop the layout to disable MIG")
+                )
             layout = _layout(options["layout"], "layout", problems)
         if problems:
             raise Problems(problems, subject="in the MIG request")
@@ -94,4 +114,4 @@ class NodeMigRequest:
             return {}
         if self.devices is None:
             return {"all": spec}
-        return {index: spec for index in self.devices}
+        return dict.fromkeys(self.devices, spec)

@@ -1,19 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where a pool's nodes come from: its Magnum nodegroup (sizes Magnum accepts, a name of its own) or a node selector.
-"""
+"""Where a pool's nodes come from: its Magnum nodegroup (sizes Magnum accepts, a name of its own) or a node selector."""
+
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label
-from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_VALUE_RULE
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_dns_label
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import is_label_value
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL, nodegroup_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
+    LABEL_VALUE_RULE,
+    is_dns_label,
+    is_label_value,
+)
 
 
 def nodegroup_size_problems(cluster, root: str) -> List[Tuple[str, str]]:
@@ -25,21 +25,45 @@ def nodegroup_size_problems(cluster, root: str) -> List[Tuple[str, str]]:
             continue
         at = pool_path(root, pool) + ".nodegroup"
         if cluster.magnum is None:
-            out.append((at, "a nodegroup needs %s.magnum (cloud and cluster) to be set, e.g. "
-                        "magnum: {cloud: openstack, cluster: k8s-gpu}; or find the nodes with node_selector instead"
-                        % root))
+            out.append(
+                (
+                    at,
+                    "a nodegroup needs %s.magnum (cloud and cluster) to be set, e.g. "
+                    "magnum: {cloud: openstack, cluster: k8s-gpu}; or find the nodes with node_selector instead" % root,
+                )
+            )
         if group.role == "master":
-            out.append((at + ".role", "Magnum cannot create master nodegroups (400 CreateMasterNodeGroup) and a GPU "
-                        "pool's nodes are workers; use role: worker (the default) or another custom role"))
+            out.append(
+                (
+                    at + ".role",
+                    "Magnum cannot create master nodegroups (400 CreateMasterNodeGroup) and a GPU "
+                    "pool's nodes are workers; use role: worker (the default) or another custom role",
+                )
+            )
         if group.min_node_count > group.node_count:
-            out.append((at + ".min_node_count", "min_node_count %d is greater than node_count %d; "
-                        "lower min_node_count or raise node_count" % (group.min_node_count, group.node_count)))
+            out.append(
+                (
+                    at + ".min_node_count",
+                    "min_node_count %d is greater than node_count %d; "
+                    "lower min_node_count or raise node_count" % (group.min_node_count, group.node_count),
+                )
+            )
         if group.max_node_count is not None and group.node_count > group.max_node_count:
-            out.append((at + ".node_count", "node_count %d is greater than max_node_count %d; "
-                        "raise max_node_count or lower node_count" % (group.node_count, group.max_node_count)))
+            out.append(
+                (
+                    at + ".node_count",
+                    "node_count %d is greater than max_node_count %d; "
+                    "raise max_node_count or lower node_count" % (group.node_count, group.max_node_count),
+                )
+            )
         if group.max_node_count is not None and group.min_node_count > group.max_node_count:
-            out.append((at + ".min_node_count", "min_node_count %d is greater than max_node_count %d"
-                        % (group.min_node_count, group.max_node_count)))
+            out.append(
+                (
+                    at + ".min_node_count",
+                    "min_node_count %d is greater than max_node_count %d"
+                    % (group.min_node_count, group.max_node_count),
+                )
+            )
     return out
 
 
@@ -53,15 +77,25 @@ def nodegroup_name_problems(cluster, root: str) -> List[Tuple[str, str]]:
         at = pool_path(root, pool) + ".nodegroup" + (".name" if pool.nodegroup.name else "")
         # A nodegroup named after an invalid pool name: pool_name_problems says it once.
         if not is_label_value(name) and (pool.nodegroup.name or is_dns_label(pool.name)):
-            out.append((at, "nodegroup name %r cannot be the value of the node label %s, so the pool's nodes could "
-                        "not be found (%s); choose a shorter nodegroup.name" % (name, NODEGROUP_LABEL, LABEL_VALUE_RULE)))
+            out.append(
+                (
+                    at,
+                    "nodegroup name %r cannot be the value of the node label %s, so the pool's nodes could "
+                    "not be found (%s); choose a shorter nodegroup.name" % (name, NODEGROUP_LABEL, LABEL_VALUE_RULE),
+                )
+            )
         if name in seen:
             other = seen[name]
             if other.name == pool.name:  # a duplicate pool name: pool_name_problems says it once
                 continue
-            out.append((at, "nodegroup %r is also the nodegroup of %s.%s; two pools would resize, relabel and "
-                        "delete the same Magnum nodegroup, so give each pool its own nodegroup.name"
-                        % (name, root, pool_label(other._index, other.name))))
+            out.append(
+                (
+                    at,
+                    "nodegroup %r is also the nodegroup of %s.%s; two pools would resize, relabel and "
+                    "delete the same Magnum nodegroup, so give each pool its own nodegroup.name"
+                    % (name, root, pool_label(other._index, other.name)),
+                )
+            )
             continue
         seen[name] = pool
     return out
@@ -71,9 +105,10 @@ def node_lookup_problem(pool) -> Optional[str]:
     """Why the nodes of a present pool cannot be found, or None."""
     if pool.state != "present" or pool.node_selector or pool.nodegroup is not None:
         return None
-    return ("pool %s has neither a nodegroup nor a node_selector, so its nodes cannot be found; add node_selector "
-            "(e.g. node_selector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}) or a Magnum nodegroup"
-            % pool.name)
+    return (
+        "pool %s has neither a nodegroup nor a node_selector, so its nodes cannot be found; add node_selector "
+        "(e.g. node_selector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}) or a Magnum nodegroup" % pool.name
+    )
 
 
 def node_lookup_problems(cluster, root: str) -> List[Tuple[str, str]]:

@@ -5,6 +5,7 @@
 
 Pure functions over a validated `Cluster` (see model/inventory.py).
 """
+
 from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config

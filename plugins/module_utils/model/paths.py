@@ -6,6 +6,7 @@
 A pool is named by its index (where it is in the list) and its name (how people know it), so a message
 points at the right entry even in a long list.
 """
+
 from __future__ import annotations
 
 import re

@@ -8,14 +8,14 @@ says what is expected with a one-line example (``mig: {mode: static, layout: {..
 found, cut short; unknown keys get a did-you-mean hint and the keys allowed at that place. No pydantic
 wording ("Input should be a valid dictionary or instance of Mig") reaches the user.
 """
+
 from __future__ import annotations
 
 import difflib
 import re
 from typing import Dict, List, Sequence, Tuple, Union
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
-from ansible_collections.gpupool.core.plugins.module_utils.model.describe import got
+from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut, got
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import BaseModel, Cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import ascii_fold
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
@@ -56,14 +56,23 @@ EXAMPLES: Dict[str, str] = {
     "tenants[]": "- {namespace: team-a, templates: [{name: one-t4, pool: gpu-t4}]}",
     "templates": "templates: [{name: a100-slice, pool: gpu-a100-mig, mig_profile: 3g.20gb}]",
     "templates[]": "- {name: a100-slice, pool: gpu-a100-mig, mig_profile: 3g.20gb}",
+    "drain": "drain: {timeout: 900, skip_pods: gpupool.io/drain=skip, when_budget_blocks: fail}",
 }
 
 # What each pydantic type error expects, in words.
 EXPECTED = {
-    "model_type": "a mapping", "model_attributes_type": "a mapping", "dict_type": "a mapping",
-    "list_type": "a list", "string_type": "a string", "int_type": "a whole number", "int_parsing": "a whole number",
-    "int_from_float": "a whole number", "bool_type": "true or false", "bool_parsing": "true or false",
-    "float_type": "a number", "float_parsing": "a number",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+    "string_type": "a string",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "float_type": "a number",
+    "float_parsing": "a number",
 }
 
 # Names pydantic puts into a location for the member of a union it tried (str, dict[str,any], ...).
@@ -121,8 +130,12 @@ def _example(loc, model=Cluster) -> str:
         return EXAMPLES[key]
     owner = _owner_at(loc, model)
     field = owner.model_fields.get(key) if owner else None
-    if field is not None and not field.is_required() and field.default not in (None, "") \
-            and not isinstance(field.default, bool):
+    if (
+        field is not None
+        and not field.is_required()
+        and field.default not in (None, "")
+        and not isinstance(field.default, bool)
+    ):
         return "%s: %s" % (key, field.default)
     if field is not None and field.annotation is bool:
         return "%s: true" % key

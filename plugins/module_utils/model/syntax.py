@@ -7,6 +7,7 @@ The rules are those of k8s.io/apimachinery/pkg/util/validation: a DNS label is a
 subdomain at most 253, a label value at most 63, a qualified name (label key, taint key) an optional DNS-subdomain
 prefix and a name of at most 63 characters.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,10 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 # Kubernetes label key: optional DNS-subdomain prefix + name (63 chars).
-LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                       r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 
 
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
@@ -32,8 +35,21 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-_QUANTITY_FACTOR = {"": 1, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
-                    "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
+_QUANTITY_FACTOR = {
+    "": 1,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
 
 
 def quantity_bytes(text: str) -> float:
@@ -42,12 +58,18 @@ def quantity_bytes(text: str) -> float:
     if not match:
         raise ValueError("%r is not a Kubernetes quantity such as 40Gi" % text)
     return float(match.group(1)) * _QUANTITY_FACTOR[match.group(2) or ""]
+
+
 DNS_LABEL_RULE = "at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
-DNS_SUBDOMAIN_RULE = ("at most 253 characters of lowercase letters, digits, '-' and '.', each dot-separated part "
-                      "starting and ending with a letter or digit")
+DNS_SUBDOMAIN_RULE = (
+    "at most 253 characters of lowercase letters, digits, '-' and '.', each dot-separated part "
+    "starting and ending with a letter or digit"
+)
 LABEL_VALUE_RULE = "at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit (or empty)"
-LABEL_KEY_RULE = ("an optional DNS-subdomain prefix and '/', then at most 63 characters of [A-Za-z0-9-_.] "
-                  "starting and ending with a letter or digit, e.g. example.com/team")
+LABEL_KEY_RULE = (
+    "an optional DNS-subdomain prefix and '/', then at most 63 characters of [A-Za-z0-9-_.] "
+    "starting and ending with a letter or digit, e.g. example.com/team"
+)
 
 
 def is_dns_label(text: str) -> bool:

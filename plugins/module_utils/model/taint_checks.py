@@ -5,6 +5,7 @@
 
 The syntax of each taint (qualified key, label-value value) is checked by the Taint model itself.
 """
+
 from __future__ import annotations
 
 from typing import List, Tuple
@@ -23,14 +24,24 @@ def taint_problems(cluster, root: str) -> List[Tuple[str, str]]:
             where = "%s.taints[%d]" % (at, index)
             if pool.gpu_taint and taint.key == GPU_TAINT["key"]:
                 # Pool.all_taints drops it: the node would never get what this entry asks for.
-                out.append((where, "gpu_taint: true already sets %s=%s:%s, so this taint would be ignored; set "
-                            "gpu_taint: false to use your own taint with this key"
-                            % (GPU_TAINT["key"], GPU_TAINT["value"], GPU_TAINT["effect"])))
+                out.append(
+                    (
+                        where,
+                        "gpu_taint: true already sets %s=%s:%s, so this taint would be ignored; set "
+                        "gpu_taint: false to use your own taint with this key"
+                        % (GPU_TAINT["key"], GPU_TAINT["value"], GPU_TAINT["effect"]),
+                    )
+                )
                 continue
             key = (taint.key, taint.effect)
             if key in seen:
-                out.append((where, "taint %s:%s is also taints[%d]; the API server refuses two taints with the "
-                            "same key and effect on a node, so keep one" % (taint.key, taint.effect, seen[key])))
+                out.append(
+                    (
+                        where,
+                        "taint %s:%s is also taints[%d]; the API server refuses two taints with the "
+                        "same key and effect on a node, so keep one" % (taint.key, taint.effect, seen[key]),
+                    )
+                )
                 continue
             seen[key] = index
     return out

@@ -8,6 +8,7 @@ gpupool.core.resource_claim_template (``namespaces`` + ``templates``). Both beco
 same `ClaimTemplate` model, so one set of checks (model/tenant_checks.py) and one builder
 (plan/claim_templates.py) serve both; only the paths in messages differ.
 """
+
 from __future__ import annotations
 
 from typing import List, NamedTuple, Optional, Sequence, Tuple
@@ -25,6 +26,7 @@ Problem = Tuple[str, str]
 class TemplateEntry(NamedTuple):
     """One template in one namespace; `at` is where it comes from (for messages), `default` when it was not
     written but derived from a pool's DeviceClass."""
+
     namespace: str
     template: ClaimTemplate
     at: str
@@ -54,8 +56,9 @@ def inventory_entries(cluster, root: str = "gpupool_cluster") -> List[TemplateEn
     return out
 
 
-def option_entries(cluster, namespaces: Sequence[str], templates: Optional[Sequence[dict]]
-                   ) -> Tuple[List[TemplateEntry], List[Problem]]:
+def option_entries(
+    cluster, namespaces: Sequence[str], templates: Optional[Sequence[dict]]
+) -> Tuple[List[TemplateEntry], List[Problem]]:
     """Entries from the module's options: `templates` None means the defaults in every namespace; each template
     may name its own `namespaces`. Shape problems come back with paths like ``templates[0].count``."""
     problems: List[Problem] = []
@@ -71,7 +74,7 @@ def option_entries(cluster, namespaces: Sequence[str], templates: Optional[Seque
     for index, raw in enumerate(templates):
         at = "templates[%d]" % index
         # Ansible fills options the task left out with None; the model has its own defaults.
-        data = dict((k, v) for k, v in dict(raw).items() if v is not None)
+        data = {k: v for k, v in dict(raw).items() if v is not None}
         own = data.pop("namespaces", None)
         for name in own or ():
             if not is_dns_label(name):
@@ -104,24 +107,35 @@ def template_class(cluster, template: ClaimTemplate) -> Tuple[Optional[ClassName
         for entry in classes:
             if entry.name == template.device_class:
                 return entry, None
-        return None, (".device_class", "pool %s publishes no DeviceClass %r; its classes: %s" % (
-            pool.name, template.device_class, ", ".join(e.name for e in classes) or "none"))
+        return None, (
+            ".device_class",
+            "pool %s publishes no DeviceClass %r; its classes: %s"
+            % (pool.name, template.device_class, ", ".join(e.name for e in classes) or "none"),
+        )
     if template.mig_profile:
         for entry in classes:
             if entry.role == "mig" and entry.profile == template.mig_profile:
                 return entry, None
         gpu = pool.catalog_gpu
         if gpu is None or profile_by_name(gpu, template.mig_profile) is None:
-            return None, (".mig_profile", "pool %s's GPU (%s) has no MIG profile %r" % (
-                pool.name, pool.gpu.model, template.mig_profile))
-        return None, (".mig_profile", "pool %s publishes no DeviceClass for MIG profile %r (its MIG mode is %s); add "
-                      "the profile to the pool's mig.layout or name a device_class"
-                      % (pool.name, template.mig_profile, pool.mig.mode))
+            return None, (
+                ".mig_profile",
+                "pool %s's GPU (%s) has no MIG profile %r" % (pool.name, pool.gpu.model, template.mig_profile),
+            )
+        return None, (
+            ".mig_profile",
+            "pool %s publishes no DeviceClass for MIG profile %r (its MIG mode is %s); add "
+            "the profile to the pool's mig.layout or name a device_class"
+            % (pool.name, template.mig_profile, pool.mig.mode),
+        )
     for entry in classes:
         if entry.role == "gpu":
             return entry, None
-    return None, ("", "pool %s publishes no full-GPU DeviceClass (MIG layout on every GPU, or "
-                  "device_classes.defaults: false); give mig_profile or device_class" % pool.name)
+    return None, (
+        "",
+        "pool %s publishes no full-GPU DeviceClass (MIG layout on every GPU, or "
+        "device_classes.defaults: false); give mig_profile or device_class" % pool.name,
+    )
 
 
 def is_mig_class(entry: ClassName) -> bool:

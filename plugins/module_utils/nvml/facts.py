@@ -8,37 +8,73 @@ Nothing here writes to a GPU. Every NVML failure becomes `NvmlError` with the
 call, the NVML constant name and NVML's own text; a host without NVML gives
 `NvmlUnavailable` with a sentence saying what is missing.
 """
-from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from __future__ import annotations
 
 import ctypes
 import sys
 import traceback
 import uuid as _uuid
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+
 try:
     import pynvml
+
     PYNVML_IMPORT_ERROR = None
 except ImportError:  # nvidia-ml-py not installed on the node
     pynvml = None
     PYNVML_IMPORT_ERROR = traceback.format_exc()
 
 __all__ = [
-    "NvmlUnavailable", "NvmlError", "Session", "read_system", "read_gpu", "read_profiles",
-    "read_instances", "read_mig_mode", "read_processes", "read_fabric", "clique_id", "error_name",
+    "NvmlUnavailable",
+    "NvmlError",
+    "Session",
+    "read_system",
+    "read_gpu",
+    "read_profiles",
+    "read_instances",
+    "read_mig_mode",
+    "read_processes",
+    "read_fabric",
+    "clique_id",
+    "error_name",
 ]
 
-ARCHITECTURES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
-                 8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell"}
-BRANDS = {0: "Unknown", 1: "Quadro", 2: "Tesla", 3: "NVS", 4: "GRID", 5: "GeForce", 6: "Titan",
-          7: "NVIDIA Virtual Applications", 8: "NVIDIA Virtual PC", 9: "NVIDIA Virtual Compute Server",
-          10: "NVIDIA RTX Virtual Workstation", 11: "NVIDIA Cloud Gaming", 12: "Quadro RTX", 13: "NVIDIA RTX",
-          14: "NVIDIA", 15: "GeForce RTX", 16: "Titan RTX"}
+ARCHITECTURES = {
+    2: "Kepler",
+    3: "Maxwell",
+    4: "Pascal",
+    5: "Volta",
+    6: "Turing",
+    7: "Ampere",
+    8: "Ada Lovelace",
+    9: "Hopper",
+    10: "Blackwell",
+}
+BRANDS = {
+    0: "Unknown",
+    1: "Quadro",
+    2: "Tesla",
+    3: "NVS",
+    4: "GRID",
+    5: "GeForce",
+    6: "Titan",
+    7: "NVIDIA Virtual Applications",
+    8: "NVIDIA Virtual PC",
+    9: "NVIDIA Virtual Compute Server",
+    10: "NVIDIA RTX Virtual Workstation",
+    11: "NVIDIA Cloud Gaming",
+    12: "Quadro RTX",
+    13: "NVIDIA RTX",
+    14: "NVIDIA",
+    15: "GeForce RTX",
+    16: "Titan RTX",
+}
 FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 FABRIC_HEALTH_SUMMARY = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
-GI_PROFILE_COUNT = 18   # NVML_GPU_INSTANCE_PROFILE_COUNT (nvml.h, go-nvml const.go)
-CI_PROFILE_COUNT = 9    # NVML_COMPUTE_INSTANCE_PROFILE_COUNT
+GI_PROFILE_COUNT = 18  # NVML_GPU_INSTANCE_PROFILE_COUNT (nvml.h, go-nvml const.go)
+CI_PROFILE_COUNT = 9  # NVML_COMPUTE_INSTANCE_PROFILE_COUNT
 NOT_AVAILABLE = 0xFFFFFFFF
 
 
@@ -97,14 +133,15 @@ def _is(exc, *names):
     return any(_code(exc) == getattr(pynvml, n, object()) for n in names)
 
 
-class Session(object):
+class Session:
     """nvmlInit on enter, nvmlShutdown on exit; NvmlUnavailable when NVML cannot start."""
 
     def __enter__(self):
         if pynvml is None:
             raise NvmlUnavailable(
                 "the Python NVML bindings are not installed for %s: install nvidia-ml-py on the node "
-                "(pip install nvidia-ml-py); it provides `import pynvml`" % sys.executable)
+                "(pip install nvidia-ml-py); it provides `import pynvml`" % sys.executable
+            )
         try:
             pynvml.nvmlInit()
         except pynvml.NVMLError as exc:
@@ -112,14 +149,18 @@ class Session(object):
             if code == pynvml.NVML_ERROR_LIBRARY_NOT_FOUND:
                 raise NvmlUnavailable(
                     "NVML (libnvidia-ml.so.1, installed with the NVIDIA driver) could not be loaded: this host has "
-                    "no NVIDIA driver, or the driver's library directory is not on the loader path")
+                    "no NVIDIA driver, or the driver's library directory is not on the loader path"
+                )
             if code == pynvml.NVML_ERROR_DRIVER_NOT_LOADED:
                 raise NvmlUnavailable(
                     "libnvidia-ml.so.1 is installed but the NVIDIA kernel driver is not loaded (nvmlInit: Driver Not "
-                    "Loaded): load it (modprobe nvidia) or check that the GPUs are visible to this host")
+                    "Loaded): load it (modprobe nvidia) or check that the GPUs are visible to this host"
+                )
             if code == pynvml.NVML_ERROR_NO_PERMISSION:
-                raise NvmlUnavailable("nvmlInit was refused (Insufficient Permissions): run as root or give this user "
-                                      "access to /dev/nvidia*")
+                raise NvmlUnavailable(
+                    "nvmlInit was refused (Insufficient Permissions): run as root or give this user "
+                    "access to /dev/nvidia*"
+                )
             raise NvmlUnavailable("nvmlInit failed: %s (%s)" % (_text(exc), error_name(code)))
         return self
 
@@ -191,13 +232,24 @@ def read_profiles(handle):
         call("nvmlDeviceGetGpuInstancePossiblePlacements", handle, info.id, placements, ctypes.byref(count))
         starts = sorted(placements[i].start for i in range(count.value))
         sizes = {placements[i].size for i in range(count.value)}
-        profiles.append({
-            "index": index, "id": info.id, "name": name or None, "compute_slices": info.sliceCount,
-            "memory_slices": max(sizes) if sizes else 0, "max_instances": info.instanceCount, "starts": starts,
-            "memory_mib": info.memorySizeMB, "multiprocessors": info.multiprocessorCount,
-            "copy_engines": info.copyEngineCount, "decoders": info.decoderCount, "encoders": info.encoderCount,
-            "jpeg_engines": info.jpegCount, "ofa_engines": info.ofaCount,
-        })
+        profiles.append(
+            {
+                "index": index,
+                "id": info.id,
+                "name": name or None,
+                "compute_slices": info.sliceCount,
+                "memory_slices": max(sizes) if sizes else 0,
+                "max_instances": info.instanceCount,
+                "starts": starts,
+                "memory_mib": info.memorySizeMB,
+                "multiprocessors": info.multiprocessorCount,
+                "copy_engines": info.copyEngineCount,
+                "decoders": info.decoderCount,
+                "encoders": info.encoderCount,
+                "jpeg_engines": info.jpegCount,
+                "ofa_engines": info.ofaCount,
+            }
+        )
     return profiles
 
 
@@ -205,8 +257,12 @@ def _ci_profiles(gi):
     """The compute-instance profiles this GPU instance supports (others answer NOT_SUPPORTED)."""
     for index in range(CI_PROFILE_COUNT):
         try:
-            yield call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gi, index,
-                       pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+            yield call(
+                "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+                gi,
+                index,
+                pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+            )
         except NvmlError as exc:
             if not _is(exc, "NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_INVALID_ARGUMENT"):
                 raise
@@ -229,10 +285,16 @@ def _compute_instances(gi, gi_slices):
         name = _s(getattr(info, "name", b"") or b"")
         for i in range(count.value):
             ci = call("nvmlComputeInstanceGetInfo", array[i])
-            cis.append({"compute_instance_id": ci.id, "profile_id": ci.profileId,
-                        "profile": name[4:] if name.startswith("MIG ") else (name or None),
-                        "compute_slices": info.sliceCount, "start": ci.placement.start,
-                        "full": info.sliceCount == gi_slices})
+            cis.append(
+                {
+                    "compute_instance_id": ci.id,
+                    "profile_id": ci.profileId,
+                    "profile": name[4:] if name.startswith("MIG ") else (name or None),
+                    "compute_slices": info.sliceCount,
+                    "start": ci.placement.start,
+                    "full": info.sliceCount == gi_slices,
+                }
+            )
     return sorted(cis, key=lambda c: c["compute_instance_id"])
 
 
@@ -268,11 +330,18 @@ def read_instances(handle, profiles):
             for ci in cis:
                 ci["uuid"] = uuids.get((info.id, ci["compute_instance_id"]))
             full = [c for c in cis if c["full"]]
-            instances.append({
-                "gpu_instance_id": info.id, "profile": p["name"], "profile_id": info.profileId,
-                "start": info.placement.start, "size": info.placement.size, "memory_mib": p["memory_mib"],
-                "compute_instances": cis, "uuid": full[0]["uuid"] if full else None,
-            })
+            instances.append(
+                {
+                    "gpu_instance_id": info.id,
+                    "profile": p["name"],
+                    "profile_id": info.profileId,
+                    "start": info.placement.start,
+                    "size": info.placement.size,
+                    "memory_mib": p["memory_mib"],
+                    "compute_instances": cis,
+                    "uuid": full[0]["uuid"] if full else None,
+                }
+            )
     return sorted(instances, key=lambda inst: (inst["start"], inst["gpu_instance_id"]))
 
 
@@ -283,9 +352,14 @@ def read_processes(handle):
         gi = getattr(p, "gpuInstanceId", NOT_AVAILABLE)
         ci = getattr(p, "computeInstanceId", NOT_AVAILABLE)
         used = getattr(p, "usedGpuMemory", None)
-        out.append({"pid": p.pid, "used_memory_mib": None if used is None else used // (1 << 20),
-                    "gpu_instance_id": None if gi in (None, NOT_AVAILABLE) else gi,
-                    "compute_instance_id": None if ci in (None, NOT_AVAILABLE) else ci})
+        out.append(
+            {
+                "pid": p.pid,
+                "used_memory_mib": None if used is None else used // (1 << 20),
+                "gpu_instance_id": None if gi in (None, NOT_AVAILABLE) else gi,
+                "compute_instance_id": None if ci in (None, NOT_AVAILABLE) else ci,
+            }
+        )
     return out
 
 
@@ -330,7 +404,9 @@ def read_fabric(handle):
     raw = bytes(bytearray(info.clusterUuid))  # read the raw bytes: some pynvml builds mangle this field
     cluster = str(_uuid.UUID(bytes=raw)) if len(raw) == 16 else None
     out = {
-        "supported": True, "cluster_uuid": cluster, "clique_id": int(info.cliqueId),
+        "supported": True,
+        "cluster_uuid": cluster,
+        "clique_id": int(info.cliqueId),
         "state": FABRIC_STATES.get(int(info.state), str(int(info.state))),
         "status": error_name(int(info.status)) if int(info.status) else "NVML_SUCCESS",
         "clique": clique_id(cluster, int(info.cliqueId), int(info.state), int(info.status)),
@@ -365,7 +441,9 @@ def read_gpu(handle, index, include_profiles=False, system=None):
         "driver_version": system.get("driver_version"),
         "cuda_driver_version": system.get("cuda_driver_version"),
         "mig": {
-            "capable": capable, "current": current, "pending": pending,
+            "capable": capable,
+            "current": current,
+            "pending": pending,
             "mode_change_pending": capable and current != pending,
             "instances": read_instances(handle, profiles) if capable and current else [],
         },

@@ -11,12 +11,12 @@ The plan decides; this only performs the NVML calls in order:
 When a mode change stays pending (A100/A30 need a GPU reset, or the GPU is
 busy) execution stops there and the result says reset_required.
 """
-from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from __future__ import annotations
 
 import ctypes
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
 from ansible_collections.gpupool.core.plugins.module_utils.nvml.facts import NvmlError, call
 
@@ -35,8 +35,12 @@ class MigApplyError(GpupoolError):
 def full_ci_profile_id(gi, gi_slices):
     ci_id, _name = nvml_facts.full_ci_profile(gi, gi_slices)
     if ci_id is None:
-        raise NvmlError("nvmlGpuInstanceGetComputeInstanceProfileInfo", 3, "Not Supported",
-                        "(no compute-instance profile covers all %d compute slices)" % gi_slices)
+        raise NvmlError(
+            "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+            3,
+            "Not Supported",
+            "(no compute-instance profile covers all %d compute slices)" % gi_slices,
+        )
     return ci_id
 
 
@@ -85,8 +89,9 @@ def execute(handle, index, gpu_plan, profiles):
             elif kind == "create_gpu_instance":
                 placement = pynvml.c_nvmlGpuInstancePlacement_t()
                 placement.start, placement.size = action["start"], action["size"]
-                gi = call("nvmlDeviceCreateGpuInstanceWithPlacement", handle, action["profile_id"],
-                          ctypes.byref(placement))
+                gi = call(
+                    "nvmlDeviceCreateGpuInstanceWithPlacement", handle, action["profile_id"], ctypes.byref(placement)
+                )
                 gi_id = call("nvmlGpuInstanceGetInfo", gi).id
                 done.append(dict(action, gpu_instance_id=gi_id))
                 ci_id = _create_full_ci(gi, slices[action["profile"]])
@@ -103,9 +108,9 @@ def execute(handle, index, gpu_plan, profiles):
 def _explain(index, action, exc):
     what = {
         "destroy_compute_instance": "destroying compute instance %s of GPU instance %s"
-                                    % (action.get("compute_instance_id"), action.get("gpu_instance_id")),
+        % (action.get("compute_instance_id"), action.get("gpu_instance_id")),
         "destroy_gpu_instance": "destroying GPU instance %s (%s at slice %s)"
-                                % (action.get("gpu_instance_id"), action.get("profile"), action.get("start")),
+        % (action.get("gpu_instance_id"), action.get("profile"), action.get("start")),
         "set_mig_mode": "setting MIG mode %s" % ("on" if action.get("enabled") else "off"),
         "create_compute_instance": "creating the compute instance of GPU instance %s" % action.get("gpu_instance_id"),
         "create_gpu_instance": "creating %s at memory slice %s" % (action.get("profile"), action.get("start")),

@@ -9,6 +9,7 @@ of a cloud in clouds.yaml or a whole cloud configuration as a dict; the separate
 apply to a named cloud (or to the ``OS_*`` environment when ``cloud`` is not set) and must not be
 mixed with a dict. Every OpenStack module of the collection gets its connection here.
 """
+
 from __future__ import annotations
 
 import traceback
@@ -18,6 +19,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 try:
     import openstack
     from openstack import exceptions as sdk_exc
+
     HAS_OPENSTACKSDK = True
     OPENSTACKSDK_IMPORT_ERROR = None
 except ImportError:
@@ -28,8 +30,17 @@ MINIMUM_SDK_VERSION = "1.0.0"
 APP_NAME = "gpupool.core"
 
 # Options that only make sense with a named cloud / environment, not with a cloud dict.
-CONNECTION_OPTIONS = ("auth", "auth_type", "region_name", "validate_certs", "ca_cert", "client_cert", "client_key",
-                      "api_timeout", "interface")
+CONNECTION_OPTIONS = (
+    "auth",
+    "auth_type",
+    "region_name",
+    "validate_certs",
+    "ca_cert",
+    "client_cert",
+    "client_key",
+    "api_timeout",
+    "interface",
+)
 
 
 class ConnectionConfigError(GpupoolError):
@@ -53,58 +64,59 @@ def connect_from_params(params):
     if sdk_version and _version_tuple(sdk_version) < _version_tuple(MINIMUM_SDK_VERSION):
         raise ConnectionConfigError(
             "openstacksdk %s is too old; this collection needs >= %s (pip install -U openstacksdk on the host that "
-            "runs the module)." % (sdk_version, MINIMUM_SDK_VERSION))
+            "runs the module)." % (sdk_version, MINIMUM_SDK_VERSION)
+        )
     cloud = params.get("cloud")
     if isinstance(cloud, dict):
-        mixed = [opt for opt in CONNECTION_OPTIONS if params.get(opt) is not None and
-                 not (opt == "interface" and params.get(opt) == "public")]
+        mixed = [
+            opt
+            for opt in CONNECTION_OPTIONS
+            if params.get(opt) is not None and not (opt == "interface" and params.get(opt) == "public")
+        ]
         if mixed:
             raise ConnectionConfigError(
                 "cloud is given as a dict, so the options %s must be left out: put them into the cloud dict "
                 "(e.g. cloud.auth, cloud.region_name, cloud.cacert) or name a cloud from clouds.yaml instead."
-                % ", ".join(mixed))
+                % ", ".join(mixed)
+            )
         kwargs = dict(cloud)
         kwargs.setdefault("interface", params.get("interface") or "public")
         # The dict is the whole configuration: neither clouds.yaml nor OS_* variables leak into it.
         kwargs.update(load_yaml_config=False, load_envvars=False)
         cloud_name = None
     elif cloud is not None and not isinstance(cloud, str):
-        raise ConnectionConfigError("cloud must be the name of a cloud in clouds.yaml or a dict with the cloud's "
-                                    "configuration, got %s." % type(cloud).__name__)
+        raise ConnectionConfigError(
+            "cloud must be the name of a cloud in clouds.yaml or a dict with the cloud's "
+            "configuration, got %s." % type(cloud).__name__
+        )
     else:
         cloud_name = cloud
-        kwargs = dict(auth_type=params.get("auth_type"), auth=params.get("auth"),
-                      region_name=params.get("region_name"), verify=params.get("validate_certs"),
-                      cacert=params.get("ca_cert"), cert=params.get("client_cert"), key=params.get("client_key"),
-                      api_timeout=params.get("api_timeout"), interface=params.get("interface"))
-        kwargs = dict((k, v) for k, v in kwargs.items() if v is not None)
+        kwargs = dict(
+            auth_type=params.get("auth_type"),
+            auth=params.get("auth"),
+            region_name=params.get("region_name"),
+            verify=params.get("validate_certs"),
+            cacert=params.get("ca_cert"),
+            cert=params.get("client_cert"),
+            key=params.get("client_key"),
+            api_timeout=params.get("api_timeout"),
+            interface=params.get("interface"),
+        )
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
     try:
         return openstack.connect(cloud=cloud_name, app_name=APP_NAME, **kwargs)
     except sdk_exc.ConfigException as exc:
         raise ConnectionConfigError(
             "Cannot configure the OpenStack connection%s: %s. Name a cloud that exists in clouds.yaml (searched in "
             "./clouds.yaml, ~/.config/openstack/ and /etc/openstack/, or the file in OS_CLIENT_CONFIG_FILE), or "
-            "pass the cloud as a dict." % (" for cloud '%s'" % cloud_name if cloud_name else "", exc))
+            "pass the cloud as a dict." % (" for cloud '%s'" % cloud_name if cloud_name else "", exc)
+        )
     except Exception as exc:  # keystoneauth MissingRequiredOptions, bad auth_type, ...
         raise ConnectionConfigError(
             "Cannot configure the OpenStack connection%s: %s: %s. Check the auth settings (auth_url, username, "
             "password, project) of the cloud."
-            % (" for cloud '%s'" % cloud_name if cloud_name else "", type(exc).__name__, exc))
+            % (" for cloud '%s'" % cloud_name if cloud_name else "", type(exc).__name__, exc)
+        )
 
 
-SECRET_KEYS = ("password", "secret", "token", "application_credential_secret", "client_key", "key")
-
-
-def secrets_in(value):
-    """Secret values inside a cloud dict (passwords, tokens, credential secrets), for no_log."""
-    found = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, (dict, list)):
-                found.extend(secrets_in(item))
-            elif item and any(word in str(key).lower() for word in SECRET_KEYS) and isinstance(item, str):
-                found.append(item)
-    elif isinstance(value, list):
-        for item in value:
-            found.extend(secrets_in(item))
-    return found
+# secrets_in() lives in secrets.py (no openstacksdk import): every pool module hides a cloud's secrets.

@@ -11,19 +11,25 @@ TLS) as plain REST. Three things the SDK does not do for us:
   header; every call sends ``OpenStack-API-Version: container-infra <v>`` explicitly, because the
   SDK's own microversion support writes the long service type, which Magnum rejects with 406 before
   release 2026.1;
-- retries with backoff on 5xx and connection errors (writes only on 502/503/504, not on 500, and
+- retries with backoff on 429 (honouring Retry-After), 5xx and connection errors (writes only on
+  429/502/503/504, not on 500: a 429 or a gateway error means the request was not carried out; and
   on failed connects/timeouts: every write here is idempotent, a repeated create shows up as 409);
 - waiting for the asynchronous status (``*_IN_PROGRESS`` -> ``*_COMPLETE`` / ``*_FAILED``).
 """
+
 from __future__ import annotations
 
 import json
 import time
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
-    CLIENT_MAX_VERSION, IN_PROGRESS_STATES, choose_microversion, evaluate_wait, format_version, parse_version,
+    CLIENT_MAX_VERSION,
+    IN_PROGRESS_STATES,
+    choose_microversion,
+    evaluate_wait,
+    format_version,
+    parse_version,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
@@ -38,12 +44,13 @@ MAX_HEADER = "OpenStack-API-Maximum-Version"
 MIN_HEADER = "OpenStack-API-Minimum-Version"
 FAILED_HINTS = {
     "CREATE_FAILED": "Fix the cause (quota, flavor, image...), remove the failed nodegroup with state=absent, then run "
-                     "the task again.",
+    "the task again.",
     "UPDATE_FAILED": "Fix the cause and run the task again; Magnum accepts a new update after UPDATE_FAILED.",
     "DELETE_FAILED": "Fix the cause and run the task with state=absent again.",
 }
-RETRY_READ = frozenset((500, 502, 503, 504))
-RETRY_WRITE = frozenset((502, 503, 504))
+RETRY_READ = frozenset((429, 500, 502, 503, 504))
+RETRY_WRITE = frozenset((429, 502, 503, 504))
+MAX_RETRY_AFTER = 60.0
 
 
 def _sleep(seconds):  # patched by the unit tests
@@ -82,6 +89,14 @@ class WaitTimeout(MagnumError):
     """The nodegroup did not reach the expected state in time."""
 
 
+def _retry_after(resp):
+    """Seconds the server asked to wait (Retry-After in seconds), 0 when it did not say."""
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("Retry-After") or 0)))
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def error_detail(resp):
     """The human text of an error response: Magnum's {"errors": [{title, detail}]}, Keystone's
     {"error": {message}}, or the raw text."""
@@ -106,13 +121,22 @@ def error_detail(resp):
     return json.dumps(body)[:500]
 
 
-class MagnumClient(object):
+class MagnumClient:
     """Magnum v1 clusters/nodegroups through ``conn.container_infrastructure_management``.
 
     ``log`` (callable taking a string) receives retries and waiting progress; ``events`` keeps them."""
 
-    def __init__(self, conn, retries=5, backoff=0.5, max_backoff=10.0, poll_initial=0.25, poll_max=15.0,
-                 client_max=CLIENT_MAX_VERSION, log=None):
+    def __init__(
+        self,
+        conn,
+        retries=5,
+        backoff=0.5,
+        max_backoff=10.0,
+        poll_initial=0.25,
+        poll_max=15.0,
+        client_max=CLIENT_MAX_VERSION,
+        log=None,
+    ):
         self.conn = conn
         self._adapter = None
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
@@ -172,12 +196,16 @@ class MagnumClient(object):
                     continue
                 raise failure or MagnumError(
                     "%s %s failed after %d attempts: %s. Check that %s is reachable from this host."
-                    % (method, path, attempt, exc, self.endpoint), method=method, url=path)
+                    % (method, path, attempt, exc, self.endpoint),
+                    method=method,
+                    url=path,
+                )
             if resp.status_code in ok:
                 return resp
             if resp.status_code in retryable and attempt <= self.retries:
-                self._retry_note(method, path, attempt, delay, "HTTP %d" % resp.status_code)
-                _sleep(delay)
+                wait = max(delay, _retry_after(resp))
+                self._retry_note(method, path, attempt, wait, "HTTP %d" % resp.status_code)
+                _sleep(wait)
                 delay = min(delay * 2, self.max_backoff)
                 continue
             raise self._http_error(method, path, resp, attempt)
@@ -193,16 +221,28 @@ class MagnumClient(object):
         idempotent (absolute counts and values; a repeated create is recognised by its 409)."""
         if ks_exc is not None:
             if isinstance(exc, ks_exc.EndpointNotFound):
-                return MagnumError("The cloud's service catalog has no Magnum (container-infra) endpoint for this "
-                                   "region/interface: %s. Check region_name and interface, or ask the operators "
-                                   "whether Magnum is deployed." % exc, method=method, url=path)
+                return MagnumError(
+                    "The cloud's service catalog has no Magnum (container-infra) endpoint for this "
+                    "region/interface: %s. Check region_name and interface, or ask the operators "
+                    "whether Magnum is deployed." % exc,
+                    method=method,
+                    url=path,
+                )
             if isinstance(exc, ks_exc.Unauthorized):
-                return MagnumError("Authentication failed (%s). Check the credentials of the cloud in clouds.yaml "
-                                   "or the auth option." % exc, status=401, method=method, url=path)
+                return MagnumError(
+                    "Authentication failed (%s). Check the credentials of the cloud in clouds.yaml "
+                    "or the auth option." % exc,
+                    status=401,
+                    method=method,
+                    url=path,
+                )
             if isinstance(exc, ks_exc.SSLError):
-                return MagnumError("TLS verification failed for %s: %s. Give the CA bundle with ca_cert (or cacert "
-                                   "in clouds.yaml); validate_certs=false only for tests." % (path, exc),
-                                   method=method, url=path)
+                return MagnumError(
+                    "TLS verification failed for %s: %s. Give the CA bundle with ca_cert (or cacert "
+                    "in clouds.yaml); validate_certs=false only for tests." % (path, exc),
+                    method=method,
+                    url=path,
+                )
             if isinstance(exc, (ks_exc.ConnectFailure, ks_exc.ConnectTimeout, ks_exc.UnknownConnectionError)):
                 return None
             if isinstance(exc, ks_exc.ClientException):
@@ -215,8 +255,11 @@ class MagnumClient(object):
         cls = {404: MagnumNotFound, 409: MagnumConflict}.get(status, MagnumError)
         text = "Magnum answered %s %s with HTTP %d: %s" % (method, path, status, detail)
         if status == 406:
-            text += (" (microversion %s was sent; the server supports %s to %s)"
-                     % (format_version(self.version) if self.version else "none", self.server_min, self.server_max))
+            text += " (microversion %s was sent; the server supports %s to %s)" % (
+                format_version(self.version) if self.version else "none",
+                self.server_min,
+                self.server_max,
+            )
         if attempt > 1:
             text += " (after %d attempts)" % attempt
         return cls(text, status=status, detail=detail, method=method, url=path)
@@ -227,8 +270,10 @@ class MagnumClient(object):
         resp = self.request("GET", "/", version=None)
         maximum, minimum = resp.headers.get(MAX_HEADER), resp.headers.get(MIN_HEADER)
         if not maximum:
-            raise MagnumError("%s did not send an %s header, so its microversion range is unknown; is this "
-                              "really Magnum?" % (self.endpoint, MAX_HEADER))
+            raise MagnumError(
+                "%s did not send an %s header, so its microversion range is unknown; is this "
+                "really Magnum?" % (self.endpoint, MAX_HEADER)
+            )
         try:
             self.server_max = format_version(parse_version(maximum))
             self.server_min = format_version(parse_version(minimum)) if minimum else None
@@ -236,10 +281,12 @@ class MagnumClient(object):
         except ValueError as exc:
             if isinstance(exc, Problems):
                 raise MagnumError(str(exc))
-            raise MagnumError("Cannot read the microversion headers of %s (%s: %r): %s"
-                              % (self.endpoint, MAX_HEADER, maximum, exc))
-        self.log("microversion: server %s..%s, using %s"
-                 % (self.server_min, self.server_max, format_version(self.version)))
+            raise MagnumError(
+                "Cannot read the microversion headers of %s (%s: %r): %s" % (self.endpoint, MAX_HEADER, maximum, exc)
+            )
+        self.log(
+            "microversion: server %s..%s, using %s" % (self.server_min, self.server_max, format_version(self.version))
+        )
         return self.version
 
     # ------------------------------------------------------------------------------ resources
@@ -247,8 +294,12 @@ class MagnumClient(object):
         try:
             return self.request("GET", "/clusters/%s" % ident).json()
         except MagnumNotFound as exc:
-            raise MagnumNotFound("Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
-                                 "`openstack coe cluster list`." % (ident, exc.detail), status=404, detail=exc.detail)
+            raise MagnumNotFound(
+                "Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
+                "`openstack coe cluster list`." % (ident, exc.detail),
+                status=404,
+                detail=exc.detail,
+            )
 
     def list_nodegroups(self, cluster_id, role=None):
         """Every nodegroup of a cluster (abbreviated list view), following the ``next`` links."""
@@ -282,8 +333,7 @@ class MagnumClient(object):
             raise
 
     def patch_nodegroup(self, cluster_id, ident, ops):
-        return self.request("PATCH", "/clusters/%s/nodegroups/%s" % (cluster_id, ident), ops,
-                            ok=(200, 202)).json()
+        return self.request("PATCH", "/clusters/%s/nodegroups/%s" % (cluster_id, ident), ops, ok=(200, 202)).json()
 
     def delete_nodegroup(self, cluster_id, ident):
         try:
@@ -301,14 +351,21 @@ class MagnumClient(object):
     def waiter(self, timeout):
         """The one Waiter (plan/waiting.py): polls from poll_initial, growing by half up to poll_max.
         Clock and sleep are looked up at each call, so tests can replace them."""
+
         def clock():
             return _clock()
 
         def pause(seconds):
             _sleep(seconds)
 
-        return Waiter(timeout, sleep=self.poll_initial, backoff=1.5, max_sleep=max(self.poll_initial, self.poll_max),
-                      clock=clock, pause=pause)
+        return Waiter(
+            timeout,
+            sleep=self.poll_initial,
+            backoff=1.5,
+            max_sleep=max(self.poll_initial, self.poll_max),
+            clock=clock,
+            pause=pause,
+        )
 
     def wait(self, cluster_id, ident, expect, timeout, what, initial_status=None):
         """Poll until ``expect`` (see plan/nodegroup.evaluate_wait) holds. Returns the nodegroup (None when
@@ -325,14 +382,28 @@ class MagnumClient(object):
             snapshot = (verdict, status, ng.get("node_count") if ng else None)
             if snapshot != state["last"]:
                 state["last"] = snapshot
-                self.log("%s: %s%s after %.1fs%s" % (
-                    what, text, " (%s nodes)" % ng.get("node_count") if ng else "", _clock() - start,
-                    " - done" if verdict == "done" else " - waiting" if verdict == "pending" else ""))
+                self.log(
+                    "%s: %s%s after %.1fs%s"
+                    % (
+                        what,
+                        text,
+                        " (%s nodes)" % ng.get("node_count") if ng else "",
+                        _clock() - start,
+                        " - done" if verdict == "done" else " - waiting" if verdict == "pending" else "",
+                    )
+                )
             if verdict == "failed":
                 raise OperationFailed(
-                    "%s ended in %s: %s. %s" % (what, status, ng.get("status_reason") or "Magnum gave no status_reason",
-                                                FAILED_HINTS.get(status, "Fix the cause and run the task again.")),
-                    status=status, detail=ng.get("status_reason"))
+                    "%s ended in %s: %s. %s"
+                    % (
+                        what,
+                        status,
+                        ng.get("status_reason") or "Magnum gave no status_reason",
+                        FAILED_HINTS.get(status, "Fix the cause and run the task again."),
+                    ),
+                    status=status,
+                    detail=ng.get("status_reason"),
+                )
             return verdict == "done", status or "not found"
 
         if self.waiter(timeout).until(probe):
@@ -342,9 +413,15 @@ class MagnumClient(object):
         raise WaitTimeout(
             "Timed out after %ds waiting for %s: the last status was %s%s. Magnum may still finish it: "
             "run the task again later (it continues from the current state) or raise wait_timeout."
-            % (timeout, what, status or "not found",
-               " (%s)" % ng.get("status_reason") if ng and ng.get("status_reason") else ""),
-            status=status, detail=ng.get("status_reason") if ng else None)
+            % (
+                timeout,
+                what,
+                status or "not found",
+                " (%s)" % ng.get("status_reason") if ng and ng.get("status_reason") else "",
+            ),
+            status=status,
+            detail=ng.get("status_reason") if ng else None,
+        )
 
     def wait_settled(self, cluster_id, ident, timeout, what):
         """Wait until a nodegroup is no longer *_IN_PROGRESS (None if it disappears)."""
@@ -359,5 +436,8 @@ class MagnumClient(object):
 
         if self.waiter(timeout).until(probe):
             return state["ng"]
-        raise WaitTimeout("Timed out after %ds waiting for %s to leave %s; run the task again later."
-                          % (timeout, what, state["ng"].get("status")), status=state["ng"].get("status"))
+        raise WaitTimeout(
+            "Timed out after %ds waiting for %s to leave %s; run the task again later."
+            % (timeout, what, state["ng"].get("status")),
+            status=state["ng"].get("status"),
+        )

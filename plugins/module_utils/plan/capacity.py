@@ -23,6 +23,7 @@ Facts used (reference nvidia-dra-driver-published.md, "MIG device" and "With Dyn
 
 Only Ready, schedulable nodes count: a cordoned or NotReady node takes no new pod.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,17 +31,22 @@ from typing import Dict, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import more_instances
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import pool_has_full_gpus
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import pool_mig_profiles
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import template_class
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import pool_has_full_gpus, pool_mig_profiles
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries, template_class
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_ready, node_schedulable
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import GPU_DRIVER, NODEGROUP_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import _attr, _meta, allocated_devices
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import assign, build_report
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import current_slices
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import expected_layout, indexed_gpus
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import node_devices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import (
+    GPU_DRIVER,
+    NODEGROUP_LABEL,
+    _attr,
+    _meta,
+    allocated_devices,
+    assign,
+    build_report,
+    current_slices,
+    expected_layout,
+    indexed_gpus,
+    node_devices,
+)
 
 _FULL = re.compile(r"^gpu-(\d+)$")
 # gpu-<minor>-mig-<profile>-<GI profile id>-<placement start>
@@ -84,16 +90,31 @@ def node_gpus(pool, node_name: str, slices_by_pool, allocated) -> List[dict]:
         if not ((kind == "gpu" and full) or (kind == "mig" and mig)):
             continue
         minor = int((full or mig).group(1))
-        entry = by_minor.setdefault(minor, {"minor": minor, "memory_slices": total, "full": None, "instances": [],
-                                            "dynamic": dynamic, "attributes": {}})
+        entry = by_minor.setdefault(
+            minor,
+            {
+                "minor": minor,
+                "memory_slices": total,
+                "full": None,
+                "instances": [],
+                "dynamic": dynamic,
+                "attributes": {},
+            },
+        )
         claim = allocated.get((GPU_DRIVER, owner, name))
         if kind == "gpu":
             entry["full"] = {"device": name, "claim": claim}
         else:
             profile = _attr(dev, "profile") or "unknown"
             known = profile_by_name(gpu, profile) if gpu is not None else None
-            entry["instances"].append({"device": name, "profile": profile, "claim": claim,
-                                       "slices": _slices_of(dev, known.memory_slices if known else None)})
+            entry["instances"].append(
+                {
+                    "device": name,
+                    "profile": profile,
+                    "claim": claim,
+                    "slices": _slices_of(dev, known.memory_slices if known else None),
+                }
+            )
         for attribute in ("resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/pciBusID"):
             value = _attr(dev, attribute)
             if value is not None:
@@ -138,7 +159,7 @@ def offered_units(pool) -> List[str]:
 
 
 def _sum(counts: List[Dict[str, int]], units: List[str]) -> Dict[str, int]:
-    return dict((unit, sum(c.get(unit, 0) for c in counts)) for unit in units)
+    return {unit: sum(c.get(unit, 0) for c in counts) for unit in units}
 
 
 def _template_unit(entry):
@@ -190,8 +211,10 @@ def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, r
         usable = node_ready(node) and node_schedulable(node)
         if not usable:
             left_out.append({"node": name, "why": "cordoned" if node_ready(node) else "NotReady"})
-        per_node[name] = {"gpu_devices": gpus,
-                          "allocatable": _sum(counts, units) if usable else dict.fromkeys(units, 0)}
+        per_node[name] = {
+            "gpu_devices": gpus,
+            "allocatable": _sum(counts, units) if usable else dict.fromkeys(units, 0),
+        }
         if usable:
             counted.append(gpus)
     templates = []
@@ -200,21 +223,41 @@ def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, r
         if template.pool != pool.name:
             continue
         device_class = template_class(cluster, template)[0]
-        row = {"namespace": entry.namespace, "name": template.name, "count": template.count,
-               "device_class": device_class.name if device_class else None, "allocatable": None}
+        row = {
+            "namespace": entry.namespace,
+            "name": template.name,
+            "count": template.count,
+            "device_class": device_class.name if device_class else None,
+            "allocatable": None,
+        }
         unit, note = _template_unit(device_class) if device_class else (None, "no DeviceClass")
         if unit is not None:
-            row["allocatable"] = sum(_claims(gpus, unit, pool, template.count, template.match_attribute,
-                                             template.allocation_mode) for gpus in counted)
+            row["allocatable"] = sum(
+                _claims(gpus, unit, pool, template.count, template.match_attribute, template.allocation_mode)
+                for gpus in counted
+            )
         if note:
             row["note"] = note
         templates.append(row)
-    return {"allocatable": _sum([n["allocatable"] for n in per_node.values()], units), "templates": templates,
-            "nodes": per_node, "left_out": left_out}
+    return {
+        "allocatable": _sum([n["allocatable"] for n in per_node.values()], units),
+        "templates": templates,
+        "nodes": per_node,
+        "left_out": left_out,
+    }
 
 
-def report_with_capacity(cluster, nodes, slices, claims, pools=None, nodegroup_label=NODEGROUP_LABEL,
-                         name_pattern=None, root: str = "gpupool_cluster", **report_options) -> dict:
+def report_with_capacity(
+    cluster,
+    nodes,
+    slices,
+    claims,
+    pools=None,
+    nodegroup_label=NODEGROUP_LABEL,
+    name_pattern=None,
+    root: str = "gpupool_cluster",
+    **report_options,
+) -> dict:
     """build_report's report (`report_options` go to it), with per pool "capacity" ({"allocatable", "templates",
     "left_out"}) and per node row "allocatable" and "gpu_devices" (each GPU's devices and slices: what the
     picture draws)."""
@@ -228,5 +271,5 @@ def report_with_capacity(cluster, nodes, slices, claims, pools=None, nodegroup_l
         rep = report["pools"][pool.name]
         for row in rep["nodes"]:
             row.update(capacity["nodes"].get(row["name"]) or {"gpu_devices": [], "allocatable": {}})
-        rep["capacity"] = dict((k, v) for k, v in capacity.items() if k != "nodes")
+        rep["capacity"] = {k: v for k, v in capacity.items() if k != "nodes"}
     return report

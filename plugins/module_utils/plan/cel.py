@@ -1,10 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""CEL selector expressions over the NVIDIA DRA driver's device attributes (reference nvidia-dra-driver-published.md).
-"""
-from __future__ import annotations
+"""CEL selector expressions over the NVIDIA DRA driver's device attributes (reference nvidia-dra-driver-published.md)."""
 
+from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import DRIVER
 
@@ -25,8 +24,7 @@ def cel_product(names):
 
 
 def cel_device(device_type, products, profile=None):
-    terms = ["device.driver == %s" % cel_string(DRIVER),
-             "%s == %s" % (cel_attr("type"), cel_string(device_type))]
+    terms = ["device.driver == %s" % cel_string(DRIVER), "%s == %s" % (cel_attr("type"), cel_string(device_type))]
     if profile:
         terms.append("%s == %s" % (cel_attr("profile"), cel_string(profile)))
     terms.append(cel_product(products))

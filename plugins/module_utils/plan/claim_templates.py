@@ -7,27 +7,39 @@ What to build comes from the model (model/tenants.py: the inventory's tenants, o
 into the same entries); the model's checks (model/tenant_checks.py) run here too, so the builder is safe on
 its own.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import claim_template_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import tenant_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import is_mig_class
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import option_entries
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import template_class
-from ansible_collections.gpupool.core.plugins.module_utils.plan.driver_config import opaque
-from ansible_collections.gpupool.core.plugins.module_utils.plan.driver_config import sharing_parameters
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import (
+    claim_template_problems,
+    tenant_problems,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import (
+    inventory_entries,
+    is_mig_class,
+    option_entries,
+    template_class,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver_config import opaque, sharing_parameters
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import ownership_labels
 
 
-def resource_claim_template(name, namespace, pool_name, device_class, api_version="resource.k8s.io/v1",
-                            count=1, allocation_mode="ExactCount", config=None, match_attribute=None,
-                            request="gpu"):
+def resource_claim_template(
+    name,
+    namespace,
+    pool_name,
+    device_class,
+    api_version="resource.k8s.io/v1",
+    count=1,
+    allocation_mode="ExactCount",
+    config=None,
+    match_attribute=None,
+    request="gpu",
+):
     """One ResourceClaimTemplate: one request for `count` devices of `device_class`."""
     version = api_version.split("/")[-1]
     exact = {"deviceClassName": device_class, "allocationMode": allocation_mode}
@@ -43,14 +55,17 @@ def resource_claim_template(name, namespace, pool_name, device_class, api_versio
         devices["constraints"] = [{"requests": [request], "matchAttribute": match_attribute}]
     if config:
         devices["config"] = [dict(opaque(config), requests=[request])]
-    return {"apiVersion": api_version, "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name)},
-            "spec": {"metadata": {"labels": {POOL_LABEL: pool_name}}, "spec": {"devices": devices}}}
+    return {
+        "apiVersion": api_version,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name)},
+        "spec": {"metadata": {"labels": {POOL_LABEL: pool_name}}, "spec": {"devices": devices}},
+    }
 
 
 def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):
     """Desired templates of the entries whose pool is in scope; every entry is checked first."""
-    in_scope = set(p.name for p in select_pools(cluster, pools, root))
+    in_scope = {p.name for p in select_pools(cluster, pools, root)}
     problems = claim_template_problems(cluster, entries, root)
     if problems:
         raise Problems(problems)
@@ -61,8 +76,17 @@ def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v
             continue
         device_class = template_class(cluster, template)[0]
         config = sharing_parameters(template.sharing, mig=is_mig_class(device_class)) if template.sharing else None
-        obj = resource_claim_template(template.name, entry.namespace, template.pool, device_class.name, api_version,
-                                      template.count, template.allocation_mode, config, template.match_attribute)
+        obj = resource_claim_template(
+            template.name,
+            entry.namespace,
+            template.pool,
+            device_class.name,
+            api_version,
+            template.count,
+            template.allocation_mode,
+            config,
+            template.match_attribute,
+        )
         out.append(Desired(obj, template.pool, entry.at, {"device_class": device_class.name, "count": template.count}))
     return out
 
@@ -75,8 +99,9 @@ def tenant_claim_templates(cluster, pools=None, api_version="resource.k8s.io/v1"
     return build_templates(cluster, inventory_entries(cluster, root), pools, api_version, root)
 
 
-def cluster_resource_claim_templates(cluster, pools=None, namespaces=(), templates=None,
-                                     api_version="resource.k8s.io/v1", root="gpupool_cluster"):
+def cluster_resource_claim_templates(
+    cluster, pools=None, namespaces=(), templates=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"
+):
     """Templates from the module's options, per tenant namespace.
 
     templates None: one per DeviceClass of each present pool in scope, named like the class, count 1.

@@ -12,6 +12,7 @@ Deployment of the release ready, the plugin DaemonSet updated and ready on every
 to, and every Ready node of a present pool publishing ``gpu.nvidia.com`` ResourceSlices (the plugin
 runs there: tolerations and affinity let it).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -23,8 +24,13 @@ GPU_DRIVER = "gpu.nvidia.com"
 PLUGIN_SUFFIX = "-kubelet-plugin"
 
 
-def upgrade_reasons(metadata: Optional[Mapping[str, Any]], current_values: Optional[Mapping[str, Any]],
-                    desired_values: Mapping[str, Any], chart_name: str, version: str) -> List[str]:
+def upgrade_reasons(
+    metadata: Optional[Mapping[str, Any]],
+    current_values: Optional[Mapping[str, Any]],
+    desired_values: Mapping[str, Any],
+    chart_name: str,
+    version: str,
+) -> List[str]:
     """Why the release must be installed or upgraded ([] when it is as wanted)."""
     if not metadata:
         return ["not installed"]
@@ -56,12 +62,19 @@ def plugin_daemonset(daemonsets: Sequence[Mapping[str, Any]]) -> Optional[Mappin
 def _deployment_ready(dep: Mapping[str, Any]) -> bool:
     status = dep.get("status") or {}
     want = (dep.get("spec") or {}).get("replicas", 1)
-    return (status.get("observedGeneration", 0) >= _meta(dep).get("generation", 1)
-            and status.get("updatedReplicas", 0) >= want and status.get("readyReplicas", 0) >= want)
+    return (
+        status.get("observedGeneration", 0) >= _meta(dep).get("generation", 1)
+        and status.get("updatedReplicas", 0) >= want
+        and status.get("readyReplicas", 0) >= want
+    )
 
 
-def rollout_status(daemonsets: Sequence[Mapping[str, Any]], deployments: Sequence[Mapping[str, Any]],
-                   pool_nodes: Sequence[Mapping[str, Any]], slice_nodes: Sequence[str]) -> Dict[str, Any]:
+def rollout_status(
+    daemonsets: Sequence[Mapping[str, Any]],
+    deployments: Sequence[Mapping[str, Any]],
+    pool_nodes: Sequence[Mapping[str, Any]],
+    slice_nodes: Sequence[str],
+) -> Dict[str, Any]:
     """{done, message, plugin: {desired, ready, updated}, nodes_without_plugin, nodes_not_ready, deployments}.
 
     pool_nodes: the Node objects of the present pools; slice_nodes: spec.nodeName of every gpu.nvidia.com
@@ -73,13 +86,17 @@ def rollout_status(daemonsets: Sequence[Mapping[str, Any]], deployments: Sequenc
         waiting.append("no kubelet-plugin DaemonSet")
     else:
         st = ds.get("status") or {}
-        plugin = {"desired": st.get("desiredNumberScheduled", 0), "ready": st.get("numberReady", 0),
-                  "updated": st.get("updatedNumberScheduled", 0)}
+        plugin = {
+            "desired": st.get("desiredNumberScheduled", 0),
+            "ready": st.get("numberReady", 0),
+            "updated": st.get("updatedNumberScheduled", 0),
+        }
         if st.get("observedGeneration", 0) < _meta(ds).get("generation", 1):
             waiting.append("kubelet plugin: new revision not yet seen by the DaemonSet controller")
         elif plugin["updated"] < plugin["desired"] or plugin["ready"] < plugin["desired"]:
-            waiting.append("kubelet plugin %d/%d ready (%d updated)" % (plugin["ready"], plugin["desired"],
-                                                                        plugin["updated"]))
+            waiting.append(
+                "kubelet plugin %d/%d ready (%d updated)" % (plugin["ready"], plugin["desired"], plugin["updated"])
+            )
     not_ready_deps = sorted(_meta(d).get("name", "") for d in deployments if not _deployment_ready(d))
     if not_ready_deps:
         waiting.append("deployment(s) not ready: %s" % ", ".join(not_ready_deps))
@@ -88,13 +105,23 @@ def rollout_status(daemonsets: Sequence[Mapping[str, Any]], deployments: Sequenc
     missing = sorted(_meta(n)["name"] for n in ready_nodes if _meta(n)["name"] not in publishing)
     not_ready = sorted(_meta(n)["name"] for n in pool_nodes if not node_ready(n))
     if missing:
-        waiting.append("%d pool node(s) without the plugin's ResourceSlices: %s"
-                       % (len(missing), ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else "")))
+        waiting.append(
+            "%d pool node(s) without the plugin's ResourceSlices: %s"
+            % (len(missing), ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+        )
     done = not waiting
     if done:
         message = "kubelet plugin ready on %d node(s), %d pool node(s) publishing" % (
-            plugin["ready"], len(ready_nodes) - len(missing))
+            plugin["ready"],
+            len(ready_nodes) - len(missing),
+        )
     else:
         message = "; ".join(waiting)
-    return {"done": done, "message": message, "plugin": plugin, "nodes_without_plugin": missing,
-            "nodes_not_ready": not_ready, "deployments_not_ready": not_ready_deps}
+    return {
+        "done": done,
+        "message": message,
+        "plugin": plugin,
+        "nodes_without_plugin": missing,
+        "nodes_not_ready": not_ready,
+        "deployments_not_ready": not_ready_deps,
+    }

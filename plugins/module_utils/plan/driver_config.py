@@ -4,11 +4,10 @@
 """Opaque NVIDIA DRA driver configuration (GpuConfig / MigDeviceConfig) from a pool's sharing settings
 (reference nvidia-dra-mig-imex.md §1.7).
 """
+
 from __future__ import annotations
 
-
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import DRIVER
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import NVIDIA_CONFIG_API
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import DRIVER, NVIDIA_CONFIG_API
 
 
 def sharing_parameters(sharing, mig=False):

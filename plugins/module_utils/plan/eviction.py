@@ -6,13 +6,16 @@ the Eviction bodies, and the node patches that cordon and uncordon.
 
 k8s/drain.py does the I/O (the one drain of the collection, used by nodegroup and mig_layout).
 """
+
 from __future__ import annotations
 
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import EXTENDED_RESOURCE_DOMAIN
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    CORDON_ANNOTATION,
+    EXTENDED_RESOURCE_DOMAIN,
+)
 
 # GPU resources a container can request: NVIDIA's device plugin (nvidia.com/gpu, nvidia.com/gpu.shared,
 # nvidia.com/mig-<profile>) and the extended resource names of our DeviceClasses (gpupool.io/<class>).
@@ -84,8 +87,11 @@ def pod_ref(pod: Pod) -> str:
 def eviction(pod: Pod, grace_period: Optional[int] = None) -> Dict[str, Any]:
     """The policy/v1 Eviction of a pod; the uid precondition keeps a re-created pod of the same name safe."""
     meta = _meta(pod)
-    body: Dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
-                            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
+    body: Dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+    }
     opts: Dict[str, Any] = {}
     if grace_period is not None:
         opts["gracePeriodSeconds"] = int(grace_period)
@@ -109,6 +115,27 @@ def cordoned_by(node: Pod) -> Optional[str]:
 def cordon_patch(by: str) -> Dict[str, Any]:
     """Merge patch that cordons a node and records which module did it, so only that module uncordons it."""
     return {"metadata": {"annotations": {CORDON_ANNOTATION: by}}, "spec": {"unschedulable": True}}
+
+
+def cordon_decision(node: Pod, by: str) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(patch or None, state) for a node as last read, for the module `by`: "cordoned" (the patch cordons it),
+    "ours" (already cordoned by `by`, e.g. by an interrupted earlier run: ours to uncordon), "theirs" (cordoned by
+    someone else: left cordoned, never uncordoned by us)."""
+    if not (node.get("spec") or {}).get("unschedulable"):
+        return cordon_patch(by), "cordoned"
+    return None, "ours" if cordoned_by(node) == by else "theirs"
+
+
+def merge_patches(*patches: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """JSON merge patches combined into one (later ones win on the same key), to send them in one write."""
+    out: Dict[str, Any] = {}
+    for patch in patches:
+        for key, value in (patch or {}).items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key] = merge_patches(out[key], value)
+            else:
+                out[key] = value
+    return out
 
 
 def uncordon_patch() -> Dict[str, Any]:

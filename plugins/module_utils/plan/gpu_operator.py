@@ -12,6 +12,7 @@ Facts (reference nvidia-dra-mig-imex.md §1.1, §1.10, §1.11 point 4; the DRA d
   as ``nvidia.com/gpu`` extended resources: with the DRA driver on the same node a GPU can be given
   out twice. The operator skips a node labelled ``nvidia.com/gpu.deploy.device-plugin=false``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence
@@ -31,8 +32,12 @@ def operator_facts(cluster_policies: Sequence[Mapping[str, Any]]) -> Dict[str, A
         return {"found": False, "name": None, "driver_container": False, "device_plugin": False}
     policy = sorted(cluster_policies, key=lambda p: (p.get("metadata") or {}).get("name", ""))[0]
     spec = policy.get("spec") or {}
-    return {"found": True, "name": (policy.get("metadata") or {}).get("name"),
-            "driver_container": _enabled(spec, "driver"), "device_plugin": _enabled(spec, "devicePlugin")}
+    return {
+        "found": True,
+        "name": (policy.get("metadata") or {}).get("name"),
+        "driver_container": _enabled(spec, "driver"),
+        "device_plugin": _enabled(spec, "devicePlugin"),
+    }
 
 
 def driver_root(facts: Mapping[str, Any], configured: str, configured_explicitly: bool) -> str:
@@ -56,9 +61,15 @@ def nodes_with_device_plugin(facts: Mapping[str, Any], nodes: Sequence[Mapping[s
 
 
 def refusal(facts: Mapping[str, Any], nodes: Sequence[str]) -> str:
-    return ("the GPU Operator (ClusterPolicy %s) runs its device plugin on %d pool node(s) (%s): with the DRA driver "
-            "there too, one GPU could be handed out twice (as nvidia.com/gpu and through DRA). Turn the device plugin "
-            "off on these nodes (label %s=false; the dra_driver module does it with gpu_operator=disable_device_plugin) "
-            "or set the ClusterPolicy's devicePlugin.enabled=false"
-            % (facts.get("name"), len(nodes), ", ".join(nodes[:10]) + (" ..." if len(nodes) > 10 else ""),
-               DEVICE_PLUGIN_LABEL))
+    return (
+        "the GPU Operator (ClusterPolicy %s) runs its device plugin on %d pool node(s) (%s): with the DRA driver "
+        "there too, one GPU could be handed out twice (as nvidia.com/gpu and through DRA). Turn the device plugin "
+        "off on these nodes (label %s=false; the dra_driver module does it with gpu_operator=disable_device_plugin) "
+        "or set the ClusterPolicy's devicePlugin.enabled=false"
+        % (
+            facts.get("name"),
+            len(nodes),
+            ", ".join(nodes[:10]) + (" ..." if len(nodes) > 10 else ""),
+            DEVICE_PLUGIN_LABEL,
+        )
+    )

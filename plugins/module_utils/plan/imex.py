@@ -19,6 +19,7 @@ Two modes, one per pool (``nvlink.mode``), facts from the DRA driver's docs
 In both modes the node's NVLink fabric registration (NVML ``nvmlDeviceGetGpuFabricInfoV``) must be
 ``completed`` with one clique on every GPU before the domain counts as healthy (`fabric_health`).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -61,8 +62,9 @@ def member_problems(addresses: Sequence[str], local: Optional[str] = None) -> Li
     if len(set(addresses)) > MAX_DOMAIN_NODES:
         out.append("%d members: an IMEX domain has at most %d nodes" % (len(set(addresses)), MAX_DOMAIN_NODES))
     if local and addresses and local not in addresses:
-        out.append("this node's address %s is not a member (%s): IMEX would not start here"
-                   % (local, ", ".join(addresses)))
+        out.append(
+            "this node's address %s is not a member (%s): IMEX would not start here" % (local, ", ".join(addresses))
+        )
     return out
 
 
@@ -77,8 +79,9 @@ def nodes_config(addresses: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def required_settings(config_dir: str = CONFIG_DIR, socket_path: str = DEFAULT_IMEX_SOCKET,
-                      extra: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
+def required_settings(
+    config_dir: str = CONFIG_DIR, socket_path: str = DEFAULT_IMEX_SOCKET, extra: Optional[Mapping[str, Any]] = None
+) -> Dict[str, str]:
     """The config.cfg keys host-managed IMEX needs (extra settings win)."""
     settings = {
         "IMEX_CMD_ENABLED": "1",
@@ -97,7 +100,9 @@ def _text(value: Any) -> str:
 
 
 def settings_problems(settings: Mapping[str, Any]) -> List[str]:
-    return ["%r is not an IMEX config key (UPPER_CASE letters, digits, _)" % k for k in settings if not _KEY.match(str(k))]
+    return [
+        "%r is not an IMEX config key (UPPER_CASE letters, digits, _)" % k for k in settings if not _KEY.match(str(k))
+    ]
 
 
 def edit_config(existing: Optional[str], settings: Mapping[str, str]) -> str:
@@ -191,8 +196,10 @@ def fabric_health(gpus: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
             problems.append("%s has no NVLink fabric (multi-node NVLink not supported)" % label)
             continue
         if fabric.get("state") != "completed":
-            problems.append("%s NVLink fabric registration is %s, not completed (Fabric Manager / NVLink switch "
-                            "not done; IMEX cannot use it yet)" % (label, str(fabric.get("state")).replace("_", " ")))
+            problems.append(
+                "%s NVLink fabric registration is %s, not completed (Fabric Manager / NVLink switch "
+                "not done; IMEX cannot use it yet)" % (label, str(fabric.get("state")).replace("_", " "))
+            )
         elif fabric.get("status") not in (None, "NVML_SUCCESS"):
             problems.append("%s NVLink fabric registration failed: %s" % (label, fabric.get("status")))
         elif not fabric.get("clique"):
@@ -200,7 +207,8 @@ def fabric_health(gpus: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
         else:
             cliques.add(fabric["clique"])
     if len(cliques) > 1:
-        problems.append("GPUs report different cliques (%s): one node must sit in one NVLink clique"
-                        % ", ".join(sorted(cliques)))
+        problems.append(
+            "GPUs report different cliques (%s): one node must sit in one NVLink clique" % ", ".join(sorted(cliques))
+        )
     clique = cliques.pop() if len(cliques) == 1 and not problems else None
     return {"healthy": not problems, "clique": clique, "problems": problems}

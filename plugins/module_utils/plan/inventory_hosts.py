@@ -8,6 +8,7 @@ run on the controller; one host per GPU node of a present pool, in the group ``p
 matched to pools exactly as the modules match them (plan/nodes.py: node_selector, the Magnum nodegroup
 label, name_pattern), so the inventory and the converge can never disagree on which node is whose.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,8 +38,12 @@ def internal_address(node: dict) -> Optional[str]:
 
 def node_host(cluster, pool, name: str, address: Optional[str], source: str, ready: Optional[bool] = None) -> dict:
     """One GPU node as a host: its name, its variables and its groups."""
-    variables = {"gpupool_cluster_name": cluster.name, "gpupool_cluster_host": cluster.name,
-                 "gpupool_pool": pool.name, "gpupool_node_source": source}
+    variables = {
+        "gpupool_cluster_name": cluster.name,
+        "gpupool_cluster_host": cluster.name,
+        "gpupool_pool": pool.name,
+        "gpupool_node_source": source,
+    }
     if address:
         variables["ansible_host"] = address
     if ready is not None:
@@ -46,8 +51,9 @@ def node_host(cluster, pool, name: str, address: Optional[str], source: str, rea
     return {"name": name, "vars": variables, "groups": [pool_group(pool.name), NODES_GROUP]}
 
 
-def hosts_from_nodes(cluster, nodes: List[dict], nodegroup_label: str = NODEGROUP_LABEL,
-                     name_pattern: Optional[str] = None) -> Tuple[List[dict], List[str]]:
+def hosts_from_nodes(
+    cluster, nodes: List[dict], nodegroup_label: str = NODEGROUP_LABEL, name_pattern: Optional[str] = None
+) -> Tuple[List[dict], List[str]]:
     """(hosts, warnings) from the cluster's Kubernetes Nodes. Every present pool of a validated cluster can find
     its nodes (the model refuses a pool with neither nodegroup nor node_selector); a node two pools claim is
     Problems, as in the modules."""

@@ -18,18 +18,31 @@ the rest is destroyed and created. Among all valid placements the one that
 keeps the most existing instances is chosen (exhaustive over subsets of the
 existing instances, at most 7 on an 8-slice GPU).
 """
+
 from __future__ import annotations
 
 import itertools
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import (
-    Engines, GpuModel, MigGeometry, MigProfile, by_pci_device_id, find_gpu,
+    Engines,
+    GpuModel,
+    MigGeometry,
+    MigProfile,
+    by_pci_device_id,
+    find_gpu,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, place_around, plan
 
 __all__ = [
-    "InfeasibleLayout", "GpuPlan", "catalog_model_for", "effective_model", "translate_layout",
-    "plan_gpu", "current_layout", "layout_summary", "keep_and_place",
+    "InfeasibleLayout",
+    "GpuPlan",
+    "catalog_model_for",
+    "effective_model",
+    "translate_layout",
+    "plan_gpu",
+    "current_layout",
+    "layout_summary",
+    "keep_and_place",
 ]
 
 
@@ -71,41 +84,60 @@ def effective_model(product_name, reported, pci_device_id=None, label=None):
                 diffs.append("name %s (catalog: %s)" % (name, cat.name))
                 aliases[cat.name] = name
             for field, cat_value, rep_value in (
-                    ("profile ID", cat.profile_id, rep["id"]),
-                    ("compute slices", cat.compute_slices, rep["compute_slices"]),
-                    ("memory slices", cat.memory_slices, rep["memory_slices"]),
-                    ("max instances", cat.max_instances, rep["max_instances"]),
-                    ("placement starts", list(cat.starts), list(rep["starts"]))):
+                ("profile ID", cat.profile_id, rep["id"]),
+                ("compute slices", cat.compute_slices, rep["compute_slices"]),
+                ("memory slices", cat.memory_slices, rep["memory_slices"]),
+                ("max instances", cat.max_instances, rep["max_instances"]),
+                ("placement starts", list(cat.starts), list(rep["starts"])),
+            ):
                 if cat_value != rep_value:
                     diffs.append("%s %s (catalog: %s)" % (field, rep_value, cat_value))
             if diffs:
-                warnings.append("%s reports MIG profile %s with %s; using what the GPU reports"
-                                % (label, name, ", ".join(diffs)))
+                warnings.append(
+                    "%s reports MIG profile %s with %s; using what the GPU reports" % (label, name, ", ".join(diffs))
+                )
         elif catalog is not None:
-            warnings.append("%s offers MIG profile %s (profile ID %d) that the catalog does not list for %s; "
-                            "using it as the GPU reports it" % (label, name, rep["id"], catalog.key))
-        profiles.append(MigProfile(
-            name=name, profile_id=rep["id"], nvml_index=rep["index"], compute_slices=rep["compute_slices"],
-            memory_slices=rep["memory_slices"], max_instances=rep["max_instances"], starts=tuple(rep["starts"]),
-            memory_mib=rep.get("memory_mib") or (cat.memory_mib if cat else 0),
-            multiprocessors=rep.get("multiprocessors") or (cat.multiprocessors if cat else 0),
-            engines=_reported_engines(rep) or (cat.engines if cat else None), measured=True))
+            warnings.append(
+                "%s offers MIG profile %s (profile ID %d) that the catalog does not list for %s; "
+                "using it as the GPU reports it" % (label, name, rep["id"], catalog.key)
+            )
+        profiles.append(
+            MigProfile(
+                name=name,
+                profile_id=rep["id"],
+                nvml_index=rep["index"],
+                compute_slices=rep["compute_slices"],
+                memory_slices=rep["memory_slices"],
+                max_instances=rep["max_instances"],
+                starts=tuple(rep["starts"]),
+                memory_mib=rep.get("memory_mib") or (cat.memory_mib if cat else 0),
+                multiprocessors=rep.get("multiprocessors") or (cat.multiprocessors if cat else 0),
+                engines=_reported_engines(rep) or (cat.engines if cat else None),
+                measured=True,
+            )
+        )
     for cat in sorted(cat_by_index.values(), key=lambda p: p.nvml_index):
-        warnings.append("%s does not offer MIG profile %s (profile ID %d) that the catalog lists for %s "
-                        "(older driver?)" % (label, cat.name, cat.profile_id, catalog.key))
+        warnings.append(
+            "%s does not offer MIG profile %s (profile ID %d) that the catalog lists for %s "
+            "(older driver?)" % (label, cat.name, cat.profile_id, catalog.key)
+        )
     if catalog is not None and catalog.mig:
         memory_slices, compute_slices = catalog.mig.memory_slices, catalog.mig.compute_slices
     else:
         memory_slices = max(s + p.memory_slices for p in profiles for s in p.starts)
         compute_slices = max(p.compute_slices for p in profiles)
     if catalog is None:
-        warnings.append("%s is not in the MIG catalog; planning with the %d MIG profiles it reports"
-                        % (label, len(profiles)))
+        warnings.append(
+            "%s is not in the MIG catalog; planning with the %d MIG profiles it reports" % (label, len(profiles))
+        )
         catalog = GpuModel(product_name, (product_name,), (), "unknown", "", 0, None, False, False, None, "")
     # The whole GPU's engines: what its largest (full-GPU) profile gets, as NVML reports it.
     full = max(profiles, key=lambda p: (p.compute_slices, p.memory_slices), default=None)
-    engines = full.engines if full is not None and full.engines is not None else (
-        catalog.mig.engines if catalog.mig else None)
+    engines = (
+        full.engines
+        if full is not None and full.engines is not None
+        else (catalog.mig.engines if catalog.mig else None)
+    )
     geometry = MigGeometry(memory_slices, compute_slices, tuple(profiles), "reported by NVML", engines)
     return catalog._replace(mig=geometry), aliases, warnings
 
@@ -124,8 +156,10 @@ def translate_layout(model, layout, aliases, label):
     out, warnings = {}, []
     for name, count in layout.items():
         if name not in names and name in aliases:
-            warnings.append("%s calls MIG profile %s %s; the layout's %s is applied as %s"
-                            % (label, name, aliases[name], name, aliases[name]))
+            warnings.append(
+                "%s calls MIG profile %s %s; the layout's %s is applied as %s"
+                % (label, name, aliases[name], name, aliases[name])
+            )
             name = aliases[name]
         out[name] = out.get(name, 0) + count
     return out, warnings
@@ -191,14 +225,16 @@ def current_layout(instances):
 
 def layout_summary(mig_enabled, instances, pending=None):
     """The before/after shape used in diffs: mode and `profile@start` per GPU instance."""
-    out = {"mig_enabled": bool(mig_enabled),
-           "instances": ["%s@%d" % (i["profile"], i["start"]) for i in sorted(instances, key=lambda i: i["start"])]}
+    out = {
+        "mig_enabled": bool(mig_enabled),
+        "instances": ["%s@%d" % (i["profile"], i["start"]) for i in sorted(instances, key=lambda i: i["start"])],
+    }
     if pending is not None and bool(pending) != bool(mig_enabled):
         out["mig_pending"] = bool(pending)
     return out
 
 
-class GpuPlan(object):
+class GpuPlan:
     """What to do on one GPU: `actions` in execution order (dicts), plus the outcome."""
 
     def __init__(self, index):
@@ -213,9 +249,13 @@ class GpuPlan(object):
         return bool(self.actions)
 
     def as_dict(self):
-        return {"index": self.index, "actions": list(self.actions),
-                "kept_gpu_instances": [k["gpu_instance_id"] for k in self.kept],
-                "reset_required": self.reset_required, "after": self.after}
+        return {
+            "index": self.index,
+            "actions": list(self.actions),
+            "kept_gpu_instances": [k["gpu_instance_id"] for k in self.kept],
+            "reset_required": self.reset_required,
+            "after": self.after,
+        }
 
 
 def plan_gpu(index, model, observed, mig_enabled, layout, needs_reset=None):
@@ -250,10 +290,21 @@ def plan_gpu(index, model, observed, mig_enabled, layout, needs_reset=None):
     if not mig_enabled:
         for inst in instances:
             for ci in inst.get("compute_instances") or []:
-                gp.actions.append({"action": "destroy_compute_instance", "gpu_instance_id": inst["gpu_instance_id"],
-                                   "compute_instance_id": ci["compute_instance_id"]})
-            gp.actions.append({"action": "destroy_gpu_instance", "gpu_instance_id": inst["gpu_instance_id"],
-                               "profile": inst["profile"], "start": inst["start"]})
+                gp.actions.append(
+                    {
+                        "action": "destroy_compute_instance",
+                        "gpu_instance_id": inst["gpu_instance_id"],
+                        "compute_instance_id": ci["compute_instance_id"],
+                    }
+                )
+            gp.actions.append(
+                {
+                    "action": "destroy_gpu_instance",
+                    "gpu_instance_id": inst["gpu_instance_id"],
+                    "profile": inst["profile"],
+                    "start": inst["start"],
+                }
+            )
         if current or pending:
             gp.actions.append({"action": "set_mig_mode", "enabled": False})
             gp.reset_required = bool(current and needs_reset)
@@ -292,22 +343,57 @@ def plan_gpu(index, model, observed, mig_enabled, layout, needs_reset=None):
             if len(cis) == 1 and cis[0].get("full"):
                 continue
             for ci in cis:
-                gp.actions.append({"action": "destroy_compute_instance", "gpu_instance_id": inst["gpu_instance_id"],
-                                   "compute_instance_id": ci["compute_instance_id"]})
-            gp.actions.append({"action": "create_compute_instance", "gpu_instance_id": inst["gpu_instance_id"],
-                               "profile": inst["profile"]})
+                gp.actions.append(
+                    {
+                        "action": "destroy_compute_instance",
+                        "gpu_instance_id": inst["gpu_instance_id"],
+                        "compute_instance_id": ci["compute_instance_id"],
+                    }
+                )
+            gp.actions.append(
+                {
+                    "action": "create_compute_instance",
+                    "gpu_instance_id": inst["gpu_instance_id"],
+                    "profile": inst["profile"],
+                }
+            )
             continue
         for ci in cis:
-            gp.actions.append({"action": "destroy_compute_instance", "gpu_instance_id": inst["gpu_instance_id"],
-                               "compute_instance_id": ci["compute_instance_id"]})
-        gp.actions.append({"action": "destroy_gpu_instance", "gpu_instance_id": inst["gpu_instance_id"],
-                           "profile": inst["profile"], "start": inst["start"]})
+            gp.actions.append(
+                {
+                    "action": "destroy_compute_instance",
+                    "gpu_instance_id": inst["gpu_instance_id"],
+                    "compute_instance_id": ci["compute_instance_id"],
+                }
+            )
+        gp.actions.append(
+            {
+                "action": "destroy_gpu_instance",
+                "gpu_instance_id": inst["gpu_instance_id"],
+                "profile": inst["profile"],
+                "start": inst["start"],
+            }
+        )
     # Destroy before create, so freed slices are available.
-    gp.actions.sort(key=lambda a: {"destroy_compute_instance": 0, "destroy_gpu_instance": 1,
-                                   "set_mig_mode": 2, "create_compute_instance": 4}.get(a["action"], 3))
+    gp.actions.sort(
+        key=lambda a: {
+            "destroy_compute_instance": 0,
+            "destroy_gpu_instance": 1,
+            "set_mig_mode": 2,
+            "create_compute_instance": 4,
+        }.get(a["action"], 3)
+    )
     for inst in create:
-        gp.actions.append({"action": "create_gpu_instance", "profile": inst.profile, "profile_id": inst.profile_id,
-                           "start": inst.start, "size": inst.size, "compute_instance": "full"})
+        gp.actions.append(
+            {
+                "action": "create_gpu_instance",
+                "profile": inst.profile,
+                "profile_id": inst.profile_id,
+                "start": inst.start,
+                "size": inst.size,
+                "compute_instance": "full",
+            }
+        )
     after = [{"profile": k["profile"], "start": k["start"]} for k in kept]
     after += [{"profile": i.profile, "start": i.start} for i in create]
     gp.after = layout_summary(True, after)

@@ -4,28 +4,36 @@
 """Static MIG layout rollout: the pools' mig-parted configs merged into the MIG manager's ConfigMap,
 each node's state, the waves of a rolling change and the node patches that drive it.
 """
+
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import (
+    SpecError,
+    mig_parted_config,
+    parse_document,
+    render_document,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
-from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import SpecError, parse_document, render_document
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIGS_ANNOTATION
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_VALUE
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import DIGEST_ANNOTATION
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import STATE_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import mig_config_problems_of
-from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import pool_mig_entries
-from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import static_pools
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import (
+    mig_config_problems_of,
+    pool_mig_entries,
+    static_pools,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    CONFIG_LABEL,
+    CONFIGS_ANNOTATION,
+    CORDON_ANNOTATION,
+    CORDON_VALUE,
+    DIGEST_ANNOTATION,
+    STATE_LABEL,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import pool_placements
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_ready
-
 
 BUILTIN_CONFIG = "all-disabled"
 
@@ -110,9 +118,14 @@ def merge_document(doc, desired, owned, prune=(), where="the ConfigMap"):
         elif name in owned:
             changes[name] = "updated"
         else:
-            problems.append((where, "MIG config %r already exists there with other content and was not written by "
-                             "gpupool; rename the pool's mig.config_name, or remove that config from the ConfigMap "
-                             "if gpupool should own it" % name))
+            problems.append(
+                (
+                    where,
+                    "MIG config %r already exists there with other content and was not written by "
+                    "gpupool; rename the pool's mig.config_name, or remove that config from the ConfigMap "
+                    "if gpupool should own it" % name,
+                )
+            )
             continue
         configs[name] = copy.deepcopy(entries)
     if problems:
@@ -124,14 +137,14 @@ def merge_document(doc, desired, owned, prune=(), where="the ConfigMap"):
     if BUILTIN_CONFIG not in configs:
         # The manager's default label value; kept so a node reset to it always finds it (never pruned).
         configs[BUILTIN_CONFIG] = [{"devices": "all", "mig-enabled": False}]
-    names = sorted((set(owned) | set(desired)) - set(n for n, c in changes.items() if c == "deleted"))
+    names = sorted((set(owned) | set(desired)) - {n for n, c in changes.items() if c == "deleted"})
     return new, names, changes
 
 
 def ours_view(doc, names):
     """{name: entries} of `names` in a document (for diffs)."""
     configs = (doc or {}).get("mig-configs") or {}
-    return dict((n, copy.deepcopy(configs[n])) for n in sorted(names) if n in configs)
+    return {n: copy.deepcopy(configs[n]) for n in sorted(names) if n in configs}
 
 
 def _meta(node):
@@ -143,10 +156,15 @@ def node_state(node):
     meta = _meta(node)
     labels = meta.get("labels") or {}
     ann = meta.get("annotations") or {}
-    return {"name": meta.get("name"), "ready": node_ready(node),
-            "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
-            "config": labels.get(CONFIG_LABEL), "state": labels.get(STATE_LABEL),
-            "digest": ann.get(DIGEST_ANNOTATION), "cordoned_by_us": ann.get(CORDON_ANNOTATION) == CORDON_VALUE}
+    return {
+        "name": meta.get("name"),
+        "ready": node_ready(node),
+        "unschedulable": bool((node.get("spec") or {}).get("unschedulable")),
+        "config": labels.get(CONFIG_LABEL),
+        "state": labels.get(STATE_LABEL),
+        "digest": ann.get(DIGEST_ANNOTATION),
+        "cordoned_by_us": ann.get(CORDON_ANNOTATION) == CORDON_VALUE,
+    }
 
 
 def classify(node, config_name, digest, config_changed=False, retry_failed=False):
@@ -183,7 +201,8 @@ def waves(changing, max_unavailable):
         raise ValueError("max_unavailable must be at least 1")
     order = sorted(changing, key=lambda na: (na[1] != WAIT, na[0]))
     names = [na[0] for na in order]
-    return [names[i:i + max_unavailable] for i in range(0, len(names), max_unavailable)]
+    starts = range(0, len(names), max_unavailable)
+    return [names[start:end] for start, end in ((s, s + max_unavailable) for s in starts)]
 
 
 def plan_pool(pool_name, config_name, digest, nodes, max_unavailable, config_changed=False, retry_failed=False):
@@ -192,34 +211,52 @@ def plan_pool(pool_name, config_name, digest, nodes, max_unavailable, config_cha
     for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
         st = node_state(node)
         action, reason = classify(node, config_name, digest, config_changed, retry_failed)
-        row = {"name": st["name"], "action": action, "reason": reason, "ready": st["ready"],
-               "before": {"config": st["config"], "state": st["state"], "digest": st["digest"]}}
+        row = {
+            "name": st["name"],
+            "action": action,
+            "reason": reason,
+            "ready": st["ready"],
+            "before": {"config": st["config"], "state": st["state"], "digest": st["digest"]},
+        }
         # A node left cordoned by an interrupted earlier run gets uncordoned once it is done.
         row["uncordon"] = action == NONE and st["cordoned_by_us"]
         rows.append(row)
     changing = [(r["name"], r["action"]) for r in rows if r["action"] in CHANGING]
-    return {"pool": pool_name, "config_name": config_name, "digest": digest, "nodes": rows,
-            "waves": waves(changing, max_unavailable),
-            "blocked": [r["name"] for r in rows if r["action"] == BLOCKED],
-            "skipped": [r["name"] for r in rows if r["action"] == SKIP]}
+    return {
+        "pool": pool_name,
+        "config_name": config_name,
+        "digest": digest,
+        "nodes": rows,
+        "waves": waves(changing, max_unavailable),
+        "blocked": [r["name"] for r in rows if r["action"] == BLOCKED],
+        "skipped": [r["name"] for r in rows if r["action"] == SKIP],
+    }
 
 
 def blocked_problems(plans, namespace="gpu-operator"):
     out = []
     for p in plans:
         for name in p["blocked"]:
-            out.append(("pool %s, node %s" % (p["pool"], name),
-                        "the MIG manager reported %s=failed for config %s. Read the nvidia-mig-manager log on %s "
-                        "(kubectl -n %s logs -l app=nvidia-mig-manager --field-selector spec.nodeName=%s), fix the "
-                        "cause, then rerun with retry_failed: true"
-                        % (STATE_LABEL, p["config_name"], name, namespace, name)))
+            out.append(
+                (
+                    "pool %s, node %s" % (p["pool"], name),
+                    "the MIG manager reported %s=failed for config %s. Read the nvidia-mig-manager log on %s "
+                    "(kubectl -n %s logs -l app=nvidia-mig-manager --field-selector spec.nodeName=%s), fix the "
+                    "cause, then rerun with retry_failed: true"
+                    % (STATE_LABEL, p["config_name"], name, namespace, name),
+                )
+            )
     return out
 
 
 def label_patch(config_name, digest):
     """Set the config label (clearing the old state, so only the manager's next answer counts)."""
-    return {"metadata": {"labels": {CONFIG_LABEL: config_name, STATE_LABEL: None},
-                         "annotations": {DIGEST_ANNOTATION: digest}}}
+    return {
+        "metadata": {
+            "labels": {CONFIG_LABEL: config_name, STATE_LABEL: None},
+            "annotations": {DIGEST_ANNOTATION: digest},
+        }
+    }
 
 
 def unlabel_patch():
@@ -230,8 +267,12 @@ def unlabel_patch():
 def node_diff_view(config, state, digest):
     """What the module changes on a node, as shown in --diff."""
     labels = {CONFIG_LABEL: config, STATE_LABEL: state}
-    return {"metadata": {"labels": dict((k, v) for k, v in labels.items() if v is not None),
-                         "annotations": {DIGEST_ANNOTATION: digest} if digest else {}}}
+    return {
+        "metadata": {
+            "labels": {k: v for k, v in labels.items() if v is not None},
+            "annotations": {DIGEST_ANNOTATION: digest} if digest else {},
+        }
+    }
 
 
 def wave_progress(nodes_now, config_name):

@@ -8,6 +8,7 @@ The node diffs alone show a label and a digest annotation changing; a person dec
 rollout needs what the GPUs become, in which order, and which workloads are evicted. Pure: it reads the
 plans and waves of plan/mig_rollout.py and the mig-parted configs (entries) before and after.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -42,8 +43,15 @@ def describe_config(name: Optional[str], configs: Dict[str, List[dict]]) -> str:
     return "%s (%s)" % (name, describe_entries(configs[name]))
 
 
-def rollout_text(plans: List[dict], waves: List[dict], configs_after: Dict[str, List[dict]],
-                 configs_before: Dict[str, List[dict]], cordon: bool, drain: bool, max_unavailable: int) -> str:
+def rollout_text(
+    plans: List[dict],
+    waves: List[dict],
+    configs_after: Dict[str, List[dict]],
+    configs_before: Dict[str, List[dict]],
+    cordon: bool,
+    drain: bool,
+    max_unavailable: int,
+) -> str:
     """The rollout of every pool with nodes to change; '' when there is none.
 
     plans: plan_pool() results; waves: the module's wave entries (pool, index, nodes, actions, evict);
@@ -58,24 +66,34 @@ def rollout_text(plans: List[dict], waves: List[dict], configs_after: Dict[str, 
         pool_waves = by_pool.get(plan["pool"]) or []
         if not pool_waves:
             continue
-        rows = dict((row["name"], row) for row in plan["nodes"])
-        lines.append("MIG rollout of pool %s to %s, %d wave(s) of at most %d node(s):" % (
-            plan["pool"], describe_config(plan["config_name"], configs_after), len(pool_waves), max_unavailable))
+        rows = {row["name"]: row for row in plan["nodes"]}
+        lines.append(
+            "MIG rollout of pool %s to %s, %d wave(s) of at most %d node(s):"
+            % (plan["pool"], describe_config(plan["config_name"], configs_after), len(pool_waves), max_unavailable)
+        )
         for wave in pool_waves:
             lines.append("  wave %d/%d: %s" % (wave["index"] + 1, len(pool_waves), ", ".join(steps)))
             for name in wave["nodes"]:
                 row = rows.get(name) or {}
                 before = (row.get("before") or {}).get("config")
-                lines.append("    %s: %s; now %s" % (name, (wave.get("actions") or {}).get(name, row.get("action")),
-                                                      describe_config(before, configs_before)))
+                lines.append(
+                    "    %s: %s; now %s"
+                    % (
+                        name,
+                        (wave.get("actions") or {}).get(name, row.get("action")),
+                        describe_config(before, configs_before),
+                    )
+                )
             if drain:
                 evict = wave.get("evict") or []
                 lines.append("    evict: %s" % (", ".join(_pod(p) for p in evict) if evict else "no GPU pod"))
         if not cordon:
             lines.append("  (cordon: false - pods may land on a node while its MIG layout changes)")
         elif not drain:
-            lines.append("  (drain: false - GPU pods already on a node are not evicted; the MIG manager pauses only "
-                         "the GPU Operator's own pods, so a workload still on a GPU can make the change fail)")
+            lines.append(
+                "  (drain: false - GPU pods already on a node are not evicted; the MIG manager pauses only "
+                "the GPU Operator's own pods, so a workload still on a GPU can make the change fail)"
+            )
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -18,6 +18,7 @@ from a pool of the validated inventory (`desired_from_pool`: the model's default
 the cluster's Magnum labels under the pool's) or, standalone, from the module's flat options
 (`desired_state`); both are planned by the same `plan_nodegroup`.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,19 +32,44 @@ NODEGROUP_MIN_VERSION = (1, 9)
 ZERO_NODES_VERSION = (1, 10)
 NODE_LABELS_VERSION = (1, 14)
 
-COMPLETE_STATES = frozenset((
-    "CREATE_COMPLETE", "UPDATE_COMPLETE", "RESUME_COMPLETE", "RESTORE_COMPLETE", "ROLLBACK_COMPLETE",
-    "SNAPSHOT_COMPLETE", "CHECK_COMPLETE", "ADOPT_COMPLETE"))
+COMPLETE_STATES = frozenset(
+    (
+        "CREATE_COMPLETE",
+        "UPDATE_COMPLETE",
+        "RESUME_COMPLETE",
+        "RESTORE_COMPLETE",
+        "ROLLBACK_COMPLETE",
+        "SNAPSHOT_COMPLETE",
+        "CHECK_COMPLETE",
+        "ADOPT_COMPLETE",
+    )
+)
 FAILED_STATES = frozenset(("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED", "ROLLBACK_FAILED", "RESUME_FAILED"))
-IN_PROGRESS_STATES = frozenset(("CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "DELETE_IN_PROGRESS",
-                                "ROLLBACK_IN_PROGRESS"))
+IN_PROGRESS_STATES = frozenset(
+    ("CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "DELETE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS")
+)
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 # Fields shown in diffs (API names).
-VIEW_FIELDS = ("name", "role", "flavor_id", "image_id", "node_count", "min_node_count", "max_node_count",
-               "docker_volume_size", "labels", "node_labels", "node_taints")
-IMMUTABLE = (("flavor_id", "flavor"), ("image_id", "image"), ("docker_volume_size", "docker_volume_size"),
-             ("role", "role"))
+VIEW_FIELDS = (
+    "name",
+    "role",
+    "flavor_id",
+    "image_id",
+    "node_count",
+    "min_node_count",
+    "max_node_count",
+    "docker_volume_size",
+    "labels",
+    "node_labels",
+    "node_taints",
+)
+IMMUTABLE = (
+    ("flavor_id", "flavor"),
+    ("image_id", "image"),
+    ("docker_volume_size", "docker_volume_size"),
+    ("role", "role"),
+)
 
 
 # ---------------------------------------------------------------------------------------- versions
@@ -67,12 +93,15 @@ def choose_microversion(server_max, server_min=None, client_max=CLIENT_MAX_VERSI
     server_max = parse_version(server_max)
     chosen = min(server_max, tuple(client_max))
     if server_min is not None and chosen < parse_version(server_min):
-        raise Problems("%s only accepts microversions %s to %s, this collection speaks up to %s."
-                       % (where, format_version(parse_version(server_min)), format_version(server_max),
-                           format_version(client_max)))
+        raise Problems(
+            "%s only accepts microversions %s to %s, this collection speaks up to %s."
+            % (where, format_version(parse_version(server_min)), format_version(server_max), format_version(client_max))
+        )
     if chosen < NODEGROUP_MIN_VERSION:
-        raise Problems("%s supports microversions up to %s, but nodegroups need 1.9 (Magnum Train or newer). "
-                       "Ask the cloud operators to upgrade Magnum." % (where, format_version(server_max)))
+        raise Problems(
+            "%s supports microversions up to %s, but nodegroups need 1.9 (Magnum Train or newer). "
+            "Ask the cloud operators to upgrade Magnum." % (where, format_version(server_max))
+        )
     return chosen
 
 
@@ -87,7 +116,7 @@ def label_value(value):
 def normalize_labels(labels):
     if labels is None:
         return None
-    return dict((str(k), label_value(v)) for k, v in labels.items())
+    return {str(k): label_value(v) for k, v in labels.items()}
 
 
 def normalize_taints(taints):
@@ -96,8 +125,7 @@ def normalize_taints(taints):
         return None
     out = []
     for taint in taints:
-        out.append({"key": str(taint["key"]), "value": label_value(taint.get("value")),
-                    "effect": str(taint["effect"])})
+        out.append({"key": str(taint["key"]), "value": label_value(taint.get("value")), "effect": str(taint["effect"])})
     return sorted(out, key=lambda t: (t["key"], t["value"], t["effect"]))
 
 
@@ -125,8 +153,10 @@ def desired_state(params):
         raise Problems("docker_volume_size must be at least 1 (GB), got %s." % desired["docker_volume_size"])
     for taint in desired["node_taints"] or []:
         if taint["effect"] not in TAINT_EFFECTS:
-            raise Problems("node_taints: effect %r of taint %r must be one of %s."
-                           % (taint["effect"], taint["key"], ", ".join(TAINT_EFFECTS)))
+            raise Problems(
+                "node_taints: effect %r of taint %r must be one of %s."
+                % (taint["effect"], taint["key"], ", ".join(TAINT_EFFECTS))
+            )
     return desired
 
 
@@ -151,7 +181,7 @@ def desired_from_pool(cluster, pool) -> Dict[str, Any]:
         "max_node_count": group.max_node_count,
         "docker_volume_size": group.docker_volume_size,
         "labels": own if own or inherited else None,
-        "cluster_labels": dict((k, v) for k, v in inherited.items() if k not in own) or None,
+        "cluster_labels": {k: v for k, v in inherited.items() if k not in own} or None,
         "merge_labels": group.merge_labels,
         "role": group.role,
         "node_labels": None,
@@ -162,9 +192,12 @@ def desired_from_pool(cluster, pool) -> Dict[str, Any]:
 def orphaned_nodegroups(listing: Iterable[Dict[str, Any]], cluster) -> List[str]:
     """Nodegroups of the Magnum cluster that no pool of the inventory declares (present or absent), apart from
     Magnum's default ones: left over from a pool removed from the inventory."""
-    declared = set(nodegroup_name(pool) for pool in cluster.pools if pool.nodegroup is not None)
-    return sorted(ng["name"] for ng in listing
-                  if not ng.get("is_default") and ng.get("role") != "master" and ng["name"] not in declared)
+    declared = {nodegroup_name(pool) for pool in cluster.pools if pool.nodegroup is not None}
+    return sorted(
+        ng["name"]
+        for ng in listing
+        if not ng.get("is_default") and ng.get("role") != "master" and ng["name"] not in declared
+    )
 
 
 def view(nodegroup):
@@ -184,7 +217,7 @@ def view(nodegroup):
 
 
 # ---------------------------------------------------------------------------------------- actions
-class Action(object):
+class Action:
     """One API call of a plan and what to wait for after it.
 
     kind: create | resize | patch | delete. payload: the JSON body (JSON-patch list for patch).
@@ -205,7 +238,7 @@ class Action(object):
         return "Action(%s, %r)" % (self.kind, self.payload)
 
 
-class Plan(object):
+class Plan:
     """The ordered actions, the comparable view before and after, notes (warnings for the person) and the
     cluster-wide label drift of an existing nodegroup ({key: {nodegroup, inventory}})."""
 
@@ -292,18 +325,23 @@ def _check_versions(desired, observed, version, where):
         raise Problems(
             "%s: %s need Magnum API microversion 1.14, but the server only supports %s. Remove %s and use "
             "labels with merge_labels (applied by the driver at boot), or label and taint the nodes in "
-            "Kubernetes instead." % (where, " and ".join(needs), format_version(version), " and ".join(needs)))
+            "Kubernetes instead." % (where, " and ".join(needs), format_version(version), " and ".join(needs))
+        )
     if desired.get("node_count") == 0 and version < ZERO_NODES_VERSION:
-        raise Problems("%s: node_count 0 needs Magnum API microversion 1.10, the server supports %s. "
-                       "Use node_count 1 or more." % (where, format_version(version)))
+        raise Problems(
+            "%s: node_count 0 needs Magnum API microversion 1.10, the server supports %s. "
+            "Use node_count 1 or more." % (where, format_version(version))
+        )
 
 
 def _plan_absent(observed, before, where):
     if observed is None:
         return Plan([], before, {})
     if observed.get("is_default"):
-        raise Problems("%s is a default nodegroup; Magnum refuses to delete default nodegroups (400). Delete the "
-                       "whole cluster instead, or keep it." % where)
+        raise Problems(
+            "%s is a default nodegroup; Magnum refuses to delete default nodegroups (400). Delete the "
+            "whole cluster instead, or keep it." % where
+        )
     if observed.get("status") == "DELETE_IN_PROGRESS":
         return Plan([], before, {}, notes=["already being deleted"], wait_gone=True)
     action = Action("delete", None, {"gone": True}, "delete %s" % where)
@@ -315,34 +353,63 @@ def _count_problem(where, count, low, high, count_given, low_given, high_given):
         return "%s %s%s" % (name, value, "" if given else " (current)")
 
     if high is not None and low > high:
-        return ("%s: %s is above %s. Set min_node_count <= max_node_count."
-                % (where, label("min_node_count", low, low_given), label("max_node_count", high, high_given)))
+        return "%s: %s is above %s. Set min_node_count <= max_node_count." % (
+            where,
+            label("min_node_count", low, low_given),
+            label("max_node_count", high, high_given),
+        )
     if not _ok(count, low, high):
-        return ("%s: %s is outside %s. Set node_count, min_node_count and max_node_count so that min <= count "
-                "<= max." % (where, label("node_count", count, count_given),
-                             "[%s, %s]" % (label("min_node_count", low, low_given),
-                                           label("max_node_count", "unbounded" if high is None else high,
-                                                 high_given))))
+        return (
+            "%s: %s is outside %s. Set node_count, min_node_count and max_node_count so that min <= count "
+            "<= max."
+            % (
+                where,
+                label("node_count", count, count_given),
+                "[%s, %s]"
+                % (
+                    label("min_node_count", low, low_given),
+                    label("max_node_count", "unbounded" if high is None else high, high_given),
+                ),
+            )
+        )
     return None
 
 
 def _plan_create(desired, cluster, version, where):
     role = desired["role"] or "worker"
     if role == "master":
-        raise Problems("%s: Magnum cannot create master nodegroups (400 CreateMasterNodeGroup); use role worker "
-                       "or another custom role." % where)
+        raise Problems(
+            "%s: Magnum cannot create master nodegroups (400 CreateMasterNodeGroup); use role worker "
+            "or another custom role." % where
+        )
     count = 1 if desired["node_count"] is None else desired["node_count"]
     low = 0 if desired["min_node_count"] is None else desired["min_node_count"]
     high = desired["max_node_count"]
-    problem = _count_problem(where, count, low, high, desired["node_count"] is not None,
-                             desired["min_node_count"] is not None, high is not None)
+    problem = _count_problem(
+        where,
+        count,
+        low,
+        high,
+        desired["node_count"] is not None,
+        desired["min_node_count"] is not None,
+        high is not None,
+    )
     if problem:
         raise Problems(problem.replace(" (current)", " (default)"))
     if count == 0 and version < ZERO_NODES_VERSION:
         raise Problems("%s: node_count 0 needs microversion 1.10." % where)
     body = {"name": desired["name"]}
-    for field in ("flavor_id", "image_id", "node_count", "min_node_count", "max_node_count", "docker_volume_size",
-                  "role", "node_labels", "node_taints"):
+    for field in (
+        "flavor_id",
+        "image_id",
+        "node_count",
+        "min_node_count",
+        "max_node_count",
+        "docker_volume_size",
+        "role",
+        "node_labels",
+        "node_taints",
+    ):
         if desired.get(field) is not None:
             body[field] = desired[field]
     if _sent_labels(desired) is not None:
@@ -350,12 +417,17 @@ def _plan_create(desired, cluster, version, where):
         if desired["merge_labels"]:
             # The CLI only sends merge_labels when true, "to avoid breaking older APIs".
             body["merge_labels"] = True
-    after = {"name": desired["name"], "role": role,
-             "flavor_id": desired["flavor_id"] or cluster.get("flavor_id"),
-             "image_id": desired["image_id"] or cluster.get("image_id"),
-             "node_count": count, "min_node_count": low, "max_node_count": high,
-             "docker_volume_size": desired["docker_volume_size"],
-             "labels": _expected_labels(desired, normalize_labels(cluster.get("labels") or {}))}
+    after = {
+        "name": desired["name"],
+        "role": role,
+        "flavor_id": desired["flavor_id"] or cluster.get("flavor_id"),
+        "image_id": desired["image_id"] or cluster.get("image_id"),
+        "node_count": count,
+        "min_node_count": low,
+        "max_node_count": high,
+        "docker_volume_size": desired["docker_volume_size"],
+        "labels": _expected_labels(desired, normalize_labels(cluster.get("labels") or {})),
+    }
     if version >= NODE_LABELS_VERSION:
         after["node_labels"] = desired["node_labels"] or {}
         after["node_taints"] = desired["node_taints"] or []
@@ -377,15 +449,18 @@ def _immutable_problems(desired, observed):
             problems.append("%s is %r, the task asks for %r" % (option, have, want))
     have = normalize_labels(observed.get("labels") or {})
     inherited = desired.get("cluster_labels") or {}
-    drift = dict((k, {"nodegroup": have.get(k), "inventory": v}) for k, v in sorted(inherited.items())
-                 if have.get(k) != v)
+    drift = {k: {"nodegroup": have.get(k), "inventory": v} for k, v in sorted(inherited.items()) if have.get(k) != v}
     if desired["labels"] is not None:
         if desired["merge_labels"]:
-            wrong = dict((k, v) for k, v in desired["labels"].items() if have.get(k) != v)
+            wrong = {k: v for k, v in desired["labels"].items() if have.get(k) != v}
             if wrong:
-                problems.append("labels %s differ (%s)" % (
-                    ", ".join(sorted(wrong)),
-                    "; ".join("%s: %r -> %r" % (k, have.get(k), v) for k, v in sorted(wrong.items()))))
+                problems.append(
+                    "labels %s differ (%s)"
+                    % (
+                        ", ".join(sorted(wrong)),
+                        "; ".join("%s: %r -> %r" % (k, have.get(k), v) for k, v in sorted(wrong.items())),
+                    )
+                )
         else:
             extra = sorted(set(have) - set(desired["labels"]) - set(inherited))
             wrong = sorted(k for k, v in desired["labels"].items() if have.get(k) != v)
@@ -402,21 +477,24 @@ def _immutable_problems(desired, observed):
 def drift_note(where, drift):
     """The warning for cluster-wide labels an existing nodegroup has with another value."""
     labels = ", ".join("%s=%r (inventory: %r)" % (k, d["nodegroup"], d["inventory"]) for k, d in sorted(drift.items()))
-    return ("%s keeps the Magnum label(s) it was created with: %s. gpupool_cluster.magnum.labels now says otherwise; "
-            "Magnum cannot change the labels of an existing nodegroup, so only nodegroups created from now on get "
-            "the new value. To move this one, create a replacement nodegroup (another nodegroup.name), move the "
-            "workloads and set state: absent on the old pool - or keep the old value in the pool's nodegroup.labels "
-            "to silence this." % (where, labels))
+    return (
+        "%s keeps the Magnum label(s) it was created with: %s. gpupool_cluster.magnum.labels now says otherwise; "
+        "Magnum cannot change the labels of an existing nodegroup, so only nodegroups created from now on get "
+        "the new value. To move this one, create a replacement nodegroup (another nodegroup.name), move the "
+        "workloads and set state: absent on the old pool - or keep the old value in the pool's nodegroup.labels "
+        "to silence this." % (where, labels)
+    )
 
 
 def _plan_update(desired, observed, before, version, where):
     status = observed.get("status") or ""
     if status == "DELETE_IN_PROGRESS":
-        raise Problems("%s is being deleted (DELETE_IN_PROGRESS). Run again once it is gone to create it anew."
-                       % where)
+        raise Problems("%s is being deleted (DELETE_IN_PROGRESS). Run again once it is gone to create it anew." % where)
     if status in ("CREATE_FAILED", "DELETE_FAILED"):
-        raise Problems("%s is in %s (%s). Magnum cannot repair it: delete it with state=absent and run again."
-                       % (where, status, observed.get("status_reason") or "no reason given"))
+        raise Problems(
+            "%s is in %s (%s). Magnum cannot repair it: delete it with state=absent and run again."
+            % (where, status, observed.get("status_reason") or "no reason given")
+        )
     problems, drift = _immutable_problems(desired, observed)
     if problems:
         raise Problems(
@@ -424,15 +502,26 @@ def _plan_update(desired, observed, before, version, where):
             "size or role of an existing nodegroup (only node_count, min/max_node_count and, from microversion "
             "1.14, node_labels/node_taints). Create a nodegroup with another name and the new settings, move the "
             "workloads, then remove this one with state=absent - or change the task back to the current values."
-            % (where, "; ".join(problems)))
+            % (where, "; ".join(problems))
+        )
 
-    count, low, high = observed.get("node_count") or 0, observed.get("min_node_count") or 0, \
-        observed.get("max_node_count")
+    count, low, high = (
+        observed.get("node_count") or 0,
+        observed.get("min_node_count") or 0,
+        observed.get("max_node_count"),
+    )
     new_count = count if desired["node_count"] is None else desired["node_count"]
     new_low = low if desired["min_node_count"] is None else desired["min_node_count"]
     new_high = high if desired["max_node_count"] is None else desired["max_node_count"]
-    problem = _count_problem(where, new_count, new_low, new_high, desired["node_count"] is not None,
-                             desired["min_node_count"] is not None, desired["max_node_count"] is not None)
+    problem = _count_problem(
+        where,
+        new_count,
+        new_low,
+        new_high,
+        desired["node_count"] is not None,
+        desired["min_node_count"] is not None,
+        desired["max_node_count"] is not None,
+    )
     if problem:
         raise Problems(problem)
     resize = new_count != count
@@ -448,8 +537,11 @@ def _plan_update(desired, observed, before, version, where):
     for field in ("node_labels", "node_taints"):
         if desired.get(field) is not None:
             have = observed.get(field)
-            have = (normalize_labels(have) if field == "node_labels" else normalize_taints(have)) \
-                if have is not None else ({} if field == "node_labels" else [])
+            have = (
+                (normalize_labels(have) if field == "node_labels" else normalize_taints(have))
+                if have is not None
+                else ({} if field == "node_labels" else [])
+            )
             if have != desired[field]:
                 extra_changes[field] = desired[field]
 
@@ -460,15 +552,20 @@ def _plan_update(desired, observed, before, version, where):
 
     def patch(changes, final_low, final_high, summary):
         fields = {"min_node_count": final_low, "max_node_count": final_high}
-        fields.update(dict((k, v) for k, v in changes.items() if k not in fields))
+        fields.update({k: v for k, v in changes.items() if k not in fields})
         expect = {"status": sorted(COMPLETE_STATES), "fields": fields}
         return Action("patch", _patch_ops(changes), expect, summary)
 
     def resize_action(low_now, high_now):
         body = {"node_count": new_count, "nodegroup": observed.get("uuid") or desired["name"]}
         expect = {"status": sorted(COMPLETE_STATES), "fields": {"node_count": new_count}}
-        return Action("resize", body, expect, "resize %s from %d to %d node(s) (bounds %s)"
-                      % (where, count, new_count, _bounds(low_now, high_now)), shrink_by=max(0, count - new_count))
+        return Action(
+            "resize",
+            body,
+            expect,
+            "resize %s from %d to %d node(s) (bounds %s)" % (where, count, new_count, _bounds(low_now, high_now)),
+            shrink_by=max(0, count - new_count),
+        )
 
     def describe(changes):
         return ", ".join("%s %s -> %s" % (k, observed.get(k), v) for k, v in changes.items())
@@ -481,8 +578,7 @@ def _plan_update(desired, observed, before, version, where):
     elif not bound_changes:
         actions.append(resize_action(low, high))
         if extra_changes:
-            actions.append(patch(extra_changes, new_low, new_high,
-                                 "update %s: %s" % (where, describe(extra_changes))))
+            actions.append(patch(extra_changes, new_low, new_high, "update %s: %s" % (where, describe(extra_changes))))
     elif _ok(new_count, low, high):  # resize within the current bounds, then move the bounds
         actions.append(resize_action(low, high))
         changes = dict(bound_changes, **extra_changes)
@@ -499,8 +595,14 @@ def _plan_update(desired, observed, before, version, where):
             widen["min_node_count"] = wide_low
         if wide_high != high:
             widen["max_node_count"] = wide_high
-        actions.append(patch(widen, wide_low, wide_high,
-                             "widen the bounds of %s to %s for the resize" % (where, _bounds(wide_low, wide_high))))
+        actions.append(
+            patch(
+                widen,
+                wide_low,
+                wide_high,
+                "widen the bounds of %s to %s for the resize" % (where, _bounds(wide_low, wide_high)),
+            )
+        )
         actions.append(resize_action(wide_low, wide_high))
         final = {}
         if new_low != wide_low:
@@ -566,10 +668,15 @@ def _index(name):
 def drain_candidate(node: Dict[str, Any], gpu_pods: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
     """What plan_drain needs of a Kubernetes Node (API object) and the GPU pods a drain would evict from it."""
     meta, spec = node.get("metadata") or {}, node.get("spec") or {}
-    return {"name": meta.get("name"), "provider_id": spec.get("providerID"),
-            "unschedulable": bool(spec.get("unschedulable")),
-            "gpu_pods": [{"namespace": (p.get("metadata") or {}).get("namespace"),
-                          "name": (p.get("metadata") or {}).get("name")} for p in gpu_pods]}
+    return {
+        "name": meta.get("name"),
+        "provider_id": spec.get("providerID"),
+        "unschedulable": bool(spec.get("unschedulable")),
+        "gpu_pods": [
+            {"namespace": (p.get("metadata") or {}).get("namespace"), "name": (p.get("metadata") or {}).get("name")}
+            for p in gpu_pods
+        ],
+    }
 
 
 def plan_drain(nodes, remove_count, where="the nodegroup"):
@@ -585,14 +692,20 @@ def plan_drain(nodes, remove_count, where="the nodegroup"):
         raise Problems(
             "%s: the shrink removes %d node(s) but only %d of its nodes are registered in Kubernetes "
             "(label magnum.openstack.org/nodegroup), so the nodes to drain cannot be chosen. Remove the drain "
-            "option to let Magnum choose, or wait until every node is registered." % (where, remove_count, len(nodes)))
-    ranked = sorted(nodes, key=lambda n: (not n.get("unschedulable"), len(n.get("gpu_pods") or []),
-                                          -_index(n.get("name")), n.get("name")))
+            "option to let Magnum choose, or wait until every node is registered." % (where, remove_count, len(nodes))
+        )
+    ranked = sorted(
+        nodes,
+        key=lambda n: (not n.get("unschedulable"), len(n.get("gpu_pods") or []), -_index(n.get("name")), n.get("name")),
+    )
     victims = ranked[:remove_count]
     return {
         "victims": [n["name"] for n in victims],
         "nodes_to_remove": [server_id(n) or n["name"] for n in victims],
         "cordon": [n["name"] for n in victims if not n.get("unschedulable")],
-        "evict": [{"node": n["name"], "namespace": p["namespace"], "name": p["name"]}
-                  for n in victims for p in (n.get("gpu_pods") or [])],
+        "evict": [
+            {"node": n["name"], "namespace": p["namespace"], "name": p["name"]}
+            for n in victims
+            for p in (n.get("gpu_pods") or [])
+        ],
     }

@@ -1,13 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What makes an object ours: the ownership labels, and the selector that finds our objects.
-"""
+"""What makes an object ours: the ownership labels, and the selector that finds our objects."""
+
 from __future__ import annotations
 
-
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import MANAGED_BY
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import MANAGED_BY, POOL_LABEL
 
 
 def ownership_labels(pool_name):

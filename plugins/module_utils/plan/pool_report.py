@@ -25,6 +25,7 @@ Facts used (reference nvidia-dra-mig-imex.md §1.5-1.6, §2.2):
 A layout is compared per GPU index as {profile: count}: the MIG manager (mig-parted) picks the
 placements, so the same layout at other placements is not a mismatch.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,6 +34,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import P
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import pool_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_matcher, node_ready
+from ansible_collections.gpupool.core.plugins.module_utils.plan.orphans import orphan_message, orphan_rows
 
 GPU_DRIVER = "gpu.nvidia.com"
 CONFIG_LABEL = "nvidia.com/mig.config"
@@ -44,9 +46,21 @@ _MIG = re.compile(r"^gpu-(\d+)-mig-")
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 
 # Mismatch kinds, in the order they are reported.
-KINDS = ("no_node_selector", "node_in_two_pools", "missing_nodes", "extra_nodes", "gate_missing",
-         "compute_domain_missing", "compute_domain_not_ready", "node_not_ready", "mig_failed", "mig_config_label",
-         "not_published", "wrong_layout")
+KINDS = (
+    "no_node_selector",
+    "node_in_two_pools",
+    "missing_nodes",
+    "extra_nodes",
+    "gate_missing",
+    "compute_domain_missing",
+    "compute_domain_not_ready",
+    "node_not_ready",
+    "mig_failed",
+    "mig_config_label",
+    "not_published",
+    "wrong_layout",
+    "orphaned_node",
+)
 PLUGIN_SUFFIX = "-kubelet-plugin"
 
 
@@ -69,6 +83,7 @@ def _attr(device, name):
 
 # ---- ResourceSlices and claims ------------------------------------------------------------------------
 
+
 def current_slices(slices, driver=GPU_DRIVER):
     """Slices of `driver` in the newest generation of their pool: {pool name: [slices]}."""
     newest = {}
@@ -83,7 +98,7 @@ def current_slices(slices, driver=GPU_DRIVER):
             newest[pool] = (gen, [sl])
         elif gen == have[0]:
             have[1].append(sl)
-    return dict((pool, sls) for pool, (gen, sls) in newest.items())
+    return {pool: sls for pool, (gen, sls) in newest.items()}
 
 
 def node_devices(slices_by_pool, node_name, driver=GPU_DRIVER):
@@ -145,7 +160,7 @@ def published_layout(devices, expected=None, gpus_per_node=None):
     GPU's place in NVML's enumeration order (PCI bus order). A GPU with MIG on and no instances
     publishes nothing, so when fewer GPUs than `gpus_per_node` are published the places are laid onto
     the indices `expected` has (which leaves out the same GPUs), in order."""
-    return dict((idx, g["layout"]) for idx, g in indexed_gpus(devices, expected, gpus_per_node))
+    return {idx: g["layout"] for idx, g in indexed_gpus(devices, expected, gpus_per_node)}
 
 
 def indexed_gpus(devices, expected=None, gpus_per_node=None):
@@ -170,7 +185,7 @@ def expected_layout(pool):
     for idx in range(pool.gpu.per_node):
         layout = pool.layout_for(idx) if pool.mig.mode == "static" else None
         if pool.mig.mode == "static" and layout is not None:
-            layout = dict((p, c) for p, c in layout.items() if c)
+            layout = {p: c for p, c in layout.items() if c}
             if not layout:
                 continue
         out[idx] = layout
@@ -190,9 +205,14 @@ def layout_differences(expected, published):
         want, have = expected.get(idx, "nothing"), published.get(idx, "nothing")
         if want == have:
             continue
-        lines.append("GPU %d: wants %s, publishes %s" % (
-            idx, describe_gpu(want) if want != "nothing" else "nothing",
-            describe_gpu(have) if have != "nothing" else "nothing"))
+        lines.append(
+            "GPU %d: wants %s, publishes %s"
+            % (
+                idx,
+                describe_gpu(want) if want != "nothing" else "nothing",
+                describe_gpu(have) if have != "nothing" else "nothing",
+            )
+        )
     return lines
 
 
@@ -206,6 +226,7 @@ def _bucket():
 
 
 # ---- the DRA driver and ComputeDomains -------------------------------------------------------------------
+
 
 def _env(container, name):
     for env in container.get("env") or []:
@@ -242,15 +263,28 @@ def gate_mismatches(pool, plugin):
     out = []
     for gate, key in sorted(pool_gates(pool).items()):
         if plugin is None:
-            out.append(_mm(pool.name, None, "gate_missing",
-                           "pool %s uses %s, which needs the DRA driver feature gate %s, but no NVIDIA DRA driver "
-                           "kubelet plugin was found; install it with gpupool.core.dra_driver" % (pool.name, key, gate),
-                           gate=gate))
+            out.append(
+                _mm(
+                    pool.name,
+                    None,
+                    "gate_missing",
+                    "pool %s uses %s, which needs the DRA driver feature gate %s, but no NVIDIA DRA driver "
+                    "kubelet plugin was found; install it with gpupool.core.dra_driver" % (pool.name, key, gate),
+                    gate=gate,
+                )
+            )
         elif not plugin["gates"].get(gate):
-            out.append(_mm(pool.name, None, "gate_missing",
-                           "pool %s uses %s but the DRA driver (%s/%s) runs without the feature gate %s: its claims "
-                           "fail at prepare time; run gpupool.core.dra_driver (it derives the gates from the pools)"
-                           % (pool.name, key, plugin["namespace"], plugin["name"], gate), gate=gate))
+            out.append(
+                _mm(
+                    pool.name,
+                    None,
+                    "gate_missing",
+                    "pool %s uses %s but the DRA driver (%s/%s) runs without the feature gate %s: its claims "
+                    "fail at prepare time; run gpupool.core.dra_driver (it derives the gates from the pools)"
+                    % (pool.name, key, plugin["namespace"], plugin["name"], gate),
+                    gate=gate,
+                )
+            )
     return out
 
 
@@ -271,29 +305,55 @@ def compute_domain_report(pool, compute_domains, served=True):
     if pool.nvlink.mode not in ("compute_domain", "host_imex"):
         return None, []
     name, namespace = compute_domain_name(pool), pool.nvlink.compute_domain.namespace
-    cd = next((c for c in compute_domains if _meta(c).get("name") == name
-               and _meta(c).get("namespace") == namespace), None)
+    cd = next(
+        (c for c in compute_domains if _meta(c).get("name") == name and _meta(c).get("namespace") == namespace), None
+    )
     state = compute_domain_state(cd)
     nodes = ((cd or {}).get("status") or {}).get("nodes") or []
-    info = {"name": name, "namespace": namespace, "state": state,
-            "nodes": [{"name": n.get("name"), "status": n.get("status")} for n in nodes]}
+    info = {
+        "name": name,
+        "namespace": namespace,
+        "state": state,
+        "nodes": [{"name": n.get("name"), "status": n.get("status")} for n in nodes],
+    }
     if cd is None:
-        why = ("the cluster does not serve ComputeDomains (the DRA driver's CRD; gpupool.core.dra_driver enables "
-               "them for NVLink pools)" if not served else "run gpupool.core.compute_domain")
-        return info, [_mm(pool.name, None, "compute_domain_missing",
-                          "pool %s: ComputeDomain %s/%s does not exist; %s" % (pool.name, namespace, name, why))]
+        why = (
+            "the cluster does not serve ComputeDomains (the DRA driver's CRD; gpupool.core.dra_driver enables "
+            "them for NVLink pools)"
+            if not served
+            else "run gpupool.core.compute_domain"
+        )
+        return info, [
+            _mm(
+                pool.name,
+                None,
+                "compute_domain_missing",
+                "pool %s: ComputeDomain %s/%s does not exist; %s" % (pool.name, namespace, name, why),
+            )
+        ]
     if state == "NotReady":
         waiting = [n.get("name") for n in nodes if n.get("status") != "Ready"]
-        return info, [_mm(pool.name, None, "compute_domain_not_ready",
-                          "pool %s: ComputeDomain %s/%s is NotReady (IMEX daemon not ready on %s); check the IMEX "
-                          "daemons in the driver namespace%s" % (
-                              pool.name, namespace, name, ", ".join(waiting) or "its nodes",
-                              " and the host nvidia-imex service (gpupool.core.imex)" if pool.nvlink.mode == "host_imex"
-                              else ""))]
+        return info, [
+            _mm(
+                pool.name,
+                None,
+                "compute_domain_not_ready",
+                "pool %s: ComputeDomain %s/%s is NotReady (IMEX daemon not ready on %s); check the IMEX "
+                "daemons in the driver namespace%s"
+                % (
+                    pool.name,
+                    namespace,
+                    name,
+                    ", ".join(waiting) or "its nodes",
+                    " and the host nvidia-imex service (gpupool.core.imex)" if pool.nvlink.mode == "host_imex" else "",
+                ),
+            )
+        ]
     return info, []
 
 
 # ---- the report ---------------------------------------------------------------------------------------
+
 
 def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
     """({pool: [nodes]}, mismatches) - like node_pool's assignment, but a problem is reported, not raised."""
@@ -311,13 +371,19 @@ def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
             if not match(node):
                 continue
             if name in owner:
-                mismatches.append(_mm(pool.name, name, "node_in_two_pools",
-                                      "node %s matches pools %s and %s; make their node_selector or nodegroups "
-                                      "disjoint" % (name, owner[name], pool.name)))
+                mismatches.append(
+                    _mm(
+                        pool.name,
+                        name,
+                        "node_in_two_pools",
+                        "node %s matches pools %s and %s; make their node_selector or nodegroups "
+                        "disjoint" % (name, owner[name], pool.name),
+                    )
+                )
                 continue
             owner[name] = pool.name
             out[pool.name].append(node)
-    return out, mismatches, dict((p.name, m.describe) for p, m in matchers)
+    return out, mismatches, {p.name: m.describe for p, m in matchers}
 
 
 def _mm(pool, node, kind, message, **extra):
@@ -331,22 +397,38 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
     expected = expected_layout(pool)
     static = pool.mig.mode == "static"
     config_name = pool.mig_config_name if static else None
-    rep = {"mig_mode": pool.mig.mode, "gpu_model": pool.gpu.model, "gpus_per_node": pool.gpu.per_node,
-           "selector": selector, "config_name": config_name,
-           "expected_nodes": pool.nodegroup.node_count if pool.nodegroup is not None else None,
-           "expected_layout": _str_keys(expected), "nodes": [], "gpus": _bucket(), "mig_devices": {},
-           "devices": _bucket(), "ready_nodes": 0}
+    rep = {
+        "mig_mode": pool.mig.mode,
+        "gpu_model": pool.gpu.model,
+        "gpus_per_node": pool.gpu.per_node,
+        "selector": selector,
+        "config_name": config_name,
+        "expected_nodes": pool.nodegroup.node_count if pool.nodegroup is not None else None,
+        "expected_layout": _str_keys(expected),
+        "nodes": [],
+        "gpus": _bucket(),
+        "mig_devices": {},
+        "devices": _bucket(),
+        "ready_nodes": 0,
+    }
     mismatches = []
     for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
         name = _meta(node).get("name")
         labels = _meta(node).get("labels") or {}
         devs = node_devices(slices_by_pool, name)
         published = published_layout(devs, expected, pool.gpu.per_node)
-        row = {"name": name, "ready": node_ready(node),
-               "schedulable": not (node.get("spec") or {}).get("unschedulable", False),
-               "mig_config": labels.get(CONFIG_LABEL), "mig_state": labels.get(STATE_LABEL),
-               "published": bool(devs), "layout": _str_keys(published),
-               "gpus": _bucket(), "mig_devices": {}, "allocated": []}
+        row = {
+            "name": name,
+            "ready": node_ready(node),
+            "schedulable": not (node.get("spec") or {}).get("unschedulable", False),
+            "mig_config": labels.get(CONFIG_LABEL),
+            "mig_state": labels.get(STATE_LABEL),
+            "published": bool(devs),
+            "layout": _str_keys(published),
+            "gpus": _bucket(),
+            "mig_devices": {},
+            "allocated": [],
+        }
         for pool_name, dev in devs:
             key = (GPU_DRIVER, pool_name, dev.get("name"))
             is_alloc = key in allocated
@@ -367,43 +449,95 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
         if row["ready"]:
             rep["ready_nodes"] += 1
         else:
-            mismatches.append(_mm(pool.name, name, "node_not_ready", "node %s is NotReady; its GPUs cannot be used "
-                                  "(check the kubelet and the machine)" % name))
+            mismatches.append(
+                _mm(
+                    pool.name,
+                    name,
+                    "node_not_ready",
+                    "node %s is NotReady; its GPUs cannot be used (check the kubelet and the machine)" % name,
+                )
+            )
         if row["mig_state"] == "failed":
-            mismatches.append(_mm(pool.name, name, "mig_failed",
-                                  "node %s: the MIG manager reports %s=failed for config %s; read the nvidia-mig-manager "
-                                  "log on the node, fix the cause, then rerun gpupool.core.mig_layout with "
-                                  "retry_failed: true" % (name, STATE_LABEL, row["mig_config"])))
+            mismatches.append(
+                _mm(
+                    pool.name,
+                    name,
+                    "mig_failed",
+                    "node %s: the MIG manager reports %s=failed for config %s; read the nvidia-mig-manager "
+                    "log on the node, fix the cause, then rerun gpupool.core.mig_layout with "
+                    "retry_failed: true" % (name, STATE_LABEL, row["mig_config"]),
+                )
+            )
         if static and row["mig_config"] != config_name:
-            mismatches.append(_mm(pool.name, name, "mig_config_label",
-                                  "node %s has %s=%s, the pool's config is %s; run gpupool.core.mig_layout"
-                                  % (name, CONFIG_LABEL, row["mig_config"] or "(not set)", config_name)))
+            mismatches.append(
+                _mm(
+                    pool.name,
+                    name,
+                    "mig_config_label",
+                    "node %s has %s=%s, the pool's config is %s; run gpupool.core.mig_layout"
+                    % (name, CONFIG_LABEL, row["mig_config"] or "(not set)", config_name),
+                )
+            )
         if not devs:
-            mismatches.append(_mm(pool.name, name, "not_published",
-                                  "node %s publishes no %s devices (no ResourceSlice); check that the NVIDIA DRA "
-                                  "driver's kubelet plugin runs there (its node affinity needs nvidia.com/gpu.present"
-                                  "=true or an NFD PCI label, and it must tolerate the node's taints)" % (name, GPU_DRIVER)))
+            mismatches.append(
+                _mm(
+                    pool.name,
+                    name,
+                    "not_published",
+                    "node %s publishes no %s devices (no ResourceSlice); check that the NVIDIA DRA "
+                    "driver's kubelet plugin runs there (its node affinity needs nvidia.com/gpu.present"
+                    "=true or an NFD PCI label, and it must tolerate the node's taints)" % (name, GPU_DRIVER),
+                )
+            )
         elif expected is not None:
             diffs = layout_differences(expected, published)
             if diffs:
-                hint = ("run gpupool.core.mig_layout, or wait while %s=%s" % (STATE_LABEL, row["mig_state"])
-                        if row["mig_state"] in ("pending", "rebooting") else
-                        "run gpupool.core.mig_layout" if static else "disable MIG on the node (mig.mode is off)")
-                mismatches.append(_mm(pool.name, name, "wrong_layout", "node %s: %s; %s" % (name, "; ".join(diffs), hint),
-                                      expected=_str_keys(expected), published=_str_keys(published)))
+                hint = (
+                    "run gpupool.core.mig_layout, or wait while %s=%s" % (STATE_LABEL, row["mig_state"])
+                    if row["mig_state"] in ("pending", "rebooting")
+                    else "run gpupool.core.mig_layout"
+                    if static
+                    else "disable MIG on the node (mig.mode is off)"
+                )
+                mismatches.append(
+                    _mm(
+                        pool.name,
+                        name,
+                        "wrong_layout",
+                        "node %s: %s; %s" % (name, "; ".join(diffs), hint),
+                        expected=_str_keys(expected),
+                        published=_str_keys(published),
+                    )
+                )
     want = rep["expected_nodes"]
     found = len(rep["nodes"])
     if want is not None and found < want:
-        mismatches.insert(0, _mm(pool.name, None, "missing_nodes",
-                                 "pool %s has %d of the %d nodes of its nodegroup (found: %s); check the nodegroup "
-                                 "(gpupool.core.nodegroup_info) and that the nodes joined the cluster"
-                                 % (pool.name, found, want, ", ".join(r["name"] for r in rep["nodes"]) or "none"),
-                                 expected=want, found=found))
+        mismatches.insert(
+            0,
+            _mm(
+                pool.name,
+                None,
+                "missing_nodes",
+                "pool %s has %d of the %d nodes of its nodegroup (found: %s); check the nodegroup "
+                "(gpupool.core.nodegroup_info) and that the nodes joined the cluster"
+                % (pool.name, found, want, ", ".join(r["name"] for r in rep["nodes"]) or "none"),
+                expected=want,
+                found=found,
+            ),
+        )
     elif want is not None and found > want:
-        mismatches.insert(0, _mm(pool.name, None, "extra_nodes",
-                                 "pool %s has %d nodes but its nodegroup's node_count is %d; a resize may be in progress, "
-                                 "or nodes of another group match the pool" % (pool.name, found, want),
-                                 expected=want, found=found))
+        mismatches.insert(
+            0,
+            _mm(
+                pool.name,
+                None,
+                "extra_nodes",
+                "pool %s has %d nodes but its nodegroup's node_count is %d; a resize may be in progress, "
+                "or nodes of another group match the pool" % (pool.name, found, want),
+                expected=want,
+                found=found,
+            ),
+        )
     rep["mismatches"] = mismatches
     return rep
 
@@ -411,11 +545,21 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
 def _str_keys(layouts):
     if layouts is None:
         return None
-    return dict((str(k), (dict(v) if v is not None else None)) for k, v in sorted(layouts.items()))
+    return {str(k): (dict(v) if v is not None else None) for k, v in sorted(layouts.items())}
 
 
-def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NODEGROUP_LABEL, name_pattern=None,
-                 daemonsets=None, compute_domains=None, compute_domains_served=True):
+def build_report(
+    cluster,
+    nodes,
+    slices,
+    claims,
+    pools=None,
+    nodegroup_label=NODEGROUP_LABEL,
+    name_pattern=None,
+    daemonsets=None,
+    compute_domains=None,
+    compute_domains_served=True,
+):
     """{"pools": {name: report}, "mismatches": [...], "totals": {...}, "driver": {...}} for the present pools.
 
     pools: pool objects in scope (default: every present pool of the cluster). daemonsets: every DaemonSet
@@ -437,19 +581,29 @@ def build_report(cluster, nodes, slices, claims, pools=None, nodegroup_label=NOD
         rep["mismatches"] = extra + rep["mismatches"]
         reports[pool.name] = rep
         mismatches += rep["mismatches"]
-    order = dict((k, i) for i, k in enumerate(KINDS))
-    pool_order = dict((p.name, i) for i, p in enumerate(scope))
-    mismatches.sort(key=lambda m: (pool_order.get(m["pool"], 0), order.get(m["kind"], 99), m["node"] or ""))
-    totals = {"nodes": sum(len(r["nodes"]) for r in reports.values()),
-              "ready_nodes": sum(r["ready_nodes"] for r in reports.values()),
-              "gpus": _sum(r["gpus"] for r in reports.values()),
-              "mig_devices": {}, "devices": _sum(r["devices"] for r in reports.values())}
+    # Nodes of pools that left (removed, absent, no longer selected): listed on every run until they are gone.
+    members = [_meta(n).get("name") for group in assigned.values() for n in group]
+    # A run limited to some pools (fewer than the inventory's) only reports the orphans of those.
+    limited = pools is not None and {p.name for p in pools} != {p.name for p in cluster.pools}
+    orphaned = orphan_rows(cluster, nodes, members, [p.name for p in pools] if limited else None)
+    for row in orphaned:
+        mismatches.append(_mm(row["pool"], row["name"], "orphaned_node", orphan_message(row)))
+    order = {k: i for i, k in enumerate(KINDS)}
+    pool_order = {p.name: i for i, p in enumerate(scope)}
+    mismatches.sort(key=lambda m: (pool_order.get(m["pool"], len(scope)), order.get(m["kind"], 99), m["node"] or ""))
+    totals = {
+        "nodes": sum(len(r["nodes"]) for r in reports.values()),
+        "ready_nodes": sum(r["ready_nodes"] for r in reports.values()),
+        "gpus": _sum(r["gpus"] for r in reports.values()),
+        "mig_devices": {},
+        "devices": _sum(r["devices"] for r in reports.values()),
+    }
     for r in reports.values():
         for profile, b in r["mig_devices"].items():
             t = totals["mig_devices"].setdefault(profile, _bucket())
             for k in t:
                 t[k] += b[k]
-    return {"pools": reports, "mismatches": mismatches, "totals": totals, "driver": plugin}
+    return {"pools": reports, "mismatches": mismatches, "totals": totals, "driver": plugin, "orphaned": orphaned}
 
 
 def _sum(buckets):

@@ -7,6 +7,7 @@ Pure text from the report of plan/capacity.report_with_capacity: a capacity tabl
 pool its nodes, what more can be allocated now (per profile and per tenant template) and its mismatches.
 Also the few-line capacity table the end-of-run summary shows (`capacity_lines`).
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -61,8 +62,15 @@ def capacity_rows(report: dict) -> List[List[str]]:
     """One row per pool: pool, nodes Ready/found (wanted), whole GPUs free/total, MIG free/total, allocatable now."""
     rows = []
     for name, rep in report["pools"].items():
-        rows.append([name, _nodes_cell(rep), _free_total(rep["gpus"]), mig_cell(rep["mig_devices"]),
-                     allocatable_cell(rep.get("capacity"))])
+        rows.append(
+            [
+                name,
+                _nodes_cell(rep),
+                _free_total(rep["gpus"]),
+                mig_cell(rep["mig_devices"]),
+                allocatable_cell(rep.get("capacity")),
+            ]
+        )
     return rows
 
 
@@ -98,18 +106,35 @@ def _pool_section(name: str, rep: dict) -> List[str]:
             mig = row.get("mig_config") or "-"
             if row.get("mig_state"):
                 mig += " (%s)" % row["mig_state"]
-            rows.append([row["name"], state, mig, _free_total(row["gpus"]),
-                         mig_cell(row["mig_devices"]), allocatable_cell({"allocatable": row.get("allocatable") or {}})])
-        out += _table(["node", "state", "MIG config", "whole GPUs free/total", "MIG devices free/total",
-                       "allocatable now"], rows)
+            rows.append(
+                [
+                    row["name"],
+                    state,
+                    mig,
+                    _free_total(row["gpus"]),
+                    mig_cell(row["mig_devices"]),
+                    allocatable_cell({"allocatable": row.get("allocatable") or {}}),
+                ]
+            )
+        out += _table(
+            ["node", "state", "MIG config", "whole GPUs free/total", "MIG devices free/total", "allocatable now"], rows
+        )
         out += ["", "![GPUs and MIG slices of pool %s](%s)" % (name, picture_name(name))]
     else:
         out.append("No node of this pool is in the cluster.")
     templates = capacity.get("templates") or []
     if templates:
         out += ["", "Tenant templates (claims that could be allocated now, each template on its own):", ""]
-        rows = [["%s/%s" % (t["namespace"], t["name"]), t["device_class"] or "-", t["count"],
-                 "-" if t["allocatable"] is None else t["allocatable"], t.get("note", "")] for t in templates]
+        rows = [
+            [
+                "%s/%s" % (t["namespace"], t["name"]),
+                t["device_class"] or "-",
+                t["count"],
+                "-" if t["allocatable"] is None else t["allocatable"],
+                t.get("note", ""),
+            ]
+            for t in templates
+        ]
         out += _table(["template", "DeviceClass", "devices per claim", "claims allocatable", "note"], rows)
     if rep["mismatches"]:
         out += ["", "Mismatches:", ""]
@@ -119,10 +144,14 @@ def _pool_section(name: str, rep: dict) -> List[str]:
 
 def cluster_markdown(cluster_name: str, report: dict) -> str:
     """The whole report of one cluster; the pictures are `pictures(report)`, written next to it."""
-    out = ["# GPU pools of %s" % cluster_name, "",
-           "What the cluster offers now, read from its Nodes, the NVIDIA DRA driver's ResourceSlices and the "
-           "allocated ResourceClaims (gpupool.core playbooks/report.yml). Counts of what is allocatable are "
-           "fragmentation-aware: a MIG profile counts only where a free placement for it exists.", ""]
+    out = [
+        "# GPU pools of %s" % cluster_name,
+        "",
+        "What the cluster offers now, read from its Nodes, the NVIDIA DRA driver's ResourceSlices and the "
+        "allocated ResourceClaims (gpupool.core playbooks/report.yml). Counts of what is allocatable are "
+        "fragmentation-aware: a MIG profile counts only where a free placement for it exists.",
+        "",
+    ]
     out += _table(CAPACITY_HEADER, capacity_rows(report))
     for name, rep in report["pools"].items():
         out += _pool_section(name, rep)
@@ -133,5 +162,6 @@ def cluster_markdown(cluster_name: str, report: dict) -> str:
 
 def pictures(report: dict) -> Dict[str, str]:
     """{file name: SVG} for the pools with nodes."""
-    return dict((picture_name(name), pool_picture(name, rep["nodes"])) for name, rep in report["pools"].items()
-                if rep["nodes"])
+    return {
+        picture_name(name): pool_picture(name, rep["nodes"]) for name, rep in report["pools"].items() if rep["nodes"]
+    }

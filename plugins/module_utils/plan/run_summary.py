@@ -7,6 +7,7 @@ Pure: reads the registered results of the run's steps (as the modules return the
 plan/capacity.py. The same data goes to the terminal (`lines`) and to AWX (`set_stats`, `data`). A step that
 was skipped or did not run is left out; a failed step says so with its message's first line.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -55,8 +56,9 @@ def _wave_changes(result: dict) -> List[str]:
     out = []
     config_map = result.get("config_map") or {}
     if config_map.get("action") not in (None, "unchanged"):
-        out.append("MIG ConfigMap %s/%s %s" % (config_map.get("namespace"), config_map.get("name"),
-                                              config_map.get("action")))
+        out.append(
+            "MIG ConfigMap %s/%s %s" % (config_map.get("namespace"), config_map.get("name"), config_map.get("action"))
+        )
     waves = [w for w in result.get("waves") or [] if isinstance(w, dict)]
     per_pool: Dict[str, int] = {}
     for wave in waves:
@@ -66,7 +68,10 @@ def _wave_changes(result: dict) -> List[str]:
         text = "MIG %s wave %d/%d: %s" % (wave.get("pool"), wave.get("index", 0) + 1, per_pool[wave.get("pool")], nodes)
         evict = wave.get("evicted") if wave.get("evicted") is not None else wave.get("evict")
         if evict:
-            text += "; evict%s %s" % ("ed" if wave.get("evicted") is not None else "", ", ".join(_pod(p) for p in evict))
+            text += "; evict%s %s" % (
+                "ed" if wave.get("evicted") is not None else "",
+                ", ".join(_pod(p) for p in evict),
+            )
         out.append(text + " - %s" % wave.get("result", "planned"))
     return out
 
@@ -110,8 +115,9 @@ def step_changes(step: str, result: Optional[dict]) -> List[str]:
     return lines
 
 
-def run_summary(cluster: str, steps: Dict[str, Optional[dict]], report: Optional[dict] = None,
-                check_mode: bool = False) -> dict:
+def run_summary(
+    cluster: str, steps: Dict[str, Optional[dict]], report: Optional[dict] = None, check_mode: bool = False
+) -> dict:
     """{"lines": [...], "data": {...}} - the summary of one cluster's run.
 
     steps: {step name: registered result} in run order; report: pool_info's result (pools with capacity)."""
@@ -131,10 +137,14 @@ def run_summary(cluster: str, steps: Dict[str, Optional[dict]], report: Optional
     if report and report.get("pools") is not None:
         lines += ["  " + line for line in capacity_lines(report)]
         for name, rep in report["pools"].items():
-            data["capacity"][name] = {"nodes_ready": rep["ready_nodes"], "nodes": len(rep["nodes"]),
-                                      "gpus": rep["gpus"], "mig_devices": rep["mig_devices"],
-                                      "allocatable": (rep.get("capacity") or {}).get("allocatable", {}),
-                                      "mismatches": len(rep["mismatches"])}
+            data["capacity"][name] = {
+                "nodes_ready": rep["ready_nodes"],
+                "nodes": len(rep["nodes"]),
+                "gpus": rep["gpus"],
+                "mig_devices": rep["mig_devices"],
+                "allocatable": (rep.get("capacity") or {}).get("allocatable", {}),
+                "mismatches": len(rep["mismatches"]),
+            }
         mismatches = report.get("mismatches") or []
         if mismatches:
             lines.append("  %d mismatch(es) between the inventory and the cluster:" % len(mismatches))

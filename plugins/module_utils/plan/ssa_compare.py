@@ -5,16 +5,27 @@
 
 Used by the apply engine to decide writes locally, so a no-op converge makes zero writes.
 """
+
 from __future__ import annotations
 
 import copy
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import TAINTS_ANNOTATION
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    FIELD_MANAGER,
+    LABELS_ANNOTATION,
+    TAINTS_ANNOTATION,
+)
 
-
-SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink",
-                 "deletionTimestamp", "deletionGracePeriodSeconds")
+SERVER_FIELDS = (
+    "managedFields",
+    "resourceVersion",
+    "generation",
+    "uid",
+    "creationTimestamp",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 
 
 def strip(obj, keep_status=True):
@@ -36,19 +47,25 @@ def diff_view(obj):
     every diff look as if they changed."""
     if not obj:
         return obj or {}
-    return dict((k, v) for k, v in obj.items() if k not in ("apiVersion", "kind"))
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
 
 
 def node_view(node):
-    """What gpupool touches on a Node: labels, its taints annotation, taints."""
+    """What gpupool touches on a Node: labels, taints and the two annotations recording gpupool's."""
     if node is None:
         return None
     meta = node.get("metadata") or {}
-    ann = (meta.get("annotations") or {}).get(TAINTS_ANNOTATION)
-    view = {"metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
-            "spec": {"taints": list((node.get("spec") or {}).get("taints") or [])}}
-    if ann is not None:
-        view["metadata"]["annotations"] = {TAINTS_ANNOTATION: ann}
+    ours = {
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if k == TAINTS_ANNOTATION or k == LABELS_ANNOTATION or k.startswith(LABELS_ANNOTATION + ".")
+    }
+    view = {
+        "metadata": {"name": meta.get("name"), "labels": dict(meta.get("labels") or {})},
+        "spec": {"taints": list((node.get("spec") or {}).get("taints") or [])},
+    }
+    if ours:
+        view["metadata"]["annotations"] = ours
     return view
 
 
@@ -134,7 +151,7 @@ def released_fields(desired, live, manager=FIELD_MANAGER):
         if path in want:
             continue
         # An owned parent of something we still set (e.g. f:metadata) is not a release.
-        if any(w[:len(path)] == path for w in want):
+        if any(w[: len(path)] == path for w in want):
             continue
         gone.append(".".join(path))
     return sorted(gone)
@@ -144,7 +161,7 @@ def needs_apply(desired, live, manager=FIELD_MANAGER):
     """(write needed?, reasons). Compares only what we set, plus what we would stop setting."""
     if live is None:
         return True, ["does not exist"]
-    body = dict((k, v) for k, v in desired.items() if k not in ("apiVersion", "kind"))
+    body = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
     meta = dict(body.get("metadata") or {})
     for key in ("uid", "resourceVersion"):  # preconditions, not content
         meta.pop(key, None)
@@ -156,4 +173,14 @@ def needs_apply(desired, live, manager=FIELD_MANAGER):
 
 
 def owned_label_keys(obj, manager=FIELD_MANAGER):
-    return set(p[2] for p in owned_paths(obj, manager) if len(p) == 3 and p[:2] == ("metadata", "labels"))
+    return {p[2] for p in owned_paths(obj, manager) if len(p) == 3 and p[:2] == ("metadata", "labels")}
+
+
+def label_owners(obj, key, exclude=FIELD_MANAGER):
+    """Field managers other than `exclude` whose managedFields own label `key` on `obj`."""
+    out = []
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        manager = entry.get("manager")
+        if manager != exclude and ("metadata", "labels", key) in fields_v1_paths(entry.get("fieldsV1") or {}):
+            out.append(manager)
+    return sorted(set(out))

@@ -8,6 +8,7 @@ pods) goes through `Waiter.until()`, so they share one meaning of timeout, one b
 The clock and the sleep are injected: unit tests drive a wait without sleeping, and the waiter itself does
 no I/O (the probe it is given does).
 """
+
 from __future__ import annotations
 
 import time
@@ -36,9 +37,16 @@ class Waiter:
     when given, is called with each log line (a module turns it into output a person can follow).
     """
 
-    def __init__(self, timeout: float, sleep: float = 5.0, backoff: float = 1.0, max_sleep: Optional[float] = None,
-                 clock: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep,
-                 progress: Optional[Callable[[str], None]] = None) -> None:
+    def __init__(
+        self,
+        timeout: float,
+        sleep: float = 5.0,
+        backoff: float = 1.0,
+        max_sleep: Optional[float] = None,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+        progress: Optional[Callable[[str], None]] = None,
+    ) -> None:
         if timeout < 0 or sleep <= 0 or backoff < 1:
             raise ValueError("a wait needs timeout >= 0, sleep > 0 and backoff >= 1")
         self.timeout = float(timeout)

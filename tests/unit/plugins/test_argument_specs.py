@@ -2,6 +2,7 @@
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Argument-spec pieces and doc fragments say the same thing, option by option, and modules are built on the base."""
+
 from __future__ import annotations
 
 import ast
@@ -16,6 +17,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import CON
 
 FRAGMENTS = {
     "AUTH": k8s_auth.ModuleDocFragment.DOCUMENTATION,
+    "LEASE": k8s_auth.ModuleDocFragment.LEASE,
     "POOLS": k8s_auth.ModuleDocFragment.POOLS,
     "APPLY": k8s_auth.ModuleDocFragment.APPLY,
     "NODES": k8s_auth.ModuleDocFragment.NODES,
@@ -70,8 +72,11 @@ def test_compose_allows_only_a_new_default_for_a_shared_option():
 def test_every_module_is_a_subclass_of_the_base_with_run(path):
     tree = ast.parse(path.read_text())
     bases = {"GpupoolModule", "PoolModule", "KubernetesModule", "MagnumModule", "MagnumPoolModule", "NvmlModule"}
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)
-               and any(isinstance(b, ast.Name) and b.id in bases for b in n.bases)]
+    classes = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in bases for b in n.bases)
+    ]
     assert len(classes) == 1, "%s must define exactly one module class on the base" % path.name
     assert any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in classes[0].body)
     assert "AnsibleModule(" not in path.read_text(), "%s builds its own AnsibleModule" % path.name

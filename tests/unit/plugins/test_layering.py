@@ -10,6 +10,7 @@ folders do not import each other. Libraries that talk to the outside world (kube
 openstacksdk, pynvml, subprocess, sockets, HTTP clients) may only be imported by the I/O folders and
 the module glue: everything below is pure and unit-tested without a server.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,20 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "module_utils"
 PACKAGE = "ansible_collections.gpupool.core.plugins.module_utils"
 RANK = {"mig": 0, "model": 1, "plan": 2, "k8s": 3, "openstack": 3, "nvml": 3, "module": 4, "argument_specs": 4}
-IO_LIBRARIES = ("kubernetes", "urllib3", "openstack", "keystoneauth1", "pynvml", "subprocess", "socket",
-                "requests", "http", "urllib.request", "ssl", "ansible")
+IO_LIBRARIES = (
+    "kubernetes",
+    "urllib3",
+    "openstack",
+    "keystoneauth1",
+    "pynvml",
+    "subprocess",
+    "socket",
+    "requests",
+    "http",
+    "urllib.request",
+    "ssl",
+    "ansible",
+)
 IO_LAYERS = ("k8s", "openstack", "nvml", "module", "argument_specs")
 
 
@@ -49,14 +62,17 @@ def violations(path: pathlib.Path, root: pathlib.Path = ROOT) -> list:
     bad = []
     for line, name in imports(path):
         if name.startswith(PACKAGE + "."):
-            target = name[len(PACKAGE) + 1:].split(".")[0]
+            start = len(PACKAGE) + 1
+            target = name[start:].split(".")[0]
             if target not in RANK:
                 bad.append("line %d: %s is not in a pipeline folder" % (line, name))
             elif RANK[target] > RANK[here] or (RANK[target] == RANK[here] == 3 and target != here):
                 bad.append("line %d: %s (%s) imports %s, which is above or beside it" % (line, here, path.name, target))
         elif here not in IO_LAYERS and (name in IO_LIBRARIES or name.split(".")[0] in IO_LIBRARIES):
-            bad.append("line %d: %s imports the I/O library %s; only k8s/, openstack/, nvml/ and the module glue may"
-                       % (line, here, name))
+            bad.append(
+                "line %d: %s imports the I/O library %s; only k8s/, openstack/, nvml/ and the module glue may"
+                % (line, here, name)
+            )
     return bad
 
 

@@ -4,6 +4,7 @@ Like openstacksdk's own unit tests: a fake Keystone v3 token with a service cata
 URIs the module must call, in order, with the bodies and headers it must send. The real
 openstacksdk/keystoneauth code runs; only the HTTP transport is mocked.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,54 +19,103 @@ pytest.importorskip("openstack")
 from ansible.module_utils import basic  # noqa: E402
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound  # noqa: E402
-from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum as magnum_api
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection as openstack_client
+from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum as magnum_api
 from ansible_collections.gpupool.core.plugins.modules import nodegroup, nodegroup_info  # noqa: E402
 
 AUTH_URL = "https://identity.example.com/v3"
 MAGNUM = "https://magnum.example.com/v1"
 CID = "0b7b2c9e-1f49-4bd1-8f5a-6b6c0e0f7a11"
 NGID = "5d12f6fd-a0e8-4f5e-9b8c-3a9c3f6d2b1e"
-CLOUD = {"auth": {"auth_url": AUTH_URL, "username": "demo", "password": "secret", "project_name": "gpu",
-                  "user_domain_name": "Default", "project_domain_name": "Default"},
-         "region_name": "RegionOne", "identity_api_version": 3}
-CLUSTER = {"uuid": CID, "name": "k8s", "status": "CREATE_COMPLETE", "flavor_id": "m1",
-           "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
+CLOUD = {
+    "auth": {
+        "auth_url": AUTH_URL,
+        "username": "demo",
+        "password": "secret",
+        "project_name": "gpu",
+        "user_domain_name": "Default",
+        "project_domain_name": "Default",
+    },
+    "region_name": "RegionOne",
+    "identity_api_version": 3,
+}
+CLUSTER = {
+    "uuid": CID,
+    "name": "k8s",
+    "status": "CREATE_COMPLETE",
+    "flavor_id": "m1",
+    "labels": {"kube_tag": "v1.29", "cern_enabled": "true"},
+}
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
 LIST_FIELDS = ("uuid", "name", "flavor_id", "node_count", "role", "is_default", "image_id", "status", "stack_id")
 
 
 def mv_headers(max_version="1.12", service="container-infra"):
-    return {"OpenStack-API-Minimum-Version": "%s 1.1" % service,
-            "OpenStack-API-Maximum-Version": "%s %s" % (service, max_version)}
+    return {
+        "OpenStack-API-Minimum-Version": "%s 1.1" % service,
+        "OpenStack-API-Maximum-Version": "%s %s" % (service, max_version),
+    }
 
 
 def token_body():
     def endpoints(url):
-        return [{"id": i, "interface": i, "region": "RegionOne", "region_id": "RegionOne", "url": url}
-                for i in ("public", "internal", "admin")]
+        return [
+            {"id": i, "interface": i, "region": "RegionOne", "region_id": "RegionOne", "url": url}
+            for i in ("public", "internal", "admin")
+        ]
 
-    return {"token": {
-        "methods": ["password"], "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00Z",
-        "user": {"id": "u1", "name": "demo", "domain": {"id": "default", "name": "Default"}},
-        "project": {"id": "p1", "name": "gpu", "domain": {"id": "default", "name": "Default"}},
-        "roles": [{"id": "r1", "name": "member"}], "audit_ids": ["a"],
-        "catalog": [{"type": "identity", "name": "keystone", "id": "k", "endpoints": endpoints(AUTH_URL)},
-                    {"type": "container-infra", "name": "magnum", "id": "m", "endpoints": endpoints(MAGNUM)}]}}
+    return {
+        "token": {
+            "methods": ["password"],
+            "expires_at": "2099-01-01T00:00:00.000000Z",
+            "issued_at": "2026-01-01T00:00:00Z",
+            "user": {"id": "u1", "name": "demo", "domain": {"id": "default", "name": "Default"}},
+            "project": {"id": "p1", "name": "gpu", "domain": {"id": "default", "name": "Default"}},
+            "roles": [{"id": "r1", "name": "member"}],
+            "audit_ids": ["a"],
+            "catalog": [
+                {"type": "identity", "name": "keystone", "id": "k", "endpoints": endpoints(AUTH_URL)},
+                {"type": "container-infra", "name": "magnum", "id": "m", "endpoints": endpoints(MAGNUM)},
+            ],
+        }
+    }
 
 
 def ng(**kw):
-    out = {"uuid": NGID, "name": "gpu", "cluster_id": CID, "role": "worker", "flavor_id": "g1", "image_id": "img",
-           "node_count": 2, "min_node_count": 0, "max_node_count": None, "docker_volume_size": None,
-           "is_default": False, "labels": {"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"},
-           "status": "CREATE_COMPLETE", "status_reason": None, "node_addresses": []}
+    out = {
+        "uuid": NGID,
+        "name": "gpu",
+        "cluster_id": CID,
+        "role": "worker",
+        "flavor_id": "g1",
+        "image_id": "img",
+        "node_count": 2,
+        "min_node_count": 0,
+        "max_node_count": None,
+        "docker_volume_size": None,
+        "is_default": False,
+        "labels": {"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"},
+        "status": "CREATE_COMPLETE",
+        "status_reason": None,
+        "node_addresses": [],
+    }
     out.update(kw)
     return out
 
 
 def errors(status, detail):
-    return {"errors": [{"request_id": "", "code": "client", "status": status, "title": detail.split(".")[0],
-                        "detail": detail, "links": []}]}
+    return {
+        "errors": [
+            {
+                "request_id": "",
+                "code": "client",
+                "status": status,
+                "title": detail.split(".")[0],
+                "detail": detail,
+                "links": [],
+            }
+        ]
+    }
 
 
 @pytest.fixture
@@ -80,8 +130,10 @@ def sleeps(monkeypatch):
 def api(sleeps):
     """requests-mock with Keystone and Magnum's microversion root registered."""
     with requests_mock.Mocker() as m:
-        m.get(AUTH_URL, json={"version": {"id": "v3.14", "status": "stable",
-                                          "links": [{"rel": "self", "href": AUTH_URL + "/"}]}})
+        m.get(
+            AUTH_URL,
+            json={"version": {"id": "v3.14", "status": "stable", "links": [{"rel": "self", "href": AUTH_URL + "/"}]}},
+        )
         m.post(AUTH_URL + "/auth/tokens", json=token_body(), headers={"X-Subject-Token": "tok"}, status_code=201)
         m.get(MAGNUM + "/", json={"id": "v1"}, headers=mv_headers())
         m.get(MAGNUM + "/clusters/k8s", json=CLUSTER, headers=mv_headers())
@@ -91,8 +143,10 @@ def api(sleeps):
 
 def listed(m, *nodegroups):
     """The cluster's nodegroup list (Magnum's abbreviated list view) shows these."""
-    m.get(MAGNUM + "/clusters/%s/nodegroups" % CID,
-          json={"nodegroups": [dict((k, n.get(k)) for k in LIST_FIELDS) for n in nodegroups], "next": None})
+    m.get(
+        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        json={"nodegroups": [{k: n.get(k) for k in LIST_FIELDS} for n in nodegroups], "next": None},
+    )
 
 
 def existing(m, *nodegroups):
@@ -118,9 +172,11 @@ def _module_args(args):
     """ansible.module_utils.testing.patch_module_args (ansible-core >= 2.19) or the classic way."""
     try:
         from ansible.module_utils.testing import patch_module_args
+
         return patch_module_args(args)
     except ImportError:
         from unittest import mock
+
         return mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode())
 
 
@@ -146,18 +202,27 @@ def ng_url(ident=NGID):
 
 # ------------------------------------------------------------------------------------------- create
 def test_create_waits_for_complete_and_sends_the_container_infra_header(api, sleeps):
-    api.get(ng_url("gpu"), [{"status_code": 404, "json": errors(404, "Nodegroup gpu could not be found.")},
-                            {"status_code": 404, "json": errors(404, "Nodegroup gpu could not be found.")}])
+    api.get(
+        ng_url("gpu"),
+        [
+            {"status_code": 404, "json": errors(404, "Nodegroup gpu could not be found.")},
+            {"status_code": 404, "json": errors(404, "Nodegroup gpu could not be found.")},
+        ],
+    )
     api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
     api.get(ng_url(), [{"json": ng(status="CREATE_IN_PROGRESS")}, {"json": ng()}])
-    result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1", node_count=2,
-                 labels={"nvidia_gpu_enabled": True})
+    result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1", node_count=2, labels={"nvidia_gpu_enabled": True})
     assert result["changed"] is True, result
     assert result["nodegroup"]["status"] == "CREATE_COMPLETE"
     assert result["microversion"] == "1.12"
     post = [r for r in magnum_calls(api) if r.method == "POST"][0]
-    assert post.json() == {"name": "gpu", "flavor_id": "g1", "node_count": 2,
-                           "labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": True}
+    assert post.json() == {
+        "name": "gpu",
+        "flavor_id": "g1",
+        "node_count": 2,
+        "labels": {"nvidia_gpu_enabled": "true"},
+        "merge_labels": True,
+    }
     for r in magnum_calls(api)[1:]:
         assert r.headers["OpenStack-API-Version"] == "container-infra 1.12", (r.method, r.url)
     assert sleeps, "the waiter polls with sleeps in between"
@@ -192,8 +257,14 @@ def test_no_maximum_header_is_reported(api):
 
 
 def test_503_is_retried_with_backoff(api, sleeps):
-    api.get(MAGNUM + "/clusters/k8s", [{"status_code": 503, "text": "busy"}, {"status_code": 503, "text": "busy"},
-                                       {"json": CLUSTER, "headers": mv_headers()}])
+    api.get(
+        MAGNUM + "/clusters/k8s",
+        [
+            {"status_code": 503, "text": "busy"},
+            {"status_code": 503, "text": "busy"},
+            {"json": CLUSTER, "headers": mv_headers()},
+        ],
+    )
     existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["changed"] is False and "failed" not in result
@@ -204,9 +275,13 @@ def test_503_is_retried_with_backoff(api, sleeps):
 def test_503_on_create_is_retried_and_a_409_then_means_it_was_ours(api):
     # not in the list when planned; there once the 409 makes the module look again
     api.get(ng_url("gpu"), json=ng())
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID,
-             [{"status_code": 503, "text": "busy"},
-              {"status_code": 409, "json": errors(409, "A node group with name gpu already exists in the cluster k8s.")}])
+    api.post(
+        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        [
+            {"status_code": 503, "text": "busy"},
+            {"status_code": 409, "json": errors(409, "A node group with name gpu already exists in the cluster k8s.")},
+        ],
+    )
     api.get(ng_url(), json=ng())
     result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1")
     assert result["changed"] is True and "failed" not in result, result
@@ -231,8 +306,13 @@ def test_retries_give_up_with_the_last_error(api):
 def test_create_failed_is_reported_with_status_reason(api):
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
     api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
-    api.get(ng_url(), [{"json": ng(status="CREATE_IN_PROGRESS")},
-                       {"json": ng(status="CREATE_FAILED", status_reason="Quota exceeded for instances")}])
+    api.get(
+        ng_url(),
+        [
+            {"json": ng(status="CREATE_IN_PROGRESS")},
+            {"json": ng(status="CREATE_FAILED", status_reason="Quota exceeded for instances")},
+        ],
+    )
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["failed"] and result["changed"] is True
     assert "CREATE_FAILED: Quota exceeded for instances" in result["msg"]
@@ -264,16 +344,23 @@ def test_wait_false_returns_after_the_request(api, sleeps):
 
 def test_duplicate_name_409_is_reported(api):
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=409,
-             json=errors(409, "A node group with name gpu already exists in the cluster k8s."))
+    api.post(
+        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        status_code=409,
+        json=errors(409, "A node group with name gpu already exists in the cluster k8s."),
+    )
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["failed"]
     assert "HTTP 409: A node group with name gpu already exists in the cluster k8s." in result["msg"]
 
 
 def test_cluster_not_found(api):
-    api.get(MAGNUM + "/clusters/nope", status_code=404, json=errors(404, "Cluster nope could not be found."),
-            headers=mv_headers())
+    api.get(
+        MAGNUM + "/clusters/nope",
+        status_code=404,
+        json=errors(404, "Cluster nope could not be found."),
+        headers=mv_headers(),
+    )
     result = run(nodegroup, cluster="nope", name="gpu")
     assert result["failed"] and "Cluster 'nope' not found" in result["msg"] and "coe cluster list" in result["msg"]
 
@@ -282,8 +369,14 @@ def test_cluster_not_found(api):
 def test_resize_up_goes_through_the_resize_action(api):
     existing(api, ng())
     api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
-    api.get(ng_url(), [{"json": ng()}, {"json": ng(status="UPDATE_IN_PROGRESS", node_count=4)},
-                       {"json": ng(status="UPDATE_COMPLETE", node_count=4)}])
+    api.get(
+        ng_url(),
+        [
+            {"json": ng()},
+            {"json": ng(status="UPDATE_IN_PROGRESS", node_count=4)},
+            {"json": ng(status="UPDATE_COMPLETE", node_count=4)},
+        ],
+    )
     result = run(nodegroup, cluster="k8s", name="gpu", node_count=4, diff=True)
     assert result["changed"] and result["nodegroup"]["node_count"] == 4
     (resize,) = [r for r in magnum_calls(api) if r.method == "POST"]
@@ -294,8 +387,11 @@ def test_resize_up_goes_through_the_resize_action(api):
 
 def test_out_of_bounds_resize_from_the_server_is_reported(api):
     existing(api, ng())
-    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=400,
-             json=errors(400, "Resizing gpu outside the allowed range: min_node_count = 0, max_node_count = 3"))
+    api.post(
+        MAGNUM + "/clusters/%s/actions/resize" % CID,
+        status_code=400,
+        json=errors(400, "Resizing gpu outside the allowed range: min_node_count = 0, max_node_count = 3"),
+    )
     result = run(nodegroup, cluster="k8s", name="gpu", node_count=4)
     assert result["failed"] and "outside the allowed range" in result["msg"] and "HTTP 400" in result["msg"]
 
@@ -303,26 +399,42 @@ def test_out_of_bounds_resize_from_the_server_is_reported(api):
 def test_out_of_bounds_resize_is_refused_before_any_request(api):
     existing(api, ng(max_node_count=3))
     result = run(nodegroup, cluster="k8s", name="gpu", node_count=5)
-    assert result["failed"] and "node_count 5 is outside" in result["msg"] and "max_node_count 3 (current)" in result["msg"]
+    assert (
+        result["failed"]
+        and "node_count 5 is outside" in result["msg"]
+        and "max_node_count 3 (current)" in result["msg"]
+    )
     assert writes(api) == []
 
 
 def test_min_max_go_through_json_patch(api):
     existing(api, ng())
     api.patch(ng_url(), status_code=202, json=ng(min_node_count=1, max_node_count=5))
-    api.get(ng_url(), [{"json": ng(status="UPDATE_IN_PROGRESS", min_node_count=1, max_node_count=5)},
-                       {"json": ng(status="UPDATE_COMPLETE", min_node_count=1, max_node_count=5)}])
+    api.get(
+        ng_url(),
+        [
+            {"json": ng(status="UPDATE_IN_PROGRESS", min_node_count=1, max_node_count=5)},
+            {"json": ng(status="UPDATE_COMPLETE", min_node_count=1, max_node_count=5)},
+        ],
+    )
     result = run(nodegroup, cluster="k8s", name="gpu", min_node_count=1, max_node_count=5)
     assert result["changed"]
     (patch,) = [r for r in magnum_calls(api) if r.method == "PATCH"]
-    assert patch.json() == [{"op": "replace", "path": "/min_node_count", "value": 1},
-                            {"op": "replace", "path": "/max_node_count", "value": 5}]
+    assert patch.json() == [
+        {"op": "replace", "path": "/min_node_count", "value": 1},
+        {"op": "replace", "path": "/max_node_count", "value": 5},
+    ]
 
 
-@pytest.mark.parametrize("args, words", [({"flavor": "g2"}, "flavor is 'g1', the task asks for 'g2'"),
-                                         ({"labels": {"nvidia_gpu_enabled": False}}, "labels nvidia_gpu_enabled"),
-                                         ({"docker_volume_size": 80}, "docker_volume_size"),
-                                         ({"role": "infra"}, "role is 'worker'")])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ({"flavor": "g2"}, "flavor is 'g1', the task asks for 'g2'"),
+        ({"labels": {"nvidia_gpu_enabled": False}}, "labels nvidia_gpu_enabled"),
+        ({"docker_volume_size": 80}, "docker_volume_size"),
+        ({"role": "infra"}, "role is 'worker'"),
+    ],
+)
 def test_immutable_change_is_refused_with_a_clear_message(api, args, words):
     existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu", **args)
@@ -338,12 +450,15 @@ def test_node_labels_on_an_old_server_are_refused(api):
 
 
 # ------------------------------------------------------------------------------------------- check mode
-@pytest.mark.parametrize("args, observed", [
-    ({"node_count": 3}, None),
-    ({"node_count": 4}, ng()),
-    ({"min_node_count": 1}, ng()),
-    ({"state": "absent"}, ng()),
-])
+@pytest.mark.parametrize(
+    "args, observed",
+    [
+        ({"node_count": 3}, None),
+        ({"node_count": 4}, ng()),
+        ({"min_node_count": 1}, ng()),
+        ({"state": "absent"}, ng()),
+    ],
+)
 def test_check_mode_reports_the_plan_and_writes_nothing(api, args, observed):
     if observed is None:
         api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
@@ -359,8 +474,13 @@ def test_check_mode_reports_the_plan_and_writes_nothing(api, args, observed):
 def test_delete_waits_for_404(api):
     existing(api, ng())
     api.delete(ng_url(), status_code=204)
-    api.get(ng_url(), [{"json": ng(status="DELETE_IN_PROGRESS")},
-                       {"status_code": 404, "json": errors(404, "Nodegroup could not be found.")}])
+    api.get(
+        ng_url(),
+        [
+            {"json": ng(status="DELETE_IN_PROGRESS")},
+            {"status_code": 404, "json": errors(404, "Nodegroup could not be found.")},
+        ],
+    )
     result = run(nodegroup, cluster="k8s", name="gpu", state="absent")
     assert result["changed"] and result["nodegroup"] == {}
     assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (CID, NGID))]
@@ -381,31 +501,40 @@ def test_default_nodegroup_is_not_deleted(api):
 
 # ------------------------------------------------------------------------------------------- drain
 def k8s_error(status, message):
-    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
-    return (NotFound if status == 404 else K8sError)(message, status=status)
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
+
+    return {404: NotFound, 409: Conflict}.get(status, K8sError)(message, status=status)
 
 
 def k8s_node(i, cordoned=False):
-    return {"metadata": {"name": "k8s-gpu-abc-node-%d" % i, "labels": {"magnum.openstack.org/nodegroup": "gpu"}},
-            "spec": dict({"providerID": "openstack:///srv-%d" % i}, **({"unschedulable": True} if cordoned else {}))}
+    return {
+        "metadata": {"name": "k8s-gpu-abc-node-%d" % i, "labels": {"magnum.openstack.org/nodegroup": "gpu"}},
+        "spec": dict({"providerID": "openstack:///srv-%d" % i}, **({"unschedulable": True} if cordoned else {})),
+    }
 
 
 def k8s_pod(name, node_index, gpu=True):
     limits = {"nvidia.com/gpu": "1"} if gpu else {"cpu": "1"}
-    return {"metadata": {"name": name, "namespace": "ml", "uid": "uid-" + name},
-            "spec": {"nodeName": "k8s-gpu-abc-node-%d" % node_index, "containers": [{"resources": {"limits": limits}}]}}
+    return {
+        "metadata": {"name": name, "namespace": "ml", "uid": "uid-" + name},
+        "spec": {"nodeName": "k8s-gpu-abc-node-%d" % node_index, "containers": [{"resources": {"limits": limits}}]},
+    }
 
 
 @pytest.fixture
 def kube(monkeypatch):
     """The drain's Kubernetes API: the simulator; records the connection options the module passed."""
     from tests.unit.plugins.module_utils.k8s.kube_api_simulator import KubeApiSimulator
-    sim = KubeApiSimulator(k8s_error, nodes=[k8s_node(i) for i in range(3)],
-                           pods=[k8s_pod("job-1", 1), k8s_pod("web-0", 0, gpu=False), k8s_pod("job-2b", 2, gpu=False)])
+
+    sim = KubeApiSimulator(
+        k8s_error,
+        nodes=[k8s_node(i) for i in range(3)],
+        pods=[k8s_pod("job-1", 1), k8s_pod("web-0", 0, gpu=False), k8s_pod("job-2b", 2, gpu=False)],
+    )
     sim.connections = []
 
     def connect(params, cluster=None):
-        sim.connections.append((dict((k, params.get(k)) for k in ("kubeconfig", "context")), cluster))
+        sim.connections.append(({k: params.get(k) for k in ("kubeconfig", "context")}, cluster))
         return sim
 
     monkeypatch.setattr(nodegroup, "k8s_connect", connect)
@@ -500,9 +629,17 @@ def test_missing_openstacksdk_is_reported(api, monkeypatch):
 
 
 def test_bad_password_is_reported(api):
-    api.post(AUTH_URL + "/auth/tokens", status_code=401,
-             json={"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires "
-                                                                              "authentication."}})
+    api.post(
+        AUTH_URL + "/auth/tokens",
+        status_code=401,
+        json={
+            "error": {
+                "code": 401,
+                "title": "Unauthorized",
+                "message": "The request you have made requires authentication.",
+            }
+        },
+    )
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["failed"] and "Authentication failed" in result["msg"]
 
@@ -516,9 +653,13 @@ def test_password_is_not_logged(api):
 # ------------------------------------------------------------------------------------------- info
 def test_info_lists_every_page(api):
     first = [ng(uuid="a", name="default-master", role="master"), ng(uuid="b", name="default-worker")]
-    api.get(MAGNUM + "/clusters/%s/nodegroups" % CID, [
-        {"json": {"nodegroups": first, "next": MAGNUM + "/clusters/%s/nodegroups?limit=2&marker=b" % CID}},
-        {"json": {"nodegroups": [ng(uuid="c", name="gpu")], "next": None}}])
+    api.get(
+        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        [
+            {"json": {"nodegroups": first, "next": MAGNUM + "/clusters/%s/nodegroups?limit=2&marker=b" % CID}},
+            {"json": {"nodegroups": [ng(uuid="c", name="gpu")], "next": None}},
+        ],
+    )
     result = run(nodegroup_info, cluster="k8s")
     assert [n["name"] for n in result["nodegroups"]] == ["default-master", "default-worker", "gpu"]
     assert result["changed"] is False and result["cluster"]["name"] == "k8s"
@@ -546,13 +687,15 @@ def test_406_explains_the_microversion(api):
 # ------------------------------------------------------------------------------------------- cluster + pools
 def inventory(*pools, labels=None, cloud=None):
     """A gpupool_cluster inventory whose Magnum section names the mocked cloud and cluster."""
-    return {"name": "k8s-gpu", "magnum": {"cloud": cloud or CLOUD, "cluster": "k8s", "labels": labels or {}},
-            "pools": list(pools)}
+    return {
+        "name": "k8s-gpu",
+        "magnum": {"cloud": cloud or CLOUD, "cluster": "k8s", "labels": labels or {}},
+        "pools": list(pools),
+    }
 
 
 def pool(name, state="present", **group):
-    return {"name": name, "state": state, "gpu": {"model": "A100-40GB"},
-            "nodegroup": dict({"flavor": "g1"}, **group)}
+    return {"name": name, "state": state, "gpu": {"model": "A100-40GB"}, "nodegroup": dict({"flavor": "g1"}, **group)}
 
 
 def run_pools(cluster, check=False, diff=False, **args):
@@ -578,8 +721,11 @@ B = "5d12f6fd-0000-4f5e-9b8c-00000000000b"
 def test_one_call_converges_every_pool_with_one_list(api):
     # gpu-a exists and matches (model defaults: node_count 1, min 0, role worker), gpu-b is missing
     existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "cern_enabled": "true"}))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202,
-             json=ng(uuid=B, name="gpu-b", status="CREATE_IN_PROGRESS"))
+    api.post(
+        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        status_code=202,
+        json=ng(uuid=B, name="gpu-b", status="CREATE_IN_PROGRESS"),
+    )
     api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=1))
     result = run_pools(inventory(pool("gpu-a"), pool("gpu-b")))
     assert result["changed"] is True and "failed" not in result, result
@@ -588,16 +734,27 @@ def test_one_call_converges_every_pool_with_one_list(api):
     assert result["pools"]["gpu-b"]["nodegroup"]["status"] == "CREATE_COMPLETE"
     assert len(lists(api)) == 1
     # only the existing nodegroup is read in full; the missing one is known missing from the list
-    assert [r.path.rsplit("/", 1)[-1] for r in magnum_calls(api) if r.method == "GET" and "/nodegroups/" in r.path
-            and not r.path.endswith(B)] == ["gpu-a"]
+    assert [
+        r.path.rsplit("/", 1)[-1]
+        for r in magnum_calls(api)
+        if r.method == "GET" and "/nodegroups/" in r.path and not r.path.endswith(B)
+    ] == ["gpu-a"]
     (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
     assert post.json() == {"name": "gpu-b", "flavor_id": "g1", "node_count": 1, "min_node_count": 0, "role": "worker"}
     assert result["orphaned"] == []
 
 
 def test_pool_inventory_with_nothing_to_do_writes_nothing(api):
-    existing(api, ng(uuid=A, name="gpu-a", node_count=2, max_node_count=4,
-                     labels={"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"}))
+    existing(
+        api,
+        ng(
+            uuid=A,
+            name="gpu-a",
+            node_count=2,
+            max_node_count=4,
+            labels={"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"},
+        ),
+    )
     result = run_pools(inventory(pool("gpu-a", node_count=2, max_node_count=4), labels={"nvidia_gpu_enabled": True}))
     assert result["changed"] is False and result["pools"]["gpu-a"]["actions"] == []
     assert writes(api) == []
@@ -618,8 +775,11 @@ def test_a_failing_pool_does_not_hide_or_block_the_others(api):
 
 
 def test_a_cluster_wide_label_change_is_drift_not_a_failure(api):
-    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
-             ng(uuid=B, name="gpu-b", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}))
+    existing(
+        api,
+        ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
+        ng(uuid=B, name="gpu-b", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
+    )
     labels = {"kube_tag": "v1.30", "nvidia_gpu_enabled": True}
     result = run_pools(inventory(pool("gpu-a"), pool("gpu-b"), labels=labels))
     assert "failed" not in result and result["changed"] is False, result
@@ -643,8 +803,9 @@ def test_new_nodegroup_gets_the_cluster_labels_under_the_pools(api):
 
 
 def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api):
-    existing(api, ng(uuid=A, name="gpu-a"), ng(uuid=B, name="gpu-old"),
-             ng(uuid="dw", name="default-worker", is_default=True))
+    existing(
+        api, ng(uuid=A, name="gpu-a"), ng(uuid=B, name="gpu-old"), ng(uuid="dw", name="default-worker", is_default=True)
+    )
     api.delete(ng_url(A), status_code=204)
     api.get(ng_url(A), status_code=404, json=errors(404, "Nodegroup could not be found."))
     result = run_pools(dict(inventory(pool("gpu-a", state="absent")), allow_empty=True))
@@ -663,8 +824,10 @@ def test_check_mode_and_diff_over_pools_write_nothing(api):
     existing(api, ng(uuid=A, name="gpu-a", node_count=1))
     result = run_pools(inventory(pool("gpu-a", node_count=3), pool("gpu-b")), check=True, diff=True)
     assert result["changed"] is True and writes(api) == []
-    assert [d["before_header"] for d in result["diff"]] == ["nodegroup 'gpu-a' of cluster 'k8s'",
-                                                            "nodegroup 'gpu-b' of cluster 'k8s'"]
+    assert [d["before_header"] for d in result["diff"]] == [
+        "nodegroup 'gpu-a' of cluster 'k8s'",
+        "nodegroup 'gpu-b' of cluster 'k8s'",
+    ]
     assert result["diff"][0]["after"]["node_count"] == 3 and result["diff"][1]["before"] == {}
     assert result["pools"]["gpu-a"]["nodegroup"]["node_count"] == 3
 

@@ -3,7 +3,8 @@
 It models what a drain meets in a real kube-apiserver, nothing else:
 - GET /api/v1/nodes/<name> (404 when missing), the node list with a label selector (equality only);
 - GET /api/v1/pods?fieldSelector=spec.nodeName=<node> (all namespaces);
-- PATCH /api/v1/nodes/<name> as a JSON merge patch (RFC 7386: null deletes a key) of labels, annotations and spec;
+- PATCH /api/v1/nodes/<name> as a JSON merge patch (RFC 7386: null deletes a key) of labels, annotations and spec,
+  with metadata.resourceVersion as a precondition (409 when the node changed since), a new resourceVersion per write;
 - POST /api/v1/namespaces/<ns>/pods/<name>/eviction: 201 and the pod is deleted (with grace period 0, as the
   integration tests use), 404 for a missing pod, and 429 "Cannot evict pod as it would violate the pod's disruption
   budget." (the API server's message) while the pod's budget allows no disruption.
@@ -34,11 +35,19 @@ def merge_patch(target, patch):
 class KubeApiSimulator:
     def __init__(self, error, nodes=(), pods=()):
         self.error = error
-        self.nodes = dict((n["metadata"]["name"], copy.deepcopy(n)) for n in nodes)
-        self.pods = dict(((p["metadata"]["namespace"], p["metadata"]["name"]), copy.deepcopy(p)) for p in pods)
+        self.nodes = {n["metadata"]["name"]: copy.deepcopy(n) for n in nodes}
+        self.version = 0
+        for node in self.nodes.values():
+            self.bump(node)
+        self.pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): copy.deepcopy(p) for p in pods}
         self.budget_refusals = {}  # (namespace, name) -> how many evictions to refuse with 429
         self.requests = []  # (method, path, body)
         self.host = "https://simulated-apiserver"
+
+    def bump(self, node):
+        """A new resourceVersion, as the API server gives every write (the client never chooses it)."""
+        self.version += 1
+        node["metadata"]["resourceVersion"] = str(self.version)
 
     @staticmethod
     def path(group, version, plural, namespace=None, name=None, subresource=None):
@@ -70,7 +79,15 @@ class KubeApiSimulator:
             if node is None:
                 raise self.error(404, 'nodes "%s" not found' % parts[3])
             if method == "PATCH":
+                precondition = (body.get("metadata") or {}).get("resourceVersion")
+                if precondition is not None and precondition != node["metadata"].get("resourceVersion"):
+                    raise self.error(
+                        409,
+                        'Operation cannot be fulfilled on nodes "%s": the object has been '
+                        "modified; please apply your changes to the latest version and try again" % parts[3],
+                    )
                 node.update(merge_patch(node, body))
+                self.bump(node)
             return copy.deepcopy(node)
         if parts == ["api", "v1", "pods"] and method == "GET":
             node_name = query["fieldSelector"].split("=", 1)[1]

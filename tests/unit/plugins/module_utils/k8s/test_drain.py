@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, NotFound
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError, NotFound
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import EVICTION_RETRY_STATUS, Drain, DrainError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_ANNOTATION
-
 from tests.unit.plugins.module_utils.k8s.kube_api_simulator import KubeApiSimulator
 
 
 def error(status, message):
-    return (NotFound if status == 404 else K8sError)(message, status=status)
+    return {404: NotFound, 409: Conflict}.get(status, K8sError)(message, status=status)
 
 
 def node(name, unschedulable=False, cordoned_by=None):
@@ -86,8 +85,41 @@ def test_cordon_leaves_someone_elses_cordon_alone_and_recognises_its_own(clock):
         error, nodes=[node("mine", True, "nodegroup"), node("theirs", True), node("mig", True, "mig-layout")]
     )
     d = drain(api, clock)
-    assert [d.cordon(n) for n in ("mine", "theirs", "mig", "gone")] == ["ours", None, None, None]
+    assert [d.cordon(n) for n in ("mine", "theirs", "mig", "gone")] == ["ours", "theirs", "theirs", None]
     assert api.writes() == []
+
+
+def test_cordon_from_a_listed_node_reads_nothing_and_sends_one_write_with_the_extra_patch(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")])
+    d = drain(api, clock)
+    (listed,) = d.nodes("magnum.openstack.org/nodegroup=gpu")
+    before = len(api.requests)
+    label = {"metadata": {"labels": {"nvidia.com/mig.config": "c", "nvidia.com/mig.config.state": None}}}
+    assert d.cordon("n0", listed, also=label) == "cordoned"
+    ((method, path, body),) = api.requests[before:]
+    assert (method, path) == ("PATCH", "/api/v1/nodes/n0")
+    assert body["metadata"]["resourceVersion"] == listed["metadata"]["resourceVersion"]
+    assert api.nodes["n0"]["metadata"]["labels"]["nvidia.com/mig.config"] == "c"
+    assert api.nodes["n0"]["spec"]["unschedulable"] is True
+
+
+def test_the_extra_patch_goes_even_to_a_node_someone_else_cordoned(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0", True)])
+    d = drain(api, clock)
+    assert d.cordon("n0", also={"metadata": {"labels": {"x": "1"}}}) == "theirs"
+    assert api.nodes["n0"]["metadata"]["labels"]["x"] == "1"
+    assert CORDON_ANNOTATION not in (api.nodes["n0"]["metadata"].get("annotations") or {})
+
+
+def test_a_node_changed_since_it_was_listed_is_read_again_and_decided_anew(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")])
+    d = drain(api, clock)
+    (stale,) = d.nodes("magnum.openstack.org/nodegroup=gpu")
+    # someone else cordons it after our LIST
+    api.request("PATCH", "/api/v1/nodes/n0", body={"spec": {"unschedulable": True}})
+    assert d.cordon("n0", stale) == "theirs"
+    assert [m for m, p, b in api.requests[-3:]] == ["PATCH", "PATCH", "GET"]  # theirs, our refused one, re-read
+    assert CORDON_ANNOTATION not in (api.nodes["n0"]["metadata"].get("annotations") or {})
 
 
 def test_uncordon_clears_the_mark(clock):

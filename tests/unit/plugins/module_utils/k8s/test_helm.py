@@ -1,4 +1,5 @@
 """k8s/helm.py without a cluster: chart references, error sentences, redaction (a recording runner)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,10 +12,20 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s import helm as h
 def test_chart_ref_args():
     oci = h.ChartRef("oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", "0.5.1")
     assert oci.args() == [oci.chart, "--version", "0.5.1"] and oci.registry_host == "registry.k8s.io"
-    repo = h.ChartRef("dra-driver-nvidia-gpu", "0.4.1", repo="https://mirror.example/charts", username="u",
-                      password="p")
-    assert repo.args() == ["dra-driver-nvidia-gpu", "--version", "0.4.1", "--repo", "https://mirror.example/charts",
-                           "--username", "u", "--password", "p"]
+    repo = h.ChartRef(
+        "dra-driver-nvidia-gpu", "0.4.1", repo="https://mirror.example/charts", username="u", password="p"
+    )
+    assert repo.args() == [
+        "dra-driver-nvidia-gpu",
+        "--version",
+        "0.4.1",
+        "--repo",
+        "https://mirror.example/charts",
+        "--username",
+        "u",
+        "--password",
+        "p",
+    ]
     assert repo.registry_host is None and "from https://mirror.example/charts" in repo.describe()
 
 
@@ -23,24 +34,41 @@ def test_local_chart_gets_no_version_flag(tmp_path):
     assert local.is_local and local.args() == [str(tmp_path)]
 
 
-@pytest.mark.parametrize("output,message,hint", [
-    ("Error: UPGRADE FAILED: execution error at (dra-driver-nvidia-gpu/templates/validation.yaml:30:4): \n\n"
-     "Running in the 'default' namespace is not recommended.\nSet 'allowDefaultNamespace=true'",
-     "the chart refused the values (dra-driver-nvidia-gpu/templates/validation.yaml): Running in the 'default' "
-     "namespace is not recommended. Set 'allowDefaultNamespace=true'", "fix dra_driver.values"),
-    ('Error: resource mapping not found for name: "x" namespace: "y" from "": no matches for kind "Issuer" in '
-     'version "cert-manager.io/v1"\nensure CRDs are installed first',
-     "the cluster does not know the kind(s) Issuer (cert-manager.io/v1): their CRDs are not installed",
-     "install cert-manager"),
-    ("Error: UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress",
-     "UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress", "helm history"),
-    ("Error: UPGRADE FAILED: context deadline exceeded", "the release did not become ready in time", "DaemonSet"),
-    ("Error: chart requires kubeVersion: >=1.32.0-0 which is incompatible with Kubernetes v1.31.0",
-     "chart requires kubeVersion", "older than the chart supports"),
-    ("Error: chart \"x\" version \"9.9.9\" not found in https://r repository", "version \"9.9.9\" not found",
-     "check dra_driver.chart"),
-    ("some unknown problem", "some unknown problem", ""),
-])
+@pytest.mark.parametrize(
+    "output,message,hint",
+    [
+        (
+            "Error: UPGRADE FAILED: execution error at (dra-driver-nvidia-gpu/templates/validation.yaml:30:4): \n\n"
+            "Running in the 'default' namespace is not recommended.\nSet 'allowDefaultNamespace=true'",
+            "the chart refused the values (dra-driver-nvidia-gpu/templates/validation.yaml): Running in the 'default' "
+            "namespace is not recommended. Set 'allowDefaultNamespace=true'",
+            "fix dra_driver.values",
+        ),
+        (
+            'Error: resource mapping not found for name: "x" namespace: "y" from "": no matches for kind "Issuer" in '
+            'version "cert-manager.io/v1"\nensure CRDs are installed first',
+            "the cluster does not know the kind(s) Issuer (cert-manager.io/v1): their CRDs are not installed",
+            "install cert-manager",
+        ),
+        (
+            "Error: UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress",
+            "UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress",
+            "helm history",
+        ),
+        ("Error: UPGRADE FAILED: context deadline exceeded", "the release did not become ready in time", "DaemonSet"),
+        (
+            "Error: chart requires kubeVersion: >=1.32.0-0 which is incompatible with Kubernetes v1.31.0",
+            "chart requires kubeVersion",
+            "older than the chart supports",
+        ),
+        (
+            'Error: chart "x" version "9.9.9" not found in https://r repository',
+            'version "9.9.9" not found',
+            "check dra_driver.chart",
+        ),
+        ("some unknown problem", "some unknown problem", ""),
+    ],
+)
 def test_readable(output, message, hint):
     got_message, got_hint = h.readable(output)
     assert message in got_message
@@ -52,8 +80,9 @@ def test_failures_are_redacted_and_commands_recorded():
 
     def runner(argv, **kwargs):
         seen.append((argv, kwargs.get("input")))
-        return subprocess.CompletedProcess(argv, 1, "", "Error: login to registry r.example failed: pw=hunter22 401 "
-                                                        "unauthorized")
+        return subprocess.CompletedProcess(
+            argv, 1, "", "Error: login to registry r.example failed: pw=hunter22 401 unauthorized"
+        )
 
     with h.Helm("helm", kubeconfig="/k", runner=runner) as helm:
         with pytest.raises(h.HelmError) as err:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mp
-
 from testbed import mig_tables
 
 MIG_KEYS = cat.mig_capable_keys()
@@ -107,7 +107,8 @@ def _boundary(profiles, compute_slices):
     out = set(fitting)
     for counts in fitting:
         for i in range(len(profiles)):
-            out.add(counts[:i] + (counts[i] + 1,) + counts[i + 1 :])
+            after = i + 1
+            out.add(counts[:i] + (counts[i] + 1,) + counts[after:])
     return sorted(out)
 
 
@@ -121,7 +122,7 @@ def _box_size(profiles):
 def _check_placement(table, layout, instances):
     """The planner's placement is one the tables allow: table ids, starts, sizes, no shared unit."""
     taken = set()
-    assert sorted(i.profile for i in instances) == sorted(n for n, c in layout.items() for _ in range(c))
+    assert sorted(i.profile for i in instances) == sorted(n for n, c in layout.items() for _unused in range(c))
     for inst in instances:
         row = mig_tables.profile(table, inst.profile)
         assert inst.profile_id == row.profile_id and inst.size == row.memory_slices

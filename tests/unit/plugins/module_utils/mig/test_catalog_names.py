@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 
 

@@ -5,9 +5,9 @@ and by the test bed's independent tables."""
 from __future__ import annotations
 
 import pytest
+
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mp
-
 from testbed import mig_tables
 
 from .nvidia_mig_configs import GPU_OPERATOR_DEFAULT, MIG_PARTED_DEFAULT, MIG_PARTED_EXAMPLE

@@ -1,12 +1,14 @@
 """MIG placement planner: pure tests over the catalog geometry."""
+
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted as mig_mig_parted
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
-from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 
 # Valid A100-40GB combinations from NVIDIA's MIG user guide ("A100 MIG Profiles"
 # figure: the supported GPU-instance combinations, read as multisets of profiles).
@@ -34,7 +36,9 @@ def occupied(instances):
     return slices
 
 
-@pytest.mark.parametrize("layout", GUIDE_A100_40GB, ids=lambda lay: "+".join("%sx%d" % kv for kv in sorted(lay.items())))
+@pytest.mark.parametrize(
+    "layout", GUIDE_A100_40GB, ids=lambda lay: "+".join("%sx%d" % kv for kv in sorted(lay.items()))
+)
 def test_every_guide_combination_plans(layout):
     placed = mig_placement.plan("A100-40GB", layout)
     assert sorted(i.profile for i in placed) == sorted(n for n, c in layout.items() for dummy in range(c))
@@ -57,13 +61,16 @@ def test_one_slice_pairs_need_search_not_first_fit():
     assert len(set(occupied(placed))) == 8
 
 
-@pytest.mark.parametrize("layout, words", [
-    ({"3g.20gb": 2, "1g.5gb": 1}, ["9 memory slices", "has 8"]),
-    ({"4g.20gb": 1, "2g.10gb": 2}, ["8 compute slices", "has 7"]),
-    ({"3g.20gb": 3}, ["at most 2 x 3g.20gb", "asks for 3"]),
-    ({"1g.5gb+me": 2}, ["at most 1 x 1g.5gb+me"]),
-    ({"7g.40gb": 1, "1g.5gb": 1}, ["8 compute slices"]),
-])
+@pytest.mark.parametrize(
+    "layout, words",
+    [
+        ({"3g.20gb": 2, "1g.5gb": 1}, ["9 memory slices", "has 8"]),
+        ({"4g.20gb": 1, "2g.10gb": 2}, ["8 compute slices", "has 7"]),
+        ({"3g.20gb": 3}, ["at most 2 x 3g.20gb", "asks for 3"]),
+        ({"1g.5gb+me": 2}, ["at most 1 x 1g.5gb+me"]),
+        ({"7g.40gb": 1, "1g.5gb": 1}, ["8 compute slices"]),
+    ],
+)
 def test_infeasible_layouts_say_why(layout, words):
     with pytest.raises(mig_placement.InfeasibleLayout) as err:
         mig_placement.plan("A100-40GB", layout)
@@ -105,10 +112,15 @@ def test_suggestions_are_feasible_subsets():
 def test_placement_failure_is_explained_with_slices():
     # A made-up geometry where sums fit but placement cannot: a 2-slice profile
     # that may only start at 0 twice.
-    geo = cat.MigGeometry(4, 4, (
-        cat.MigProfile("2g.x", 1, 1, 2, 2, 2, (0,), 0, 0),
-        cat.MigProfile("1g.x", 2, 0, 1, 1, 4, (0, 1, 2, 3), 0, 0),
-    ), "inferred")
+    geo = cat.MigGeometry(
+        4,
+        4,
+        (
+            cat.MigProfile("2g.x", 1, 1, 2, 2, 2, (0,), 0, 0),
+            cat.MigProfile("1g.x", 2, 0, 1, 1, 4, (0, 1, 2, 3), 0, 0),
+        ),
+        "inferred",
+    )
     gpu = cat.CATALOG["A30"]._replace(key="TOY", mig=geo)
     with pytest.raises(mig_placement.InfeasibleLayout) as err:
         mig_placement.plan(gpu, {"2g.x": 2})
@@ -133,16 +145,20 @@ def test_a30_geometry_has_four_slices():
 
 
 def test_mig_parted_config_groups_identical_gpus():
-    cfg = mig_mig_parted.mig_parted_config({
-        "gpupool-a": [("all", {"3g.20gb": 1, "2g.10gb": 2})],
-        "gpupool-b": [([0], {"7g.40gb": 1}), ([1], {"7g.40gb": 1}), ([2], None)],
-    })
+    cfg = mig_mig_parted.mig_parted_config(
+        {
+            "gpupool-a": [("all", {"3g.20gb": 1, "2g.10gb": 2})],
+            "gpupool-b": [([0], {"7g.40gb": 1}), ([1], {"7g.40gb": 1}), ([2], None)],
+        }
+    )
     assert cfg["version"] == "v1"
     assert cfg["mig-configs"]["gpupool-a"] == [
-        {"devices": "all", "mig-enabled": True, "mig-devices": {"2g.10gb": 2, "3g.20gb": 1}}]
+        {"devices": "all", "mig-enabled": True, "mig-devices": {"2g.10gb": 2, "3g.20gb": 1}}
+    ]
     assert cfg["mig-configs"]["gpupool-b"] == [
         {"devices": [0, 1], "mig-enabled": True, "mig-devices": {"7g.40gb": 1}},
-        {"devices": [2], "mig-enabled": False}]
+        {"devices": [2], "mig-enabled": False},
+    ]
     assert cfg["mig-configs"]["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
 
 
@@ -187,16 +203,24 @@ def test_any_returned_placement_is_legal(case):
 def test_planner_agrees_with_brute_force(case):
     """Search is complete: if any assignment of allowed starts works, plan() finds one."""
     import itertools
+
     gpu, layout = case
     profs = [cat.profile_by_name(gpu, n) for n, c in layout.items() for dummy in range(c)]
     counts_ok = all(c <= cat.profile_by_name(gpu, n).max_instances for n, c in layout.items())
-    engines_ok = all(sum(getattr(p.engines, f) for p in profs) <= getattr(gpu.mig.engines, f)
-                     for f in cat.Engines._fields)
-    brute = counts_ok and engines_ok and sum(p.compute_slices for p in profs) <= gpu.mig.compute_slices and any(
-        len({s for p, st0 in zip(profs, starts) for s in range(st0, st0 + p.memory_slices)})
-        == sum(p.memory_slices for p in profs)
-        and all(st0 + p.memory_slices <= gpu.mig.memory_slices for p, st0 in zip(profs, starts))
-        for starts in itertools.product(*(p.starts for p in profs)))
+    engines_ok = all(
+        sum(getattr(p.engines, f) for p in profs) <= getattr(gpu.mig.engines, f) for f in cat.Engines._fields
+    )
+    brute = (
+        counts_ok
+        and engines_ok
+        and sum(p.compute_slices for p in profs) <= gpu.mig.compute_slices
+        and any(
+            len({s for p, st0 in zip(profs, starts) for s in range(st0, st0 + p.memory_slices)})
+            == sum(p.memory_slices for p in profs)
+            and all(st0 + p.memory_slices <= gpu.mig.memory_slices for p, st0 in zip(profs, starts))
+            for starts in itertools.product(*(p.starts for p in profs))
+        )
+    )
     assert mig_placement.fits(gpu, layout) == bool(brute)
 
 
@@ -207,7 +231,9 @@ def test_a30_media_engines_allow_one_me_instance():
     assert "JPEG" in err.value.reason and "A30 has 1" in err.value.reason
     assert mig_placement.fits("A30", {"1g.6gb+me": 1, "2g.12gb": 1, "1g.6gb": 1})
     assert all(not (lay.get("1g.6gb+me") and lay.get("2g.12gb+me")) for lay in mig_placement.maximal_layouts("A30"))
-    assert {"1g.6gb+me": 1, "2g.12gb+me": 1} not in mig_placement.suggest("A30", {"1g.6gb+me": 1, "2g.12gb+me": 1, "1g.6gb": 1})
+    assert {"1g.6gb+me": 1, "2g.12gb+me": 1} not in mig_placement.suggest(
+        "A30", {"1g.6gb+me": 1, "2g.12gb+me": 1, "1g.6gb": 1}
+    )
 
 
 def test_rtx_pro_6000_me_all_leaves_only_no_me_profiles():

@@ -1,4 +1,5 @@
 """The model refuses, before helm runs, what the chosen DRA driver version would reject (paths + fixes)."""
+
 from __future__ import annotations
 
 import copy
@@ -8,8 +9,12 @@ import pytest
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 
-GB = {"name": "gb", "node_selector": {"rack": "1"}, "gpu": {"model": "GB200", "per_node": 4},
-      "nvlink": {"mode": "host_imex", "imex_nodes": ["10.0.0.1", "10.0.0.2"]}}
+GB = {
+    "name": "gb",
+    "node_selector": {"rack": "1"},
+    "gpu": {"model": "GB200", "per_node": 4},
+    "nvlink": {"mode": "host_imex", "imex_nodes": ["10.0.0.1", "10.0.0.2"]},
+}
 T4 = {"name": "t4", "node_selector": {"pool": "t4"}, "gpu": {"model": "T4"}}
 
 
@@ -29,31 +34,43 @@ def test_a_valid_driver_section_passes():
     assert problems({"version": "0.5.1"}, pools=(T4, GB)) == {}
 
 
-@pytest.mark.parametrize("version,words", [
-    ("v0.5.1", "no leading v"), ("0.6.0", "supported lines are 0.4.x, 0.5.x"), ("25.12.0", "predate the 0.4 rename"),
-    ("latest", "not a chart version"),
-])
+@pytest.mark.parametrize(
+    "version,words",
+    [
+        ("v0.5.1", "no leading v"),
+        ("0.6.0", "supported lines are 0.4.x, 0.5.x"),
+        ("25.12.0", "predate the 0.4 rename"),
+        ("latest", "not a chart version"),
+    ],
+)
 def test_version(version, words):
     assert words in problems({"version": version})["gpupool_cluster.dra_driver.version"]
 
 
 def test_namespace_and_release_name():
-    assert "refuses to install into the default namespace" in \
-        problems({"namespace": "default"})["gpupool_cluster.dra_driver.namespace"]
+    assert (
+        "refuses to install into the default namespace"
+        in problems({"namespace": "default"})["gpupool_cluster.dra_driver.namespace"]
+    )
     assert "not a valid namespace name" in problems({"namespace": "GPU"})["gpupool_cluster.dra_driver.namespace"]
     assert "Helm release name" in problems({"release_name": "x" * 54})["gpupool_cluster.dra_driver.release_name"]
-    assert "dra_driver.namespace instead" in \
-        problems({"values": {"namespace": "x"}})["gpupool_cluster.dra_driver.values.namespace"]
+    assert (
+        "dra_driver.namespace instead"
+        in problems({"values": {"namespace": "x"}})["gpupool_cluster.dra_driver.values.namespace"]
+    )
 
 
 def test_values_the_chart_version_does_not_have():
     probs = problems({"version": "0.4.1", "values": {"consumableShares": "memory", "bogus": 1}})
-    assert "the 0.4.x chart has no value consumableShares" in probs["gpupool_cluster.dra_driver.values.consumableShares"]
+    assert (
+        "the 0.4.x chart has no value consumableShares" in probs["gpupool_cluster.dra_driver.values.consumableShares"]
+    )
     assert "it exists in 0.5.x" in probs["gpupool_cluster.dra_driver.values.consumableShares"]
     assert "it exists" not in probs["gpupool_cluster.dra_driver.values.bogus"]
     imex = {"resources": {"computeDomains": {"imex": {"mode": "hostManaged"}}}}
-    assert "gpupool_cluster.dra_driver.values.resources.computeDomains.imex.mode" in \
-        problems({"version": "0.4.1", "values": imex})
+    assert "gpupool_cluster.dra_driver.values.resources.computeDomains.imex.mode" in problems(
+        {"version": "0.4.1", "values": imex}
+    )
 
 
 def test_host_imex_needs_a_version_with_host_managed_imex():

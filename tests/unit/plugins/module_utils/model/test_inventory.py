@@ -1,4 +1,5 @@
 """GPU-pool model: validation paths and messages, defaults, derived gates."""
+
 from __future__ import annotations
 
 import copy
@@ -16,13 +17,24 @@ BASE = {
     "name": "c1",
     "magnum": {"cloud": "openstack", "cluster": "k8s"},
     "pools": [
-        {"name": "t4", "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2, "min_node_count": 1,
-                                     "max_node_count": 4},
-         "gpu": {"model": "T4"}, "sharing": {"time_slicing": {"interval": "Medium"}}},
-        {"name": "a100", "nodegroup": {"flavor": "g4.p2.40g"}, "gpu": {"model": "A100-40GB", "per_node": 2},
-         "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}},
-        {"name": "gb200", "nodegroup": {"flavor": "g6.gb200x4"}, "gpu": {"model": "GB200", "per_node": 4},
-         "nvlink": {"mode": "compute_domain"}},
+        {
+            "name": "t4",
+            "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2, "min_node_count": 1, "max_node_count": 4},
+            "gpu": {"model": "T4"},
+            "sharing": {"time_slicing": {"interval": "Medium"}},
+        },
+        {
+            "name": "a100",
+            "nodegroup": {"flavor": "g4.p2.40g"},
+            "gpu": {"model": "A100-40GB", "per_node": 2},
+            "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+        },
+        {
+            "name": "gb200",
+            "nodegroup": {"flavor": "g6.gb200x4"},
+            "gpu": {"model": "GB200", "per_node": 4},
+            "nvlink": {"mode": "compute_domain"},
+        },
     ],
 }
 
@@ -61,7 +73,9 @@ def test_normalized_result_has_placements_and_mig_parted():
 
 def test_typo_key_names_path_and_suggests():
     probs = broken(lambda d: d["pools"][0]["nodegroup"].update(node_cout=3))
-    assert probs["gpupool_cluster.pools[0] (t4).nodegroup.node_cout"].startswith("unknown key 'node_cout'; did you mean 'node_count'?")
+    assert probs["gpupool_cluster.pools[0] (t4).nodegroup.node_cout"].startswith(
+        "unknown key 'node_cout'; did you mean 'node_count'?"
+    )
 
 
 def test_typo_at_top_level_and_pool_level():
@@ -110,6 +124,7 @@ def test_layout_that_does_not_fit_names_slices_and_nearest():
 def test_per_gpu_layouts_check_index_and_fit():
     def mutate(d):
         d["pools"][1]["mig"] = {"mode": "static", "layouts": {0: {"7g.40gb": 1}, 1: {"4g.20gb": 2}, 2: {"7g.40gb": 1}}}
+
     probs = broken(mutate)
     assert "at most 1 x 4g.20gb" in probs["gpupool_cluster.pools[1] (a100).mig.layouts[1]"]
     assert "GPU index 2 does not exist" in probs["gpupool_cluster.pools[1] (a100).mig.layouts[2]"]
@@ -160,6 +175,7 @@ def test_mps_with_dynamic_mig_in_same_pool():
     def mutate(d):
         d["pools"][1]["mig"] = {"mode": "dynamic"}
         d["pools"][1]["sharing"] = {"mps": {}}
+
     probs = broken(mutate)
     assert "MPS cannot be combined with dynamic MIG" in probs["gpupool_cluster.pools[1] (a100).sharing.mps"]
 
@@ -168,6 +184,7 @@ def test_gate_conflict_across_pools_names_both():
     def mutate(d):
         d["pools"][0]["sharing"] = {"mps": {}}
         d["pools"][1]["mig"] = {"mode": "dynamic"}
+
     probs = broken(mutate)
     msg = probs["gpupool_cluster.dra_driver.feature_gates"]
     assert "pools[1] (a100).mig.mode" in msg and "pools[0] (t4).sharing.mps" in msg
@@ -177,6 +194,7 @@ def test_passthrough_with_dynamic_mig():
     def mutate(d):
         d["pools"][1]["mig"] = {"mode": "dynamic"}
         d["pools"][1]["passthrough"] = True
+
     probs = broken(mutate)
     assert "gpupool_cluster.pools[1] (a100).passthrough" in probs
 
@@ -214,6 +232,7 @@ def test_bad_label_and_quantity():
     def mutate(d):
         d["pools"][0]["node_labels"] = {"bad key!": "x"}
         d["pools"][0]["sharing"] = {"mps": {"pinned_memory_limit": "10 GB"}}
+
     probs = broken(mutate)
     assert "not a valid Kubernetes label key" in probs["gpupool_cluster.pools[0] (t4).node_labels"]
     assert "not a Kubernetes quantity" in probs["gpupool_cluster.pools[0] (t4).sharing.mps.pinned_memory_limit"]
@@ -233,6 +252,7 @@ def test_all_problems_reported_at_once_and_rendered():
     def mutate(d):
         d["pools"][0]["nodegroup"]["min_node_count"] = 7
         d["pools"][2]["name"] = "t4"
+
     probs = broken(mutate)
     assert len(probs) >= 2 and broken.text.startswith("3 problem(s)") and "nothing was changed" in broken.text
 
@@ -240,20 +260,32 @@ def test_all_problems_reported_at_once_and_rendered():
 def test_not_a_mapping():
     with pytest.raises(model_errors.Problems) as err:
         model_load.load_cluster(["x"])
-    assert err.value.problems == [("gpupool_cluster", "must be a mapping with name and pools, e.g. "
-                                   "`gpupool_cluster: {name: cern-gpu, pools: [...]}`; got a list ['x']")]
+    assert err.value.problems == [
+        (
+            "gpupool_cluster",
+            "must be a mapping with name and pools, e.g. "
+            "`gpupool_cluster: {name: cern-gpu, pools: [...]}`; got a list ['x']",
+        )
+    ]
 
 
 def test_gpu_taint_can_be_switched_off_and_extra_taints_kept():
     data = copy.deepcopy(BASE)
     data["pools"][0]["gpu_taint"] = False
     data["pools"][0]["taints"] = [{"key": "example.com/team", "value": "ml", "effect": "NoExecute"}]
-    assert model_load.load_cluster(data).pool("t4").all_taints == [{"key": "example.com/team", "value": "ml", "effect": "NoExecute"}]
+    assert model_load.load_cluster(data).pool("t4").all_taints == [
+        {"key": "example.com/team", "value": "ml", "effect": "NoExecute"}
+    ]
 
 
 def test_extra_device_class_compute_capability():
     data = copy.deepcopy(BASE)
     data["pools"][1]["device_classes"] = {"extra": [{"name": "hopper-up", "min_compute_capability": "9.0"}]}
     assert model_load.load_cluster(data).pool("a100").device_classes.extra[0].min_compute_capability == "9.0"
-    probs = broken(lambda d: d["pools"][1].update(device_classes={"extra": [{"name": "x", "min_compute_capability": "nine"}]}))
-    assert "not a compute capability" in probs["gpupool_cluster.pools[1] (a100).device_classes.extra[0].min_compute_capability"]
+    probs = broken(
+        lambda d: d["pools"][1].update(device_classes={"extra": [{"name": "x", "min_compute_capability": "nine"}]})
+    )
+    assert (
+        "not a compute capability"
+        in probs["gpupool_cluster.pools[1] (a100).device_classes.extra[0].min_compute_capability"]
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ansible_collections.gpupool.core.plugins.module_utils.model import advisories
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
@@ -88,7 +89,9 @@ def test_min_memory_above_every_gpu_of_the_pool_warns():
 
 def test_unknown_models_and_no_min_memory_do_not_warn():
     c = cluster(
-        pool("x", "Some Future GPU", not_in_catalog=True, device_classes={"extra": [{"name": "a", "min_memory": "1Ti"}]}),
+        pool(
+            "x", "Some Future GPU", not_in_catalog=True, device_classes={"extra": [{"name": "a", "min_memory": "1Ti"}]}
+        ),
         pool("y", device_classes={"extra": [{"name": "b"}]}),
     )
     assert advisories.semantic_warnings(c) == []
@@ -100,7 +103,7 @@ def test_the_example_inventory_validates_without_warnings():
     import yaml
 
     root = os.path.dirname(os.path.abspath(__file__))
-    for _ in range(5):
+    for _unused in range(5):
         root = os.path.dirname(root)
     with open(os.path.join(root, "inventories", "example", "host_vars", "cern-gpu", "gpupool.yml")) as fh:
         data = yaml.safe_load(fh)

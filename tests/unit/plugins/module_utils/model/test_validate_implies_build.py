@@ -6,13 +6,15 @@ implication are exercised; `test_removing_a_model_check_breaks_the_property` sho
 with one check taken out of model/checks.CHECKS, hypothesis finds an inventory validate accepts and a builder
 (or the API-server rules below) refuses.
 """
+
 from __future__ import annotations
 
 import copy
 import re
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import CATALOG
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import maximal_layouts
@@ -47,8 +49,12 @@ def label_value(text):
 
 
 def qualified_name(text):
-    prefix, _, name = text.rpartition("/")
-    return (not _ or (prefix and dns_subdomain(prefix))) and len(name) <= 63 and re.fullmatch(_NAME, name) is not None
+    prefix, separator, name = text.rpartition("/")
+    return (
+        (not separator or (prefix and dns_subdomain(prefix)))
+        and len(name) <= 63
+        and re.fullmatch(_NAME, name) is not None
+    )
 
 
 def extended_resource_name(text):
@@ -97,8 +103,10 @@ def pools(draw, index, magnum, dynamic):
     if draw(st.booleans()):
         pool["taints"] = [{"key": "example.com/team", "value": "ml"}]
     if draw(st.booleans()):
-        pool["device_classes"] = {"extended_resource_names": draw(st.booleans()),
-                                  "extra": [{"name": "%s-extra" % name, "min_memory": "8Gi"}]}
+        pool["device_classes"] = {
+            "extended_resource_names": draw(st.booleans()),
+            "extra": [{"name": "%s-extra" % name, "min_memory": "8Gi"}],
+        }
     return pool
 
 
@@ -145,39 +153,48 @@ def _template(pool, data):
 FAULTS = {
     "pool-name-too-long-for-mig-config": lambda p, d: _static(p).update(name="g" * 58),
     "config-name-no-label-value": lambda p, d: _static(p)["mig"].update(config_name="bad name!"),
-    "shared-config-name-other-layout": lambda p, d: (_static(p)["mig"].update(config_name="shared"),
-                                                     _static(_second(d), {"7g.40gb": 1})["mig"].update(
-                                                         config_name="shared")),
+    "shared-config-name-other-layout": lambda p, d: (
+        _static(p)["mig"].update(config_name="shared"),
+        _static(_second(d), {"7g.40gb": 1})["mig"].update(config_name="shared"),
+    ),
     "extra-class-clash": lambda p, d: p.setdefault("device_classes", {}).update(extra=[{"name": _second(d)["name"]}]),
     "extra-class-bad-name": lambda p, d: p.setdefault("device_classes", {}).update(
-        extra=[{"name": "Big_GPU", "extended_resource_name": "kubernetes.io/gpu"}]),
+        extra=[{"name": "Big_GPU", "extended_resource_name": "kubernetes.io/gpu"}]
+    ),
     "long-generated-extended-resource": lambda p, d: (
         _static(p, {"1g.5gb+me": 1})["mig"].update(config_name="c"),
-        p.update(name="g" * 54, device_classes={"extended_resource_names": True})),
+        p.update(name="g" * 54, device_classes={"extended_resource_names": True}),
+    ),
     "compute-domain-namespace": lambda p, d: _gb200(p).update(namespace="ML_Team"),
     "compute-domain-name": lambda p, d: _gb200(p).update(name="Bad_CD"),
     "compute-domain-clash": lambda p, d: (_gb200(p).update(name="cd"), _gb200(_second(d)).update(name="cd")),
     "nodes-cannot-be-found": lambda p, d: (p.pop("nodegroup", None), p.pop("node_selector", None)),
     "node-count-above-max": lambda p, d: _nodegroup(p, d).update(node_count=3, min_node_count=0, max_node_count=1),
-    "max-node-count-int32": lambda p, d: _nodegroup(p, d).update(max_node_count=2 ** 31),
+    "max-node-count-int32": lambda p, d: _nodegroup(p, d).update(max_node_count=2**31),
     "master-role": lambda p, d: _nodegroup(p, d).update(role="master"),
-    "nodegroup-name-clash": lambda p, d: (_nodegroup(p, d).update(name="ng"),
-                                          _nodegroup(_second(d), d).update(name="ng")),
+    "nodegroup-name-clash": lambda p, d: (
+        _nodegroup(p, d).update(name="ng"),
+        _nodegroup(_second(d), d).update(name="ng"),
+    ),
     "nodegroup-name-no-label-value": lambda p, d: _nodegroup(p, d).update(name="n" * 64),
     "unknown-profile": lambda p, d: _static(p)["mig"].update(layout={"3g.40gb": 1}),
     "layout-too-big": lambda p, d: _static(p)["mig"].update(layout={"3g.20gb": 3}),
-    "layout-that-cannot-be-placed": lambda p, d: _static(p)["mig"].update(layout={"4g.20gb": 1, "3g.20gb": 1,
-                                                                                  "1g.5gb": 1}),
+    "layout-that-cannot-be-placed": lambda p, d: _static(p)["mig"].update(
+        layout={"4g.20gb": 1, "3g.20gb": 1, "1g.5gb": 1}
+    ),
     "empty-layout": lambda p, d: _static(p)["mig"].update(layout={}),
     "layout-index-out-of-range": lambda p, d: _static(p)["mig"].update(layout=None, layouts={5: {"7g.40gb": 1}}),
     "duplicate-taint": lambda p, d: p.update(taints=[{"key": "example.com/t"}] * 2),
     "taint-hidden-by-gpu-taint": lambda p, d: p.update(
-        gpu_taint=True, taints=[{"key": "node-role.kubernetes.io/gpu", "effect": "NoExecute"}]),
+        gpu_taint=True, taints=[{"key": "node-role.kubernetes.io/gpu", "effect": "NoExecute"}]
+    ),
     "taint-value": lambda p, d: p.update(taints=[{"key": "example.com/t", "value": "a b"}]),
     "unknown-model": lambda p, d: p["gpu"].update(model="Tesla T5"),
     "interval-on-mig": lambda p, d: _static(p).update(sharing={"time_slicing": {"interval": "Long"}}),
-    "dynamic-beside-static": lambda p, d: (_static(p), _second(d).update(gpu={"model": "H100-80GB"},
-                                                                         mig={"mode": "dynamic"})),
+    "dynamic-beside-static": lambda p, d: (
+        _static(p),
+        _second(d).update(gpu={"model": "H100-80GB"}, mig={"mode": "dynamic"}),
+    ),
     "time-slicing-and-mps": lambda p, d: p.update(sharing={"time_slicing": {}, "mps": {}}),
     "duplicate-pool-name": lambda p, d: _second(d).update(name=p["name"]),
     "pool-name-no-dns-label": lambda p, d: p.update(name="Pool_0"),
@@ -188,8 +205,10 @@ FAULTS = {
     "mig-manager-names": lambda p, d: d.update(mig_manager={"config_map": "Bad_CM"}),
     "template-name": lambda p, d: _template(p, d).update(name="Two_GPUs"),
     "template-unknown-pool": lambda p, d: _template(p, d).update(pool="pool-none"),
-    "template-profile-not-published": lambda p, d: (_static(p, {"3g.20gb": 2}),
-                                                    _template(p, d).update(mig_profile="1g.5gb")),
+    "template-profile-not-published": lambda p, d: (
+        _static(p, {"3g.20gb": 2}),
+        _template(p, d).update(mig_profile="1g.5gb"),
+    ),
     "template-pool-absent": lambda p, d: (p.update(state="absent"), _second(d), _template(p, d)),
     "template-twice": lambda p, d: (lambda t: d["tenants"][0]["templates"].append(dict(t)))(_template(p, d)),
 }
@@ -204,8 +223,11 @@ def inventories(draw, faults=tuple(sorted(FAULTS))):
         data["magnum"] = {"cloud": "openstack", "cluster": "k8s", "labels": {"a": "b"}}
     if draw(st.booleans()):
         # Tenants: the defaults (one template per class) in one namespace, a template over each pool in another.
-        templates = [{"name": "t-%s" % pool["name"], "pool": pool["name"]} for pool in data["pools"]
-                     if not (pool.get("mig") or {}).get("mode") == "static" and draw(st.booleans())]
+        templates = [
+            {"name": "t-%s" % pool["name"], "pool": pool["name"]}
+            for pool in data["pools"]
+            if not (pool.get("mig") or {}).get("mode") == "static" and draw(st.booleans())
+        ]
         data["tenants"] = [{"namespace": "team-a", "templates": templates}, {"namespace": "team-b"}]
     for fault in draw(st.lists(st.sampled_from(faults), max_size=2)):
         if data["pools"]:
@@ -232,7 +254,7 @@ def build_everything(cluster):
             refused.append("extendedResourceName %r" % spec["extendedResourceName"])
     templates = plan_claim_templates.cluster_resource_claim_templates(cluster, None, ["team-a"])
     templates += plan_claim_templates.tenant_claim_templates(cluster)
-    classes = set(d.obj["metadata"]["name"] for d in plan_device_classes.cluster_device_classes(cluster))
+    classes = {d.obj["metadata"]["name"] for d in plan_device_classes.cluster_device_classes(cluster)}
     for d in templates:
         meta = d.obj["metadata"]
         if not (dns_subdomain(meta["name"]) and dns_label(meta["namespace"])):
@@ -261,7 +283,9 @@ def build_everything(cluster):
         for t in taints:
             if not (qualified_name(t["key"]) and label_value(t.get("value", ""))):
                 refused.append("taint %r" % t)
-        if pool.gpu_taint and len([t for t in pool.taints if t.key != model_names.GPU_TAINT["key"]]) != len(pool.taints):
+        if pool.gpu_taint and len([t for t in pool.taints if t.key != model_names.GPU_TAINT["key"]]) != len(
+            pool.taints
+        ):
             refused.append("extra taints of %s dropped" % pool.name)
     plan_nodes.assign_nodes(cluster.pools, nodes)  # a node in two pools is refused
     for pool in cluster.pools:
@@ -303,8 +327,14 @@ def first_counterexample(faults, max_examples=300):
     """The first generated inventory for which the property fails, or None (no shrinking: it is only shown)."""
     found = []
 
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(inventories(faults))
     def search(data):
         if property_fails(data):
@@ -321,39 +351,57 @@ def first_counterexample(faults, max_examples=300):
 # Each check with the faults it catches. The search draws inventories from the same generator, with only these
 # faults (so it needs a few examples, not thousands); the main property draws from all of them.
 CHECK_FAULTS = [
-    (model_checks.device_class_problems, ["extra-class-clash", "extra-class-bad-name",
-                                          "long-generated-extended-resource"]),
-    (model_checks.compute_domain_problems, ["compute-domain-namespace", "compute-domain-name",
-                                            "compute-domain-clash"]),
-    (model_checks.mig_config_problems, ["pool-name-too-long-for-mig-config", "config-name-no-label-value",
-                                        "shared-config-name-other-layout", "mig-manager-names"]),
+    (
+        model_checks.device_class_problems,
+        ["extra-class-clash", "extra-class-bad-name", "long-generated-extended-resource"],
+    ),
+    (model_checks.compute_domain_problems, ["compute-domain-namespace", "compute-domain-name", "compute-domain-clash"]),
+    (
+        model_checks.mig_config_problems,
+        [
+            "pool-name-too-long-for-mig-config",
+            "config-name-no-label-value",
+            "shared-config-name-other-layout",
+            "mig-manager-names",
+        ],
+    ),
     (model_checks.node_lookup_problems, ["nodes-cannot-be-found"]),
     (model_checks.nodegroup_size_problems, ["node-count-above-max", "master-role"]),
     (model_checks.nodegroup_name_problems, ["nodegroup-name-clash", "nodegroup-name-no-label-value"]),
-    (model_checks.mig_layout_problems, ["unknown-profile", "layout-too-big", "layout-that-cannot-be-placed",
-                                        "layout-index-out-of-range"]),
+    (
+        model_checks.mig_layout_problems,
+        ["unknown-profile", "layout-too-big", "layout-that-cannot-be-placed", "layout-index-out-of-range"],
+    ),
     (model_checks.taint_problems, ["duplicate-taint", "taint-hidden-by-gpu-taint"]),
-    (model_checks.tenant_problems, ["template-name", "template-unknown-pool", "template-profile-not-published",
-                                    "template-pool-absent"]),
+    (
+        model_checks.tenant_problems,
+        ["template-name", "template-unknown-pool", "template-profile-not-published", "template-pool-absent"],
+    ),
 ]
 
 
-@pytest.mark.parametrize("check, faults", CHECK_FAULTS, ids=[check.__name__ for check, _ in CHECK_FAULTS])
+@pytest.mark.parametrize("check, faults", CHECK_FAULTS, ids=[check.__name__ for check, _unused in CHECK_FAULTS])
 def test_removing_a_model_check_breaks_the_property(monkeypatch, check, faults):
     monkeypatch.setattr(model_checks, "CHECKS", [c for c in model_checks.CHECKS if c is not check])
     example = first_counterexample(faults)
     monkeypatch.undo()
     assert example is not None, "without %s the property still held: the generator misses what it checks" % (
-        check.__name__)
+        check.__name__
+    )
     with pytest.raises(model_errors.Problems):  # the intact model refuses what the builders would refuse
         model_load.load_cluster(example)
 
 
 def test_every_fault_is_refused_by_the_model():
     """Each fault alone, on an inventory that is valid without it, is refused by load_cluster."""
-    valid = {"name": "c", "magnum": {"cloud": "o", "cluster": "k"}, "pools": [
-        {"name": "pool-0", "node_selector": {"a": "0"}, "gpu": {"model": "T4"}},
-        {"name": "pool-1", "node_selector": {"a": "1"}, "gpu": {"model": "L4"}}]}
+    valid = {
+        "name": "c",
+        "magnum": {"cloud": "o", "cluster": "k"},
+        "pools": [
+            {"name": "pool-0", "node_selector": {"a": "0"}, "gpu": {"model": "T4"}},
+            {"name": "pool-1", "node_selector": {"a": "1"}, "gpu": {"model": "L4"}},
+        ],
+    }
     model_load.load_cluster(copy.deepcopy(valid))
     for name, fault in FAULTS.items():
         data = copy.deepcopy(valid)

@@ -4,6 +4,7 @@ Devices are written here as the NVIDIA DRA driver publishes them (reference nvid
 static MIG devices with memorySlice<N> capacities, DynamicMIG devices one per possible placement with
 memory-slice-<N> counters; placements are spelled out by hand, not computed by the code under test.
 """
+
 from __future__ import annotations
 
 import copy
@@ -18,23 +19,49 @@ PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 BASE = {
     "name": "c1",
     "pools": [
-        {"name": "a100", "node_selector": {"gpu": "a100"}, "gpu": {"model": "A100-40GB", "per_node": 2},
-         "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}},
-        {"name": "h100", "node_selector": {"gpu": "h100"}, "gpu": {"model": "H100-80GB", "per_node": 4},
-         "device_classes": {"extra": [{"name": "h100-big", "min_memory": "79Gi"}]}},
+        {
+            "name": "a100",
+            "node_selector": {"gpu": "a100"},
+            "gpu": {"model": "A100-40GB", "per_node": 2},
+            "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+        },
+        {
+            "name": "h100",
+            "node_selector": {"gpu": "h100"},
+            "gpu": {"model": "H100-80GB", "per_node": 4},
+            "device_classes": {"extra": [{"name": "h100-big", "min_memory": "79Gi"}]},
+        },
     ],
-    "tenants": [{"namespace": "ml", "templates": [
-        {"name": "slice", "pool": "a100", "mig_profile": "3g.20gb"},
-        {"name": "pair", "pool": "h100", "count": 2},
-        {"name": "pair-same-root", "pool": "h100", "count": 2, "match_attribute": PCIE_ROOT},
-        {"name": "big", "pool": "h100", "device_class": "h100-big"},
-        {"name": "whole-node", "pool": "h100", "allocation_mode": "All"}]}],
+    "tenants": [
+        {
+            "namespace": "ml",
+            "templates": [
+                {"name": "slice", "pool": "a100", "mig_profile": "3g.20gb"},
+                {"name": "pair", "pool": "h100", "count": 2},
+                {"name": "pair-same-root", "pool": "h100", "count": 2, "match_attribute": PCIE_ROOT},
+                {"name": "big", "pool": "h100", "device_class": "h100-big"},
+                {"name": "whole-node", "pool": "h100", "allocation_mode": "All"},
+            ],
+        }
+    ],
 }
 # A100-40GB placements (NVIDIA MIG user guide, -lgipp): profile -> (GI profile id, memory slices)
-A100 = {"1g.5gb": (19, 1), "1g.10gb": (15, 2), "2g.10gb": (14, 2), "3g.20gb": (9, 4), "4g.20gb": (5, 4),
-        "7g.40gb": (0, 8)}
-A100_STARTS = {"1g.5gb": range(7), "1g.10gb": (0, 2, 4, 6), "2g.10gb": (0, 2, 4), "3g.20gb": (0, 4), "4g.20gb": (0,),
-               "7g.40gb": (0,)}
+A100 = {
+    "1g.5gb": (19, 1),
+    "1g.10gb": (15, 2),
+    "2g.10gb": (14, 2),
+    "3g.20gb": (9, 4),
+    "4g.20gb": (5, 4),
+    "7g.40gb": (0, 8),
+}
+A100_STARTS = {
+    "1g.5gb": range(7),
+    "1g.10gb": (0, 2, 4, 6),
+    "2g.10gb": (0, 2, 4),
+    "3g.20gb": (0, 4),
+    "4g.20gb": (0,),
+    "7g.40gb": (0,),
+}
 
 
 def load(mutate=None):
@@ -45,12 +72,18 @@ def load(mutate=None):
 
 
 def node(name, labels, ready=True, unschedulable=False):
-    return {"metadata": {"name": name, "labels": labels}, "spec": {"unschedulable": unschedulable},
-            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"unschedulable": unschedulable},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
 
 
 def full_gpu(minor, root=None):
-    attrs = {"type": {"string": "gpu"}, "resource.kubernetes.io/pciBusID": {"string": "0000:%02x:00.0" % (0x41 + minor)}}
+    attrs = {
+        "type": {"string": "gpu"},
+        "resource.kubernetes.io/pciBusID": {"string": "0000:%02x:00.0" % (0x41 + minor)},
+    }
     if root:
         attrs[PCIE_ROOT] = {"string": root}
     return {"name": "gpu-%d" % minor, "attributes": attrs}
@@ -58,10 +91,15 @@ def full_gpu(minor, root=None):
 
 def static_mig(minor, profile, start):
     gi, size = A100[profile]
-    return {"name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), gi, start),
-            "attributes": {"type": {"string": "mig"}, "profile": {"string": profile},
-                           "resource.kubernetes.io/pciBusID": {"string": "0000:%02x:00.0" % (0x41 + minor)}},
-            "capacity": dict(("memorySlice%d" % s, {"value": "1"}) for s in range(start, start + size))}
+    return {
+        "name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), gi, start),
+        "attributes": {
+            "type": {"string": "mig"},
+            "profile": {"string": profile},
+            "resource.kubernetes.io/pciBusID": {"string": "0000:%02x:00.0" % (0x41 + minor)},
+        },
+        "capacity": {"memorySlice%d" % s: {"value": "1"} for s in range(start, start + size)},
+    }
 
 
 def dynamic_mig(minor):
@@ -70,22 +108,44 @@ def dynamic_mig(minor):
     for profile, starts in A100_STARTS.items():
         gi, size = A100[profile]
         for start in starts:
-            out.append({"name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), gi, start),
-                        "attributes": {"type": {"string": "mig"}, "profile": {"string": profile}},
-                        "consumesCounters": [{"counterSet": "gpu-%d-counter-set" % minor, "counters": dict(
-                            ("memory-slice-%d" % s, {"value": "1"}) for s in range(start, start + size))}]})
+            out.append(
+                {
+                    "name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), gi, start),
+                    "attributes": {"type": {"string": "mig"}, "profile": {"string": profile}},
+                    "consumesCounters": [
+                        {
+                            "counterSet": "gpu-%d-counter-set" % minor,
+                            "counters": {"memory-slice-%d" % s: {"value": "1"} for s in range(start, start + size)},
+                        }
+                    ],
+                }
+            )
     return out
 
 
 def rslice(node_name, devices):
-    return {"metadata": {"name": node_name + "-gpu"}, "spec": {"driver": DRIVER, "nodeName": node_name,
-                                                               "pool": {"name": node_name, "generation": 1},
-                                                               "devices": devices}}
+    return {
+        "metadata": {"name": node_name + "-gpu"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": 1},
+            "devices": devices,
+        },
+    }
 
 
 def claim(name, node_name, *devices):
-    return {"metadata": {"namespace": "ml", "name": name}, "status": {"allocation": {"devices": {"results": [
-        {"request": "gpu", "driver": DRIVER, "pool": node_name, "device": d} for d in devices]}}}}
+    return {
+        "metadata": {"namespace": "ml", "name": name},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": "gpu", "driver": DRIVER, "pool": node_name, "device": d} for d in devices]
+                }
+            }
+        },
+    }
 
 
 def static_a100(minor):
@@ -102,21 +162,29 @@ def test_static_mig_counts_free_devices_only():
     rep = report(load(), nodes, slices, [claim("train", "a100-0", "gpu-0-mig-3g20gb-9-4")])
     capacity = rep["pools"]["a100"]["capacity"]
     assert capacity["allocatable"] == {"3g.20gb": 1, "2g.10gb": 4}
-    assert capacity["templates"] == [{"namespace": "ml", "name": "slice", "count": 1, "device_class": "a100-3g.20gb",
-                                      "allocatable": 1}]
+    assert capacity["templates"] == [
+        {"namespace": "ml", "name": "slice", "count": 1, "device_class": "a100-3g.20gb", "allocatable": 1}
+    ]
     row = rep["pools"]["a100"]["nodes"][0]
     assert row["allocatable"] == {"3g.20gb": 1, "2g.10gb": 4}
     gpu0 = row["gpu_devices"][0]
     assert gpu0["index"] == 0 and gpu0["memory_slices"] == 8 and gpu0["full"] is None
     assert [(i["profile"], i["slices"], i["claim"]) for i in gpu0["instances"]] == [
-        ("2g.10gb", [0, 1], None), ("2g.10gb", [2, 3], None), ("3g.20gb", [4, 5, 6, 7], "ml/train")]
+        ("2g.10gb", [0, 1], None),
+        ("2g.10gb", [2, 3], None),
+        ("3g.20gb", [4, 5, 6, 7], "ml/train"),
+    ]
 
 
 def test_static_slices_no_instance_covers_are_not_capacity():
     # layout 3g.20gb alone: slices 0-3 stay unconfigured, and nothing there can be allocated until the layout changes
     cluster = load(lambda d: d["pools"][0]["mig"].update(layout={"3g.20gb": 1}))
-    rep = report(cluster, [node("a100-0", {"gpu": "a100"})],
-                 [rslice("a100-0", [static_mig(0, "3g.20gb", 4), static_mig(1, "3g.20gb", 4)])], [])
+    rep = report(
+        cluster,
+        [node("a100-0", {"gpu": "a100"})],
+        [rslice("a100-0", [static_mig(0, "3g.20gb", 4), static_mig(1, "3g.20gb", 4)])],
+        [],
+    )
     assert rep["pools"]["a100"]["capacity"]["allocatable"] == {"3g.20gb": 2}
 
 
@@ -126,6 +194,7 @@ def dynamic_cluster():
         data["pools"][1]["gpu"]["model"] = "L4"  # not MIG-capable: may stay beside dynamic MIG
         data["pools"][1]["device_classes"] = {}
         data["tenants"][0]["templates"] = [{"name": "slice", "pool": "a100", "mig_profile": "3g.20gb"}]
+
     return load(mutate)
 
 
@@ -141,10 +210,24 @@ def test_dynamic_mig_counts_what_still_fits_beside_the_allocated_instances():
     per_gpu = [plan_capacity.gpu_allocatable(dynamic_cluster().pools[0], g) for g in gpus]
     # 1g.5gb: 5 by compute (7 - 2) and five free starts (1, 2, 4, 5, 6); 1g.5gb+me: the GPU's one JPEG/OFA unit is
     # still free (plain 1g.5gb instances take none); 1g.10gb: starts 4 and 6; 4g.20gb and 7g.40gb need slice 0
-    assert per_gpu[0] == {"1g.5gb": 5, "1g.5gb+me": 1, "1g.10gb": 2, "2g.10gb": 1, "3g.20gb": 1, "4g.20gb": 0,
-                          "7g.40gb": 0}
-    assert per_gpu[1] == {"1g.5gb": 7, "1g.5gb+me": 1, "1g.10gb": 4, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1,
-                          "7g.40gb": 1}
+    assert per_gpu[0] == {
+        "1g.5gb": 5,
+        "1g.5gb+me": 1,
+        "1g.10gb": 2,
+        "2g.10gb": 1,
+        "3g.20gb": 1,
+        "4g.20gb": 0,
+        "7g.40gb": 0,
+    }
+    assert per_gpu[1] == {
+        "1g.5gb": 7,
+        "1g.5gb+me": 1,
+        "1g.10gb": 4,
+        "2g.10gb": 3,
+        "3g.20gb": 2,
+        "4g.20gb": 1,
+        "7g.40gb": 1,
+    }
     capacity = rep["pools"]["a100"]["capacity"]
     assert capacity["allocatable"]["3g.20gb"] == 3 and capacity["allocatable"]["7g.40gb"] == 1
     assert capacity["templates"][0]["allocatable"] == 3
@@ -177,17 +260,23 @@ def test_templates_count_claims_per_node_with_their_constraint():
     rep = report(load(), nodes, slices, claims)
     capacity = rep["pools"]["h100"]["capacity"]
     assert capacity["allocatable"] == {"gpu": 4}
-    rows = dict((t["name"], t) for t in capacity["templates"])
+    rows = {t["name"]: t for t in capacity["templates"]}
     # pairs: h100-0 has 3 free GPUs (one pair), h100-1 one (none): the 4 free GPUs make 1 pair, not 2
     assert rows["pair"]["allocatable"] == 1
     # the same pair under one PCIe root: no two free GPUs share a root
     assert rows["pair-same-root"]["allocatable"] == 0
-    assert rows["big"] == {"namespace": "ml", "name": "big", "count": 1, "device_class": "h100-big", "allocatable": 4,
-                           "note": "at most: the extra class's own selectors are not evaluated"}
+    assert rows["big"] == {
+        "namespace": "ml",
+        "name": "big",
+        "count": 1,
+        "device_class": "h100-big",
+        "allocatable": 4,
+        "note": "at most: the extra class's own selectors are not evaluated",
+    }
     # All: every GPU of the node must be free; neither node has all four free
     assert rows["whole-node"]["allocatable"] == 0
     rep = report(load(), nodes + [h100_node("h100-2")], slices + [h100_slice("h100-2")], claims)
-    assert dict((t["name"], t["allocatable"]) for t in rep["pools"]["h100"]["capacity"]["templates"])["whole-node"] == 1
+    assert {t["name"]: t["allocatable"] for t in rep["pools"]["h100"]["capacity"]["templates"]}["whole-node"] == 1
 
 
 def test_cordoned_and_not_ready_nodes_offer_nothing():
@@ -215,8 +304,10 @@ def test_more_instances_follows_the_placement_rules():
     # a 4g.20gb at slices 0-3: four slices are free, but no 1g.5gb starts at slice 7
     assert mig_placement.more_instances("A100-40GB", "1g.5gb", occupied=0b00001111, kept={"4g.20gb": 1}) == 3
     # 3g.20gb at 4-7 and 2g.10gb at 0-1 leave slices 2-3 and two compute slices: one more 2g.10gb
-    assert mig_placement.more_instances("A100-40GB", "2g.10gb", occupied=0b11110011,
-                                        kept={"3g.20gb": 1, "2g.10gb": 1}) == 1
+    assert (
+        mig_placement.more_instances("A100-40GB", "2g.10gb", occupied=0b11110011, kept={"3g.20gb": 1, "2g.10gb": 1})
+        == 1
+    )
     assert mig_placement.more_instances("A100-40GB", "3g.20gb", occupied=0b11110000, kept={"3g.20gb": 1}) == 1
     assert mig_placement.more_instances("A100-40GB", "4g.20gb", occupied=0b11110000, kept={"3g.20gb": 1}) == 1
     # a 3g.20gb fits beside a 4g.20gb (3 + 4 compute slices); a second 4g.20gb never does (at most one per GPU)

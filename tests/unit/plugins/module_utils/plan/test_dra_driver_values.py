@@ -6,10 +6,10 @@ import copy
 
 import pytest
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import (
     LINES,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan import (
     dra_driver_values as dv,
 )

@@ -1,4 +1,5 @@
 """Host IMEX plan (pure): files, settings, systemd actions per mode, fabric health."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,10 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan import imex
 
 STOPPED_MASKED = {"installed": True, "masked": True, "enabled": False, "active": False}
 RUNNING = {"installed": True, "masked": False, "enabled": True, "active": True}
-PACKAGE_CONFIG = "# NVIDIA IMEX configuration file.\nLOG_LEVEL=4\nSERVER_PORT=50000\nIMEX_CMD_ENABLED=0\n" \
-                 "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n"
+PACKAGE_CONFIG = (
+    "# NVIDIA IMEX configuration file.\nLOG_LEVEL=4\nSERVER_PORT=50000\nIMEX_CMD_ENABLED=0\n"
+    "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n"
+)
 
 
 def test_pool_modes():
@@ -36,9 +39,13 @@ def test_edit_config_replaces_in_place_and_appends():
     settings = imex.required_settings()
     text = imex.edit_config(PACKAGE_CONFIG, settings)
     assert text.startswith("# NVIDIA IMEX configuration file.\nLOG_LEVEL=4\nSERVER_PORT=50000\nIMEX_CMD_ENABLED=1\n")
-    assert imex.read_settings(text) == {"LOG_LEVEL": "4", "SERVER_PORT": "50000", "IMEX_CMD_ENABLED": "1",
-                                        "IMEX_NODE_CONFIG_FILE": "/etc/nvidia-imex/nodes_config.cfg",
-                                        "IMEX_CMD_UNIX_DOMAIN_PATH": "/etc/nvidia-imex/imex_ctrl.sock"}
+    assert imex.read_settings(text) == {
+        "LOG_LEVEL": "4",
+        "SERVER_PORT": "50000",
+        "IMEX_CMD_ENABLED": "1",
+        "IMEX_NODE_CONFIG_FILE": "/etc/nvidia-imex/nodes_config.cfg",
+        "IMEX_CMD_UNIX_DOMAIN_PATH": "/etc/nvidia-imex/imex_ctrl.sock",
+    }
     assert "# set by gpupool.core.imex\nIMEX_CMD_UNIX_DOMAIN_PATH=" in text
     assert imex.edit_config(text, settings) == text  # idempotent
     assert imex.edit_config(None, {"A": "1"}) == "# set by gpupool.core.imex\nA=1\n"
@@ -50,25 +57,32 @@ def test_extra_settings_and_key_check():
     assert settings["IMEX_NODE_CONFIG_FILE"] == "/x/nodes_config.cfg"
     assert settings["IMEX_ENABLE_AUTH_ENCRYPTION"] == "1" and settings["SERVER_PORT"] == "50001"
     assert imex.settings_problems({"server_port": 1, "OK_KEY": 2}) == [
-        "'server_port' is not an IMEX config key (UPPER_CASE letters, digits, _)"]
+        "'server_port' is not an IMEX config key (UPPER_CASE letters, digits, _)"
+    ]
 
 
-@pytest.mark.parametrize("unit,changed,actions", [
-    (RUNNING, False, ["stop", "disable", "mask"]),
-    (STOPPED_MASKED, False, []),
-    ({"installed": False, "masked": False, "enabled": False, "active": False}, False, []),
-    ({"installed": True, "masked": False, "enabled": False, "active": False}, False, ["mask"]),
-])
+@pytest.mark.parametrize(
+    "unit,changed,actions",
+    [
+        (RUNNING, False, ["stop", "disable", "mask"]),
+        (STOPPED_MASKED, False, []),
+        ({"installed": False, "masked": False, "enabled": False, "active": False}, False, []),
+        ({"installed": True, "masked": False, "enabled": False, "active": False}, False, ["mask"]),
+    ],
+)
 def test_driver_managed_stops_disables_masks(unit, changed, actions):
     assert imex.service_actions(imex.DRIVER_MANAGED, unit, changed) == actions
 
 
-@pytest.mark.parametrize("unit,changed,actions", [
-    (STOPPED_MASKED, True, ["unmask", "enable", "start"]),
-    (RUNNING, False, []),
-    (RUNNING, True, ["restart"]),
-    ({"installed": True, "masked": False, "enabled": False, "active": True}, False, ["enable"]),
-])
+@pytest.mark.parametrize(
+    "unit,changed,actions",
+    [
+        (STOPPED_MASKED, True, ["unmask", "enable", "start"]),
+        (RUNNING, False, []),
+        (RUNNING, True, ["restart"]),
+        ({"installed": True, "masked": False, "enabled": False, "active": True}, False, ["enable"]),
+    ],
+)
 def test_host_managed_runs_and_restarts_only_on_change(unit, changed, actions):
     assert imex.service_actions(imex.HOST_MANAGED, unit, changed) == actions
 
@@ -80,10 +94,13 @@ def test_unknown_mode_is_refused():
 
 def test_unit_state_from_systemctl_show():
     assert imex.unit_state({"LoadState": "loaded", "ActiveState": "active", "UnitFileState": "enabled"}) == RUNNING
-    assert imex.unit_state({"LoadState": "masked", "ActiveState": "inactive", "UnitFileState": "masked"}) == \
-        STOPPED_MASKED
-    assert imex.unit_state({"LoadState": "not-found", "ActiveState": "inactive", "UnitFileState": ""})["installed"] \
+    assert (
+        imex.unit_state({"LoadState": "masked", "ActiveState": "inactive", "UnitFileState": "masked"}) == STOPPED_MASKED
+    )
+    assert (
+        imex.unit_state({"LoadState": "not-found", "ActiveState": "inactive", "UnitFileState": ""})["installed"]
         is False
+    )
 
 
 def fabric(state="completed", clique="c0ffee.1", status="NVML_SUCCESS", supported=True):
@@ -94,8 +111,10 @@ def test_fabric_health():
     assert imex.fabric_health([fabric(), fabric()]) == {"healthy": True, "clique": "c0ffee.1", "problems": []}
     health = imex.fabric_health([fabric(), fabric(state="in_progress", clique=None)])
     assert not health["healthy"] and health["clique"] is None
-    assert health["problems"] == ["GPU 1 NVLink fabric registration is in progress, not completed (Fabric Manager "
-                                  "/ NVLink switch not done; IMEX cannot use it yet)"]
+    assert health["problems"] == [
+        "GPU 1 NVLink fabric registration is in progress, not completed (Fabric Manager "
+        "/ NVLink switch not done; IMEX cannot use it yet)"
+    ]
     assert "different cliques" in imex.fabric_health([fabric(), fabric(clique="c0ffee.2")])["problems"][0]
     assert "has no NVLink fabric" in imex.fabric_health([fabric(supported=False)])["problems"][0]
     assert "failed: NVML_ERROR_UNKNOWN" in imex.fabric_health([fabric(status="NVML_ERROR_UNKNOWN")])["problems"][0]

@@ -1,14 +1,16 @@
 """MIG apply plan: pure tests (no NVML, no test bed) of observed state + layout => actions."""
+
 from __future__ import annotations
 
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_apply as ap
-from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 
 A100 = cat.get_gpu("A100-40GB")
 H100 = cat.get_gpu("H100-80GB")
@@ -21,10 +23,17 @@ def reported(model, renames=None, drop=(), **changes):
     for p in model.mig.profiles:
         if p.name in drop:
             continue
-        row = {"index": p.nvml_index, "id": p.profile_id, "name": renames.get(p.name, p.name),
-               "compute_slices": p.compute_slices, "memory_slices": p.memory_slices,
-               "max_instances": p.max_instances, "starts": list(p.starts), "memory_mib": p.memory_mib,
-               "multiprocessors": p.multiprocessors}
+        row = {
+            "index": p.nvml_index,
+            "id": p.profile_id,
+            "name": renames.get(p.name, p.name),
+            "compute_slices": p.compute_slices,
+            "memory_slices": p.memory_slices,
+            "max_instances": p.max_instances,
+            "starts": list(p.starts),
+            "memory_mib": p.memory_mib,
+            "multiprocessors": p.multiprocessors,
+        }
         row.update(changes.get(p.name, {}))
         out.append(row)
     return out
@@ -38,8 +47,12 @@ def inst(gi, profile, start, cis="full"):
 
 
 def observed(current=True, pending=None, instances=(), capable=True):
-    return {"mig_capable": capable, "mig_current": current,
-            "mig_pending": current if pending is None else pending, "instances": list(instances)}
+    return {
+        "mig_capable": capable,
+        "mig_current": current,
+        "mig_pending": current if pending is None else pending,
+        "instances": list(instances),
+    }
 
 
 def kinds(gp):
@@ -47,6 +60,7 @@ def kinds(gp):
 
 
 # ---- effective model: the GPU's reported profiles win over the catalog ----
+
 
 def test_effective_model_without_reported_profiles_is_the_catalog():
     model, aliases, warnings = ap.effective_model("NVIDIA A100-SXM4-40GB", [])
@@ -58,12 +72,15 @@ def test_effective_model_matching_catalog_has_no_warnings():
     assert warnings == [] and aliases == {}
     assert model.key == "A100-40GB"
     assert model.mig.placements == "reported by NVML"
-    assert mig_placement.plan(model, {"3g.20gb": 1, "2g.10gb": 2}) == mig_placement.plan(A100, {"3g.20gb": 1, "2g.10gb": 2})
+    assert mig_placement.plan(model, {"3g.20gb": 1, "2g.10gb": 2}) == mig_placement.plan(
+        A100, {"3g.20gb": 1, "2g.10gb": 2}
+    )
 
 
 def test_effective_model_renamed_profile_wins_with_warning():
-    model, aliases, warnings = ap.effective_model("NVIDIA A100-SXM4-40GB",
-                                                  reported(A100, renames={"3g.20gb": "3g.19gb"}))
+    model, aliases, warnings = ap.effective_model(
+        "NVIDIA A100-SXM4-40GB", reported(A100, renames={"3g.20gb": "3g.19gb"})
+    )
     assert aliases == {"3g.20gb": "3g.19gb"}
     assert [p.name for p in model.mig.profiles if p.profile_id == 9] == ["3g.19gb"]
     assert len(warnings) == 1 and "3g.19gb" in warnings[0] and "catalog: 3g.20gb" in warnings[0]
@@ -71,8 +88,7 @@ def test_effective_model_renamed_profile_wins_with_warning():
 
 
 def test_effective_model_reported_geometry_wins():
-    model, dummy, warnings = ap.effective_model(
-        "NVIDIA A100-SXM4-40GB", reported(A100, **{"3g.20gb": {"starts": [4]}}))
+    model, dummy, warnings = ap.effective_model("NVIDIA A100-SXM4-40GB", reported(A100, **{"3g.20gb": {"starts": [4]}}))
     assert cat.profile_by_name(model, "3g.20gb").starts == (4,)
     assert "placement starts [4] (catalog: [0, 4])" in warnings[0]
     with pytest.raises(mig_placement.InfeasibleLayout):
@@ -86,8 +102,19 @@ def test_effective_model_missing_profile_warns():
 
 
 def test_effective_model_extra_profile_warns():
-    extra = reported(A100) + [{"index": 10, "id": 30, "name": "1g.5gb+gfx", "compute_slices": 1, "memory_slices": 1,
-                               "max_instances": 1, "starts": [0], "memory_mib": 5000, "multiprocessors": 14}]
+    extra = reported(A100) + [
+        {
+            "index": 10,
+            "id": 30,
+            "name": "1g.5gb+gfx",
+            "compute_slices": 1,
+            "memory_slices": 1,
+            "max_instances": 1,
+            "starts": [0],
+            "memory_mib": 5000,
+            "multiprocessors": 14,
+        }
+    ]
     model, dummy, warnings = ap.effective_model("NVIDIA A100-SXM4-40GB", extra)
     assert cat.profile_by_name(model, "1g.5gb+gfx") is not None
     assert any("does not list" in w for w in warnings)
@@ -118,6 +145,7 @@ def test_translate_layout_uses_the_gpus_names():
 
 # ---- plans ----
 
+
 def test_ampere_enable_goes_pending_and_plans_after_reset():
     gp = ap.plan_gpu(0, A100, observed(current=False), True, {"3g.20gb": 1, "2g.10gb": 2})
     assert gp.actions == [{"action": "set_mig_mode", "enabled": True}]
@@ -141,10 +169,18 @@ def test_hopper_enable_is_immediate_and_creates_in_the_same_plan():
 
 def test_layout_change_7g_to_3g_plus_two_2g():
     gp = ap.plan_gpu(0, A100, observed(instances=[inst(0, "7g.40gb", 0)]), True, {"3g.20gb": 1, "2g.10gb": 2})
-    assert kinds(gp) == ["destroy_compute_instance", "destroy_gpu_instance", "create_gpu_instance",
-                         "create_gpu_instance", "create_gpu_instance"]
-    creates = [(a["profile"], a["profile_id"], a["start"], a["size"]) for a in gp.actions if a["action"] ==
-               "create_gpu_instance"]
+    assert kinds(gp) == [
+        "destroy_compute_instance",
+        "destroy_gpu_instance",
+        "create_gpu_instance",
+        "create_gpu_instance",
+        "create_gpu_instance",
+    ]
+    creates = [
+        (a["profile"], a["profile_id"], a["start"], a["size"])
+        for a in gp.actions
+        if a["action"] == "create_gpu_instance"
+    ]
     assert creates == [("2g.10gb", 14, 0, 2), ("2g.10gb", 14, 2, 2), ("3g.20gb", 9, 4, 4)]
     assert gp.after == {"mig_enabled": True, "instances": ["2g.10gb@0", "2g.10gb@2", "3g.20gb@4"]}
 
@@ -202,15 +238,21 @@ def test_mode_only_leaves_instances_alone():
 
 
 def test_cancel_pending_disable():
-    gp = ap.plan_gpu(0, A100, observed(current=True, pending=False, instances=[inst(0, "7g.40gb", 0)]), True,
-                     {"7g.40gb": 1})
+    gp = ap.plan_gpu(
+        0, A100, observed(current=True, pending=False, instances=[inst(0, "7g.40gb", 0)]), True, {"7g.40gb": 1}
+    )
     assert gp.actions == [{"action": "set_mig_mode", "enabled": True}]
 
 
 def test_disable_destroys_then_sets_mode_pending_on_ampere():
     gp = ap.plan_gpu(0, A100, observed(instances=[inst(1, "3g.20gb", 4), inst(2, "2g.10gb", 0)]), False, None)
-    assert kinds(gp) == ["destroy_compute_instance", "destroy_gpu_instance", "destroy_compute_instance",
-                         "destroy_gpu_instance", "set_mig_mode"]
+    assert kinds(gp) == [
+        "destroy_compute_instance",
+        "destroy_gpu_instance",
+        "destroy_compute_instance",
+        "destroy_gpu_instance",
+        "set_mig_mode",
+    ]
     assert gp.actions[-1] == {"action": "set_mig_mode", "enabled": False}
     assert gp.reset_required
     hopper = ap.plan_gpu(0, H100, observed(), False, None)
@@ -256,16 +298,19 @@ def test_layout_summary_and_current_layout():
 
 # ---- properties: valid result, idempotence, maximal keeping (brute force) ----
 
+
 def apply_actions(model, obs, gp):
     """Pure simulation of the plan on the observed instances (what nvml_mig.execute does through NVML)."""
-    instances = {i["gpu_instance_id"]: dict(i, compute_instances=list(i["compute_instances"]))
-                 for i in obs["instances"]}
+    instances = {
+        i["gpu_instance_id"]: dict(i, compute_instances=list(i["compute_instances"])) for i in obs["instances"]
+    }
     next_id = 100
     for a in gp.actions:
         if a["action"] == "destroy_compute_instance":
             gi = instances[a["gpu_instance_id"]]
-            gi["compute_instances"] = [c for c in gi["compute_instances"]
-                                       if c["compute_instance_id"] != a["compute_instance_id"]]
+            gi["compute_instances"] = [
+                c for c in gi["compute_instances"] if c["compute_instance_id"] != a["compute_instance_id"]
+            ]
         elif a["action"] == "destroy_gpu_instance":
             assert not instances[a["gpu_instance_id"]]["compute_instances"], "GI destroyed with CIs"
             del instances[a["gpu_instance_id"]]
@@ -274,8 +319,13 @@ def apply_actions(model, obs, gp):
         elif a["action"] == "create_gpu_instance":
             prof = cat.profile_by_name(model, a["profile"])
             assert a["start"] in prof.starts and a["size"] == prof.memory_slices
-            instances[next_id] = {"gpu_instance_id": next_id, "profile": a["profile"], "start": a["start"],
-                                  "size": a["size"], "compute_instances": [{"compute_instance_id": 0, "full": True}]}
+            instances[next_id] = {
+                "gpu_instance_id": next_id,
+                "profile": a["profile"],
+                "start": a["start"],
+                "size": a["size"],
+                "compute_instances": [{"compute_instance_id": 0, "full": True}],
+            }
             next_id += 1
     return list(instances.values())
 

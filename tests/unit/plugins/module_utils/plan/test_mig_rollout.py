@@ -1,29 +1,39 @@
 """Rolling MIG layout plan: pure tests (no I/O, no test bed) of inventory + ConfigMap + nodes + pods => actions."""
+
 from __future__ import annotations
 
 import copy
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
 from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted as mig_mig_parted
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
+from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import cluster_mig_parted_config
 from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
-from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import cluster_mig_parted_config
+from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
 
 BASE = {
     "name": "c1",
     "pools": [
-        {"name": "a100", "node_selector": {"gpu": "a100"}, "gpu": {"model": "A100-40GB", "per_node": 2},
-         "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}},
-        {"name": "h100", "node_selector": {"gpu": "h100"}, "gpu": {"model": "H100-80GB", "per_node": 4},
-         "mig": {"mode": "static", "layouts": {0: {"7g.80gb": 1}, 1: {"1g.10gb": 7}}}},
+        {
+            "name": "a100",
+            "node_selector": {"gpu": "a100"},
+            "gpu": {"model": "A100-40GB", "per_node": 2},
+            "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+        },
+        {
+            "name": "h100",
+            "node_selector": {"gpu": "h100"},
+            "gpu": {"model": "H100-80GB", "per_node": 4},
+            "mig": {"mode": "static", "layouts": {0: {"7g.80gb": 1}, 1: {"1g.10gb": 7}}},
+        },
         {"name": "t4", "node_selector": {"gpu": "t4"}, "gpu": {"model": "T4"}},
         {"name": "whole", "node_selector": {"gpu": "whole"}, "gpu": {"model": "A100-80GB"}, "mig": {"mode": "off"}},
     ],
@@ -49,21 +59,34 @@ def node(name, config=None, state=None, digest=None, ready=True, unschedulable=F
         ann[model_names.DIGEST_ANNOTATION] = digest
     if cordoned:
         ann[model_names.CORDON_ANNOTATION] = model_names.CORDON_VALUE
-    out = {"metadata": {"name": name, "uid": "uid-" + name, "labels": labels, "annotations": ann},
-           "spec": {"unschedulable": True} if unschedulable else {},
-           "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    out = {
+        "metadata": {"name": name, "uid": "uid-" + name, "labels": labels, "annotations": ann},
+        "spec": {"unschedulable": True} if unschedulable else {},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
     return out
 
 
-def pod(name, node_name="n0", ns="ml", limits=None, requests=None, claims=None, owner=None, phase="Running",
-        mirror=False, deleting=False, init=False):
+def pod(
+    name,
+    node_name="n0",
+    ns="ml",
+    limits=None,
+    requests=None,
+    claims=None,
+    owner=None,
+    phase="Running",
+    mirror=False,
+    deleting=False,
+    init=False,
+):
     container = {"name": "c", "image": "x", "resources": {}}
     if limits:
         container["resources"]["limits"] = limits
     if requests:
         container["resources"]["requests"] = requests
     spec = {"nodeName": node_name, "containers": [{"name": "main", "image": "x"}]}
-    spec["initContainers" if init else "containers"] = ([container] if init else [container])
+    spec["initContainers" if init else "containers"] = [container] if init else [container]
     if init:
         spec["containers"] = [{"name": "main", "image": "x"}]
     if claims:
@@ -79,6 +102,7 @@ def pod(name, node_name="n0", ns="ml", limits=None, requests=None, claims=None, 
 
 
 # ---- configs ---------------------------------------------------------------------------------------------
+
 
 def test_pool_config_is_pool_summary_rendering():
     c = cluster()
@@ -129,6 +153,7 @@ def test_shared_config_name_needs_identical_layouts():
         extra["mig"]["config_name"] = "shared"
         d["pools"][0]["mig"]["config_name"] = "shared"
         d["pools"].append(extra)
+
     got = plan_mig_rollout.desired_configs(cluster(same).pools)
     assert got["shared"]["pools"] == ["a100", "a100b"]
 
@@ -139,10 +164,17 @@ def test_shared_config_name_needs_identical_layouts():
         model_load.load_cluster(copy.deepcopy(data))
     with pytest.raises(model_errors.Problems) as err:  # ... with the message the builder gives on its own
         plan_mig_rollout.desired_configs(shape_only(data).pools)
-    assert err.value.problems == model_err.value.problems == [(
-        "gpupool_cluster.pools[4] (a100b).mig.config_name",
-        "MIG config 'shared' is also used by gpupool_cluster.pools[0] (a100) with a different layout; pools that "
-        "share a config name share one mig-parted config, so give one of them its own mig.config_name")]
+    assert (
+        err.value.problems
+        == model_err.value.problems
+        == [
+            (
+                "gpupool_cluster.pools[4] (a100b).mig.config_name",
+                "MIG config 'shared' is also used by gpupool_cluster.pools[0] (a100) with a different layout; pools that "
+                "share a config name share one mig-parted config, so give one of them its own mig.config_name",
+            )
+        ]
+    )
 
 
 def test_config_name_must_be_a_label_value():
@@ -161,13 +193,17 @@ def test_digest_ignores_key_order():
     a = [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]
     b = [{"mig-devices": {"1g.5gb": 7}, "mig-enabled": True, "devices": "all"}]
     assert plan_mig_rollout.config_digest(a) == plan_mig_rollout.config_digest(b)
-    assert plan_mig_rollout.config_digest(a) != plan_mig_rollout.config_digest([{"devices": "all", "mig-enabled": False}])
+    assert plan_mig_rollout.config_digest(a) != plan_mig_rollout.config_digest(
+        [{"devices": "all", "mig-enabled": False}]
+    )
 
 
 # ---- the ConfigMap document -------------------------------------------------------------------------------
 
-OTHERS = ("version: v1\nmig-configs:\n  team-x:\n    - devices: all\n      mig-enabled: true\n"
-          "      mig-devices: {1g.5gb: 7}\n")
+OTHERS = (
+    "version: v1\nmig-configs:\n  team-x:\n    - devices: all\n      mig-enabled: true\n"
+    "      mig-devices: {1g.5gb: 7}\n"
+)
 OURS = {"gpupool-a100": [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.20gb": 2}}]}
 
 
@@ -181,16 +217,22 @@ def test_parse_keeps_others_configs():
     assert doc["mig-configs"]["team-x"][0]["mig-devices"] == {"1g.5gb": 7}
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("a: [unclosed", "is not YAML"),
-    ("- a list", "is not a mig-parted document"),
-    ("version: v1\nmig-configs: [1]\n", "is not a mig-parted document"),
-    ("version: v2\nmig-configs: {}\n", "only v1"),
-    ("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true, mig-devicez: {}}]}\n", "unknown key(s) mig-devicez"),
-    ("version: v1\nmig-configs: {a: [{devices: [0, x], mig-enabled: true}]}\n", "devices must be 'all'"),
-    ("version: v1\nmig-configs: {a: {devices: all}}\n", "must be a list of entries"),
-    ("version: v1\nmig-configs: {}\nextra: 1\n", "unknown top-level key"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("a: [unclosed", "is not YAML"),
+        ("- a list", "is not a mig-parted document"),
+        ("version: v1\nmig-configs: [1]\n", "is not a mig-parted document"),
+        ("version: v2\nmig-configs: {}\n", "only v1"),
+        (
+            "version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true, mig-devicez: {}}]}\n",
+            "unknown key(s) mig-devicez",
+        ),
+        ("version: v1\nmig-configs: {a: [{devices: [0, x], mig-enabled: true}]}\n", "devices must be 'all'"),
+        ("version: v1\nmig-configs: {a: {devices: all}}\n", "must be a list of entries"),
+        ("version: v1\nmig-configs: {}\nextra: 1\n", "unknown top-level key"),
+    ],
+)
 def test_parse_refuses_what_it_cannot_merge(text, needle):
     with pytest.raises(mig_mig_parted.SpecError):
         mig_mig_parted.parse_document(text, "ConfigMap gpu-operator/x")
@@ -263,26 +305,34 @@ def test_render_round_trips_and_owned_names():
 D = "d" * 16
 
 
-@pytest.mark.parametrize("n,changed,retry,want", [
-    (node("n0"), False, False, plan_mig_rollout.CONFIGURE),
-    (node("n0", "all-disabled", "success"), False, False, plan_mig_rollout.CONFIGURE),
-    (node("n0", "other", "failed"), False, False, plan_mig_rollout.CONFIGURE),
-    (node("n0", CFG, "success", D), False, False, plan_mig_rollout.NONE),
-    (node("n0", CFG, "success", D), True, False, plan_mig_rollout.NONE),  # digest says it has the new content
-    (node("n0", CFG, "success"), False, False, plan_mig_rollout.NONE),  # no digest, config unchanged: label equal + success
-    (node("n0", CFG, "success"), True, False, plan_mig_rollout.RECONFIGURE),  # no digest, config changes now
-    (node("n0", CFG, "success", "old"), False, False, plan_mig_rollout.RECONFIGURE),
-    (node("n0", CFG, "failed", "old"), False, False, plan_mig_rollout.RECONFIGURE),  # new content may fix it
-    (node("n0", CFG, "failed", D), False, False, plan_mig_rollout.BLOCKED),
-    (node("n0", CFG, "failed", D), False, True, plan_mig_rollout.RECONFIGURE),
-    (node("n0", CFG, "pending", D), False, False, plan_mig_rollout.WAIT),
-    (node("n0", CFG, "rebooting", D), False, False, plan_mig_rollout.WAIT),
-    (node("n0", CFG, None, D), False, False, plan_mig_rollout.WAIT),
-    (node("n0", None, None, None, ready=False), False, False, plan_mig_rollout.SKIP),
-    (node("n0", CFG, "success", "old", ready=False), False, False, plan_mig_rollout.SKIP),
-    (node("n0", CFG, "pending", D, ready=False), False, False, plan_mig_rollout.WAIT),
-    (node("n0", CFG, "success", D, ready=False), False, False, plan_mig_rollout.NONE),
-])
+@pytest.mark.parametrize(
+    "n,changed,retry,want",
+    [
+        (node("n0"), False, False, plan_mig_rollout.CONFIGURE),
+        (node("n0", "all-disabled", "success"), False, False, plan_mig_rollout.CONFIGURE),
+        (node("n0", "other", "failed"), False, False, plan_mig_rollout.CONFIGURE),
+        (node("n0", CFG, "success", D), False, False, plan_mig_rollout.NONE),
+        (node("n0", CFG, "success", D), True, False, plan_mig_rollout.NONE),  # digest says it has the new content
+        (
+            node("n0", CFG, "success"),
+            False,
+            False,
+            plan_mig_rollout.NONE,
+        ),  # no digest, config unchanged: label equal + success
+        (node("n0", CFG, "success"), True, False, plan_mig_rollout.RECONFIGURE),  # no digest, config changes now
+        (node("n0", CFG, "success", "old"), False, False, plan_mig_rollout.RECONFIGURE),
+        (node("n0", CFG, "failed", "old"), False, False, plan_mig_rollout.RECONFIGURE),  # new content may fix it
+        (node("n0", CFG, "failed", D), False, False, plan_mig_rollout.BLOCKED),
+        (node("n0", CFG, "failed", D), False, True, plan_mig_rollout.RECONFIGURE),
+        (node("n0", CFG, "pending", D), False, False, plan_mig_rollout.WAIT),
+        (node("n0", CFG, "rebooting", D), False, False, plan_mig_rollout.WAIT),
+        (node("n0", CFG, None, D), False, False, plan_mig_rollout.WAIT),
+        (node("n0", None, None, None, ready=False), False, False, plan_mig_rollout.SKIP),
+        (node("n0", CFG, "success", "old", ready=False), False, False, plan_mig_rollout.SKIP),
+        (node("n0", CFG, "pending", D, ready=False), False, False, plan_mig_rollout.WAIT),
+        (node("n0", CFG, "success", D, ready=False), False, False, plan_mig_rollout.NONE),
+    ],
+)
 def test_classify(n, changed, retry, want):
     action, reason = plan_mig_rollout.classify(n, CFG, D, config_changed=changed, retry_failed=retry)
     assert action == want, reason
@@ -290,20 +340,30 @@ def test_classify(n, changed, retry, want):
 
 
 def test_classify_reasons_are_readable():
-    assert plan_mig_rollout.classify(node("n0", "all-disabled"), CFG, D)[1] == \
-        "nvidia.com/mig.config is all-disabled, wants gpupool-a100"
+    assert (
+        plan_mig_rollout.classify(node("n0", "all-disabled"), CFG, D)[1]
+        == "nvidia.com/mig.config is all-disabled, wants gpupool-a100"
+    )
     assert "not set" in plan_mig_rollout.classify(node("n0"), CFG, D)[1]
     assert "NotReady" in plan_mig_rollout.classify(node("n0", ready=False), CFG, D)[1]
 
 
-@pytest.mark.parametrize("max_unavailable,want", [
-    (1, [["n1"], ["n0"], ["n2"], ["n3"]]),
-    (2, [["n1", "n0"], ["n2", "n3"]]),
-    (3, [["n1", "n0", "n2"], ["n3"]]),
-    (10, [["n1", "n0", "n2", "n3"]]),
-])
+@pytest.mark.parametrize(
+    "max_unavailable,want",
+    [
+        (1, [["n1"], ["n0"], ["n2"], ["n3"]]),
+        (2, [["n1", "n0"], ["n2", "n3"]]),
+        (3, [["n1", "n0", "n2"], ["n3"]]),
+        (10, [["n1", "n0", "n2", "n3"]]),
+    ],
+)
 def test_waves_put_busy_nodes_first(max_unavailable, want):
-    changing = [("n3", plan_mig_rollout.CONFIGURE), ("n0", plan_mig_rollout.RECONFIGURE), ("n2", plan_mig_rollout.CONFIGURE), ("n1", plan_mig_rollout.WAIT)]
+    changing = [
+        ("n3", plan_mig_rollout.CONFIGURE),
+        ("n0", plan_mig_rollout.RECONFIGURE),
+        ("n2", plan_mig_rollout.CONFIGURE),
+        ("n1", plan_mig_rollout.WAIT),
+    ]
     assert plan_mig_rollout.waves(changing, max_unavailable) == want
 
 
@@ -314,9 +374,14 @@ def test_waves_need_max_unavailable():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.from_regex(r"n[0-9]{1,3}", fullmatch=True),
-                       st.sampled_from([plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE, plan_mig_rollout.WAIT]), max_size=30),
-       st.integers(min_value=1, max_value=8))
+@given(
+    st.dictionaries(
+        st.from_regex(r"n[0-9]{1,3}", fullmatch=True),
+        st.sampled_from([plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE, plan_mig_rollout.WAIT]),
+        max_size=30,
+    ),
+    st.integers(min_value=1, max_value=8),
+)
 def test_waves_partition_the_nodes(actions, max_unavailable):
     result = plan_mig_rollout.waves(list(actions.items()), max_unavailable)
     flat = [n for w in result for n in w]
@@ -324,16 +389,21 @@ def test_waves_partition_the_nodes(actions, max_unavailable):
     assert all(1 <= len(w) <= max_unavailable for w in result)
     assert all(len(w) == max_unavailable for w in result[:-1])  # only the last wave may be short
     busy = [n for n in flat if actions[n] == plan_mig_rollout.WAIT]
-    assert flat[:len(busy)] == sorted(busy)
+    assert flat[: len(busy)] == sorted(busy)
 
 
 def test_plan_pool():
-    nodes = [node("n3"), node("n1", CFG, "success", D),
-             node("n0", CFG, "success", D, cordoned=True, unschedulable=True),
-             node("n2", CFG, "pending", D), node("n4", ready=False), node("n5", "x", "success")]
+    nodes = [
+        node("n3"),
+        node("n1", CFG, "success", D),
+        node("n0", CFG, "success", D, cordoned=True, unschedulable=True),
+        node("n2", CFG, "pending", D),
+        node("n4", ready=False),
+        node("n5", "x", "success"),
+    ]
     plan = plan_mig_rollout.plan_pool("a100", CFG, D, nodes, 2)
     assert [r["name"] for r in plan["nodes"]] == ["n0", "n1", "n2", "n3", "n4", "n5"]
-    actions = dict((r["name"], r["action"]) for r in plan["nodes"])
+    actions = {r["name"]: r["action"] for r in plan["nodes"]}
     assert actions == {"n0": "none", "n1": "none", "n2": "wait", "n3": "configure", "n4": "skip", "n5": "configure"}
     assert plan["waves"] == [["n2", "n3"], ["n5"]]
     assert plan["skipped"] == ["n4"] and plan["blocked"] == []
@@ -351,33 +421,49 @@ def test_blocked_nodes_become_problems_that_name_the_node():
 
 
 def test_patches():
-    assert plan_mig_rollout.label_patch(CFG, D) == {"metadata": {"labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: None},
-                                                    "annotations": {model_names.DIGEST_ANNOTATION: D}}}
-    assert plan_mig_rollout.unlabel_patch() == {"metadata": {"labels": {model_names.CONFIG_LABEL: None, model_names.STATE_LABEL: None}}}
+    assert plan_mig_rollout.label_patch(CFG, D) == {
+        "metadata": {
+            "labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: None},
+            "annotations": {model_names.DIGEST_ANNOTATION: D},
+        }
+    }
+    assert plan_mig_rollout.unlabel_patch() == {
+        "metadata": {"labels": {model_names.CONFIG_LABEL: None, model_names.STATE_LABEL: None}}
+    }
     assert plan_eviction.cordon_patch(model_names.CORDON_VALUE) == {
         "metadata": {"annotations": {model_names.CORDON_ANNOTATION: model_names.CORDON_VALUE}},
-        "spec": {"unschedulable": True}}
-    assert plan_eviction.uncordon_patch() == {"metadata": {"annotations": {model_names.CORDON_ANNOTATION: None}},
-                                              "spec": {"unschedulable": None}}
+        "spec": {"unschedulable": True},
+    }
+    assert plan_eviction.uncordon_patch() == {
+        "metadata": {"annotations": {model_names.CORDON_ANNOTATION: None}},
+        "spec": {"unschedulable": None},
+    }
     assert plan_mig_rollout.node_diff_view(CFG, "success", D) == {
-        "metadata": {"labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: "success"},
-                     "annotations": {model_names.DIGEST_ANNOTATION: D}}}
+        "metadata": {
+            "labels": {model_names.CONFIG_LABEL: CFG, model_names.STATE_LABEL: "success"},
+            "annotations": {model_names.DIGEST_ANNOTATION: D},
+        }
+    }
     assert plan_mig_rollout.node_diff_view(None, None, None) == {"metadata": {"labels": {}, "annotations": {}}}
 
 
 # ---- pods ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("p,why", [
-    (pod("a", limits={"nvidia.com/gpu": "1"}), "requests nvidia.com/gpu"),
-    (pod("a", requests={"nvidia.com/mig-3g.20gb": "1", "cpu": "1"}), "requests nvidia.com/mig-3g.20gb"),
-    (pod("a", limits={"nvidia.com/gpu.shared": "1"}), "requests nvidia.com/gpu.shared"),
-    (pod("a", limits={"gpupool.io/a100-3g.20gb": "1"}), "requests gpupool.io/a100-3g.20gb"),
-    (pod("a", limits={"nvidia.com/gpu": "1"}, init=True), "requests nvidia.com/gpu"),
-    (pod("a", claims=["gpu-claim"]), "has resource claim(s) gpu-claim"),
-    (pod("a", limits={"cpu": "1", "memory": "1Gi"}), None),
-    (pod("a", limits={"example.com/nvidia.com/gpu": "1"}), None),
-    (pod("a"), None),
-])
+
+@pytest.mark.parametrize(
+    "p,why",
+    [
+        (pod("a", limits={"nvidia.com/gpu": "1"}), "requests nvidia.com/gpu"),
+        (pod("a", requests={"nvidia.com/mig-3g.20gb": "1", "cpu": "1"}), "requests nvidia.com/mig-3g.20gb"),
+        (pod("a", limits={"nvidia.com/gpu.shared": "1"}), "requests nvidia.com/gpu.shared"),
+        (pod("a", limits={"gpupool.io/a100-3g.20gb": "1"}), "requests gpupool.io/a100-3g.20gb"),
+        (pod("a", limits={"nvidia.com/gpu": "1"}, init=True), "requests nvidia.com/gpu"),
+        (pod("a", claims=["gpu-claim"]), "has resource claim(s) gpu-claim"),
+        (pod("a", limits={"cpu": "1", "memory": "1Gi"}), None),
+        (pod("a", limits={"example.com/nvidia.com/gpu": "1"}), None),
+        (pod("a"), None),
+    ],
+)
 def test_gpu_use(p, why):
     assert plan_eviction.gpu_use(p) == why
 
@@ -399,31 +485,56 @@ def test_pods_to_evict():
     assert [plan_eviction.pod_ref(p) for p, dummy in evict] == ["a/infer", "ml/job", "ml/train"]
     assert [plan_eviction.pod_ref(p) for p, dummy in wait_for] == ["ml/leaving"]
     assert [(plan_eviction.pod_ref(p), why.split(" ")[0]) for p, why in skipped] == [
-        ("ml/dcgm", "DaemonSet"), ("ml/static", "static")]
+        ("ml/dcgm", "DaemonSet"),
+        ("ml/static", "static"),
+    ]
     assert plan_eviction.pods_to_evict(pods, "n9") == ([], [], [])
 
 
 def test_eviction_body():
     p = pod("train", limits={"nvidia.com/gpu": "1"})
-    assert plan_eviction.eviction(p) == {"apiVersion": "policy/v1", "kind": "Eviction",
-                                         "metadata": {"name": "train", "namespace": "ml"},
-                                         "deleteOptions": {"preconditions": {"uid": "uid-train"}}}
+    assert plan_eviction.eviction(p) == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "deleteOptions": {"preconditions": {"uid": "uid-train"}},
+    }
     assert plan_eviction.eviction(p, 0)["deleteOptions"]["gracePeriodSeconds"] == 0
 
 
 # ---- progress ---------------------------------------------------------------------------------------------
 
+
 def test_wave_progress():
-    now = {"a": node("a", CFG, "success", D), "b": node("b", CFG, "failed", D), "c": node("c", CFG, "pending", D),
-           "d": node("d", CFG, None, D), "e": None, "f": node("f", "all-disabled", "success")}
-    assert plan_mig_rollout.wave_progress(now, CFG) == {"a": "done", "b": "failed", "c": "busy", "d": "busy", "e": "gone",
-                                                        "f": "relabelled"}
+    now = {
+        "a": node("a", CFG, "success", D),
+        "b": node("b", CFG, "failed", D),
+        "c": node("c", CFG, "pending", D),
+        "d": node("d", CFG, None, D),
+        "e": None,
+        "f": node("f", "all-disabled", "success"),
+    }
+    assert plan_mig_rollout.wave_progress(now, CFG) == {
+        "a": "done",
+        "b": "failed",
+        "c": "busy",
+        "d": "busy",
+        "e": "gone",
+        "f": "relabelled",
+    }
 
 
 def test_node_state():
     st_ = plan_mig_rollout.node_state(node("n0", CFG, "success", D, unschedulable=True, cordoned=True))
-    assert st_ == {"name": "n0", "ready": True, "unschedulable": True, "config": CFG, "state": "success",
-                   "digest": D, "cordoned_by_us": True}
+    assert st_ == {
+        "name": "n0",
+        "ready": True,
+        "unschedulable": True,
+        "config": CFG,
+        "state": "success",
+        "digest": D,
+        "cordoned_by_us": True,
+    }
     assert plan_nodes.node_ready({"metadata": {"name": "x"}}) is False
 
 

@@ -1,4 +1,5 @@
 """Unit tests of the pure nodegroup planner (plugins/module_utils/plan/nodegroup.py)."""
+
 from __future__ import annotations
 
 import ast
@@ -10,9 +11,21 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import P
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import gpu_use
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
-    COMPLETE_STATES, choose_microversion, desired_from_pool, desired_state, drain_candidate, evaluate_wait,
-    format_version, normalize_labels, normalize_taints, orphaned_nodegroups, parse_version, plan_drain,
-    plan_nodegroup, server_id, view,
+    COMPLETE_STATES,
+    choose_microversion,
+    desired_from_pool,
+    desired_state,
+    drain_candidate,
+    evaluate_wait,
+    format_version,
+    normalize_labels,
+    normalize_taints,
+    orphaned_nodegroups,
+    parse_version,
+    plan_drain,
+    plan_nodegroup,
+    server_id,
+    view,
 )
 
 CLUSTER = {"uuid": "c-1", "name": "k8s", "flavor_id": "m1", "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
@@ -25,10 +38,23 @@ def params(**kw):
 
 
 def observed(**kw):
-    ng = {"uuid": "ng-1", "name": "gpu", "role": "worker", "flavor_id": "g1", "image_id": "img", "node_count": 2,
-          "min_node_count": 0, "max_node_count": None, "docker_volume_size": None, "is_default": False,
-          "labels": {"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"},
-          "node_labels": {}, "node_taints": [], "status": "CREATE_COMPLETE", "status_reason": None}
+    ng = {
+        "uuid": "ng-1",
+        "name": "gpu",
+        "role": "worker",
+        "flavor_id": "g1",
+        "image_id": "img",
+        "node_count": 2,
+        "min_node_count": 0,
+        "max_node_count": None,
+        "docker_volume_size": None,
+        "is_default": False,
+        "labels": {"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"},
+        "node_labels": {},
+        "node_taints": [],
+        "status": "CREATE_COMPLETE",
+        "status_reason": None,
+    }
     ng.update(kw)
     return ng
 
@@ -38,8 +64,15 @@ def plan(p, obs=None, version=(1, 14), state="present", cluster=None):
 
 
 # ------------------------------------------------------------------------------------------- versions
-@pytest.mark.parametrize("text, expected", [("1.10", (1, 10)), ("container-infra 1.12", (1, 12)),
-                                            ("container-infrastructure-management 1.14", (1, 14)), ((1, 9), (1, 9))])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1.10", (1, 10)),
+        ("container-infra 1.12", (1, 12)),
+        ("container-infrastructure-management 1.14", (1, 14)),
+        ((1, 9), (1, 9)),
+    ],
+)
 def test_parse_version(text, expected):
     assert parse_version(text) == expected
 
@@ -50,8 +83,10 @@ def test_parse_version_rejects(text):
         parse_version(text)
 
 
-@pytest.mark.parametrize("server_max, expected", [("1.9", (1, 9)), ("1.11", (1, 11)), ("1.12", (1, 12)),
-                                                  ("1.14", (1, 14)), ("1.20", (1, 14))])
+@pytest.mark.parametrize(
+    "server_max, expected",
+    [("1.9", (1, 9)), ("1.11", (1, 11)), ("1.12", (1, 12)), ("1.14", (1, 14)), ("1.20", (1, 14))],
+)
 def test_choose_microversion_is_the_highest_both_know(server_max, expected):
     assert choose_microversion(server_max, "1.1") == expected
 
@@ -72,22 +107,32 @@ def test_format_version():
 
 # ------------------------------------------------------------------------------------------- values
 def test_labels_become_strings_like_the_cli_sends_them():
-    assert normalize_labels({"a": True, "b": False, "c": 3, "d": 1.5, "e": "x", "f": None}) == \
-        {"a": "true", "b": "false", "c": "3", "d": "1.5", "e": "x", "f": ""}
+    assert normalize_labels({"a": True, "b": False, "c": 3, "d": 1.5, "e": "x", "f": None}) == {
+        "a": "true",
+        "b": "false",
+        "c": "3",
+        "d": "1.5",
+        "e": "x",
+        "f": "",
+    }
     assert normalize_labels(None) is None
 
 
 def test_taints_are_sorted_and_value_defaults_to_empty():
-    assert normalize_taints([{"key": "b", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoExecute"}]) \
-        == [{"key": "a", "value": "x", "effect": "NoExecute"}, {"key": "b", "value": "", "effect": "NoSchedule"}]
+    assert normalize_taints(
+        [{"key": "b", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoExecute"}]
+    ) == [{"key": "a", "value": "x", "effect": "NoExecute"}, {"key": "b", "value": "", "effect": "NoSchedule"}]
 
 
-@pytest.mark.parametrize("bad, match", [
-    ({"node_count": -1}, "node_count must be 0 or more"),
-    ({"min_node_count": -2}, "min_node_count must be 0 or more"),
-    ({"docker_volume_size": 0}, "docker_volume_size must be at least 1"),
-    ({"node_taints": [{"key": "k", "effect": "Sometimes"}]}, "effect 'Sometimes'"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"node_count": -1}, "node_count must be 0 or more"),
+        ({"min_node_count": -2}, "min_node_count must be 0 or more"),
+        ({"docker_volume_size": 0}, "docker_volume_size must be at least 1"),
+        ({"node_taints": [{"key": "k", "effect": "Sometimes"}]}, "effect 'Sometimes'"),
+    ],
+)
 def test_desired_state_validation(bad, match):
     with pytest.raises(Problems, match=match):
         desired_state(params(**bad))
@@ -104,8 +149,13 @@ def test_create_with_merge_labels_sends_merge_flag_and_predicts_merged_labels():
     p = plan(params(flavor="g1", node_count=2, labels={"nvidia_gpu_enabled": True}))
     (action,) = p.actions
     assert action.kind == "create"
-    assert action.payload == {"name": "gpu", "flavor_id": "g1", "node_count": 2,
-                              "labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": True}
+    assert action.payload == {
+        "name": "gpu",
+        "flavor_id": "g1",
+        "node_count": 2,
+        "labels": {"nvidia_gpu_enabled": "true"},
+        "merge_labels": True,
+    }
     assert p.after["labels"] == {"kube_tag": "v1.29", "cern_enabled": "true", "nvidia_gpu_enabled": "true"}
     assert p.before == {} and p.changed
     assert action.expect["status"] == ["CREATE_COMPLETE"]
@@ -125,13 +175,32 @@ def test_create_without_labels_copies_the_cluster_labels_and_sends_no_merge_flag
 
 
 def test_create_sends_every_given_field():
-    p = plan(params(flavor="g1", image="img", node_count=3, min_node_count=1, max_node_count=5, docker_volume_size=50,
-                    role="gpu", node_labels={"pool": "a100"},
-                    node_taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]))
+    p = plan(
+        params(
+            flavor="g1",
+            image="img",
+            node_count=3,
+            min_node_count=1,
+            max_node_count=5,
+            docker_volume_size=50,
+            role="gpu",
+            node_labels={"pool": "a100"},
+            node_taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        )
+    )
     body = p.actions[0].payload
-    assert body == {"name": "gpu", "flavor_id": "g1", "image_id": "img", "node_count": 3, "min_node_count": 1,
-                    "max_node_count": 5, "docker_volume_size": 50, "role": "gpu", "node_labels": {"pool": "a100"},
-                    "node_taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}
+    assert body == {
+        "name": "gpu",
+        "flavor_id": "g1",
+        "image_id": "img",
+        "node_count": 3,
+        "min_node_count": 1,
+        "max_node_count": 5,
+        "docker_volume_size": 50,
+        "role": "gpu",
+        "node_labels": {"pool": "a100"},
+        "node_taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+    }
 
 
 def test_create_master_is_refused():
@@ -139,11 +208,17 @@ def test_create_master_is_refused():
         plan(params(role="master"))
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"node_count": 5, "max_node_count": 3}, r"node_count 5 is outside \[min_node_count 0 \(default\), max_node_count 3\]"),
-    ({"min_node_count": 3}, r"node_count 1 \(default\) is outside"),
-    ({"node_count": 3, "min_node_count": 4, "max_node_count": 2}, "min_node_count 4 is above max_node_count 2"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (
+            {"node_count": 5, "max_node_count": 3},
+            r"node_count 5 is outside \[min_node_count 0 \(default\), max_node_count 3\]",
+        ),
+        ({"min_node_count": 3}, r"node_count 1 \(default\) is outside"),
+        ({"node_count": 3, "min_node_count": 4, "max_node_count": 2}, "min_node_count 4 is above max_node_count 2"),
+    ],
+)
 def test_create_with_inconsistent_counts_is_refused_before_any_request(kw, match):
     with pytest.raises(Problems, match=match):
         plan(params(**kw))
@@ -155,8 +230,9 @@ def test_zero_nodes_need_1_10():
     assert plan(params(node_count=0), version=(1, 10)).actions[0].payload["node_count"] == 0
 
 
-@pytest.mark.parametrize("field, value", [("node_labels", {"a": "b"}),
-                                          ("node_taints", [{"key": "k", "effect": "NoSchedule"}])])
+@pytest.mark.parametrize(
+    "field, value", [("node_labels", {"a": "b"}), ("node_taints", [{"key": "k", "effect": "NoSchedule"}])]
+)
 def test_node_labels_and_taints_need_1_14(field, value):
     with pytest.raises(Problems, match="need Magnum API microversion 1.14, but the server only supports 1.12"):
         plan(params(**{field: value}), version=(1, 12))
@@ -193,8 +269,19 @@ def test_absent_while_delete_in_progress_only_waits():
 
 # ------------------------------------------------------------------------------------------- update
 def test_same_settings_plan_nothing():
-    p = plan(params(flavor="g1", image="img", node_count=2, min_node_count=0, labels={"nvidia_gpu_enabled": "true"},
-                    role="worker", node_labels={}, node_taints=[]), observed())
+    p = plan(
+        params(
+            flavor="g1",
+            image="img",
+            node_count=2,
+            min_node_count=0,
+            labels={"nvidia_gpu_enabled": "true"},
+            role="worker",
+            node_labels={},
+            node_taints=[],
+        ),
+        observed(),
+    )
     assert p.actions == [] and p.before == p.after
 
 
@@ -202,14 +289,17 @@ def test_unset_options_are_not_compared():
     assert plan(params(), observed(flavor_id="other", labels={})).actions == []
 
 
-@pytest.mark.parametrize("kw, words", [
-    ({"flavor": "g2"}, "flavor is 'g1', the task asks for 'g2'"),
-    ({"image": "img2"}, "image is 'img', the task asks for 'img2'"),
-    ({"docker_volume_size": 100}, "docker_volume_size is None, the task asks for 100"),
-    ({"role": "gpu"}, "role is 'worker', the task asks for 'gpu'"),
-    ({"labels": {"nvidia_gpu_enabled": "false"}}, "labels nvidia_gpu_enabled differ"),
-    ({"labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": False}, "present but not asked for"),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"flavor": "g2"}, "flavor is 'g1', the task asks for 'g2'"),
+        ({"image": "img2"}, "image is 'img', the task asks for 'img2'"),
+        ({"docker_volume_size": 100}, "docker_volume_size is None, the task asks for 100"),
+        ({"role": "gpu"}, "role is 'worker', the task asks for 'gpu'"),
+        ({"labels": {"nvidia_gpu_enabled": "false"}}, "labels nvidia_gpu_enabled differ"),
+        ({"labels": {"nvidia_gpu_enabled": "true"}, "merge_labels": False}, "present but not asked for"),
+    ],
+)
 def test_immutable_fields_fail_with_what_to_do(kw, words):
     with pytest.raises(Problems) as err:
         plan(params(**kw), observed())
@@ -265,8 +355,10 @@ def test_master_cannot_be_resized():
 def test_patch_min_max_only():
     (action,) = plan(params(min_node_count=1, max_node_count=5), observed()).actions
     assert action.kind == "patch"
-    assert action.payload == [{"op": "replace", "path": "/min_node_count", "value": 1},
-                              {"op": "replace", "path": "/max_node_count", "value": 5}]
+    assert action.payload == [
+        {"op": "replace", "path": "/min_node_count", "value": 1},
+        {"op": "replace", "path": "/max_node_count", "value": 5},
+    ]
     assert action.expect["fields"] == {"min_node_count": 1, "max_node_count": 5}
 
 
@@ -276,8 +368,9 @@ def test_max_below_current_count_without_node_count_is_refused():
 
 
 def test_node_labels_patch_is_a_python_literal_string():
-    (action,) = plan(params(node_labels={"pool": "a100"},
-                            node_taints=[{"key": "gpu", "effect": "NoSchedule"}]), observed()).actions
+    (action,) = plan(
+        params(node_labels={"pool": "a100"}, node_taints=[{"key": "gpu", "effect": "NoSchedule"}]), observed()
+    ).actions
     ops = {op["path"]: op["value"] for op in action.payload}
     assert ast.literal_eval(ops["/node_labels"]) == {"pool": "a100"}
     assert ast.literal_eval(ops["/node_taints"]) == [{"key": "gpu", "value": "", "effect": "NoSchedule"}]
@@ -354,11 +447,18 @@ def test_every_reachable_target_is_reached_through_steps_magnum_accepts(start):
 
 
 def test_widen_resize_narrow_when_no_order_works():
-    kinds = [(a.kind, a.payload) for a in plan(params(node_count=1, min_node_count=0, max_node_count=2),
-                                               observed(node_count=3, min_node_count=3, max_node_count=3)).actions]
-    assert kinds == [("patch", [{"op": "replace", "path": "/min_node_count", "value": 0}]),
-                     ("resize", {"node_count": 1, "nodegroup": "ng-1"}),
-                     ("patch", [{"op": "replace", "path": "/max_node_count", "value": 2}])]
+    kinds = [
+        (a.kind, a.payload)
+        for a in plan(
+            params(node_count=1, min_node_count=0, max_node_count=2),
+            observed(node_count=3, min_node_count=3, max_node_count=3),
+        ).actions
+    ]
+    assert kinds == [
+        ("patch", [{"op": "replace", "path": "/min_node_count", "value": 0}]),
+        ("resize", {"node_count": 1, "nodegroup": "ng-1"}),
+        ("patch", [{"op": "replace", "path": "/max_node_count", "value": 2}]),
+    ]
 
 
 # ------------------------------------------------------------------------------------------- waiting
@@ -399,20 +499,31 @@ def test_wait_compares_node_labels_normalized():
 
 # ------------------------------------------------------------------------------------------- drain
 def node(name, gpu_pods=0, cordoned=False, provider="openstack:///srv-%s"):
-    return {"name": name, "provider_id": provider % name if provider and "%s" in provider else provider,
-            "unschedulable": cordoned,
-            "gpu_pods": [{"namespace": "ml", "name": "%s-p%d" % (name, i)} for i in range(gpu_pods)]}
+    return {
+        "name": name,
+        "provider_id": provider % name if provider and "%s" in provider else provider,
+        "unschedulable": cordoned,
+        "gpu_pods": [{"namespace": "ml", "name": "%s-p%d" % (name, i)} for i in range(gpu_pods)],
+    }
 
 
 def test_drain_prefers_cordoned_then_idle_then_newest():
-    nodes = [node("k8s-gpu-abc-node-0", 0), node("k8s-gpu-abc-node-1", 2), node("k8s-gpu-abc-node-2", 1),
-             node("k8s-gpu-abc-node-3", 3, cordoned=True), node("k8s-gpu-abc-node-4", 0)]
+    nodes = [
+        node("k8s-gpu-abc-node-0", 0),
+        node("k8s-gpu-abc-node-1", 2),
+        node("k8s-gpu-abc-node-2", 1),
+        node("k8s-gpu-abc-node-3", 3, cordoned=True),
+        node("k8s-gpu-abc-node-4", 0),
+    ]
     plan_ = plan_drain(nodes, 3)
     assert plan_["victims"] == ["k8s-gpu-abc-node-3", "k8s-gpu-abc-node-4", "k8s-gpu-abc-node-0"]
     assert plan_["nodes_to_remove"] == ["srv-k8s-gpu-abc-node-3", "srv-k8s-gpu-abc-node-4", "srv-k8s-gpu-abc-node-0"]
     assert plan_["cordon"] == ["k8s-gpu-abc-node-4", "k8s-gpu-abc-node-0"]
-    assert [p["name"] for p in plan_["evict"]] == ["k8s-gpu-abc-node-3-p0", "k8s-gpu-abc-node-3-p1",
-                                                   "k8s-gpu-abc-node-3-p2"]
+    assert [p["name"] for p in plan_["evict"]] == [
+        "k8s-gpu-abc-node-3-p0",
+        "k8s-gpu-abc-node-3-p1",
+        "k8s-gpu-abc-node-3-p2",
+    ]
 
 
 def test_drain_nothing_to_remove():
@@ -424,8 +535,16 @@ def test_drain_needs_enough_registered_nodes():
         plan_drain([node("a")], 2)
 
 
-@pytest.mark.parametrize("provider, expected", [("openstack:///abc", "abc"), ("openstack://RegionOne/abc", "abc"),
-                                                ("aws:///i-1", None), (None, None), ("openstack:///", None)])
+@pytest.mark.parametrize(
+    "provider, expected",
+    [
+        ("openstack:///abc", "abc"),
+        ("openstack://RegionOne/abc", "abc"),
+        ("aws:///i-1", None),
+        (None, None),
+        ("openstack:///", None),
+    ],
+)
 def test_server_id_from_provider_id(provider, expected):
     assert server_id({"provider_id": provider}) == expected
 
@@ -434,14 +553,17 @@ def test_node_without_provider_id_is_removed_by_name():
     assert plan_drain([node("n-1", provider=None)], 1)["nodes_to_remove"] == ["n-1"]
 
 
-@pytest.mark.parametrize("spec, uses", [
-    ({"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}, True),
-    ({"containers": [{"resources": {"requests": {"nvidia.com/mig-1g.10gb": 1}}}]}, True),
-    ({"initContainers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}], "containers": []}, True),
-    ({"containers": [{"name": "x"}], "resourceClaims": [{"name": "gpu"}]}, True),
-    ({"containers": [{"resources": {"limits": {"cpu": "1"}}}]}, False),
-    ({"containers": [{}]}, False),
-])
+@pytest.mark.parametrize(
+    "spec, uses",
+    [
+        ({"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}, True),
+        ({"containers": [{"resources": {"requests": {"nvidia.com/mig-1g.10gb": 1}}}]}, True),
+        ({"initContainers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}], "containers": []}, True),
+        ({"containers": [{"name": "x"}], "resourceClaims": [{"name": "gpu"}]}, True),
+        ({"containers": [{"resources": {"limits": {"cpu": "1"}}}]}, False),
+        ({"containers": [{}]}, False),
+    ],
+)
 def test_the_drain_and_the_mig_rollout_share_one_gpu_pod_rule(spec, uses):
     assert (gpu_use({"spec": spec}) is not None) is uses
 
@@ -449,14 +571,19 @@ def test_the_drain_and_the_mig_rollout_share_one_gpu_pod_rule(spec, uses):
 def test_drain_candidate_from_a_node_and_its_gpu_pods():
     node_ = {"metadata": {"name": "n-1"}, "spec": {"providerID": "openstack:///abc", "unschedulable": True}}
     pods = [{"metadata": {"namespace": "ml", "name": "train"}}]
-    assert drain_candidate(node_, pods) == {"name": "n-1", "provider_id": "openstack:///abc", "unschedulable": True,
-                                            "gpu_pods": [{"namespace": "ml", "name": "train"}]}
+    assert drain_candidate(node_, pods) == {
+        "name": "n-1",
+        "provider_id": "openstack:///abc",
+        "unschedulable": True,
+        "gpu_pods": [{"namespace": "ml", "name": "train"}],
+    }
 
 
 # ------------------------------------------------------------------------------------------- from the model
 def inventory(pools, labels=None):
-    return load_cluster({"name": "k8s-gpu", "magnum": {"cloud": "c", "cluster": "k8s", "labels": labels or {}},
-                         "pools": pools})
+    return load_cluster(
+        {"name": "k8s-gpu", "magnum": {"cloud": "c", "cluster": "k8s", "labels": labels or {}}, "pools": pools}
+    )
 
 
 def pool(pool_name="gpu-a", **group):
@@ -466,9 +593,20 @@ def pool(pool_name="gpu-a", **group):
 def test_desired_from_pool_takes_the_models_defaults():
     cluster = inventory([pool()])
     assert desired_from_pool(cluster, cluster.pools[0]) == {
-        "name": "gpu-a", "flavor_id": "g1", "image_id": None, "node_count": 1, "min_node_count": 0,
-        "max_node_count": None, "docker_volume_size": None, "labels": None, "cluster_labels": None,
-        "merge_labels": True, "role": "worker", "node_labels": None, "node_taints": None}
+        "name": "gpu-a",
+        "flavor_id": "g1",
+        "image_id": None,
+        "node_count": 1,
+        "min_node_count": 0,
+        "max_node_count": None,
+        "docker_volume_size": None,
+        "labels": None,
+        "cluster_labels": None,
+        "merge_labels": True,
+        "role": "worker",
+        "node_labels": None,
+        "node_taints": None,
+    }
 
 
 def test_desired_from_pool_splits_the_pools_labels_from_the_clusters():
@@ -507,13 +645,19 @@ def test_without_merge_labels_cluster_labels_count_as_asked_for():
     ok = plan_nodegroup(desired, observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}), CLUSTER, (1, 14))
     assert ok.actions == [] and list(ok.drift) == ["kube_tag"]
     with pytest.raises(Problems, match="present but not asked for .merge_labels is false.: extra"):
-        plan_nodegroup(desired, observed(node_count=1, labels={"kube_tag": "v1.30", "own": "1", "extra": "x"}),
-                       CLUSTER, (1, 14))
+        plan_nodegroup(
+            desired, observed(node_count=1, labels={"kube_tag": "v1.30", "own": "1", "extra": "x"}), CLUSTER, (1, 14)
+        )
 
 
 def test_orphaned_nodegroups_are_those_no_pool_declares():
     cluster = inventory([pool("gpu-a"), dict(pool("gpu-b", name="custom"), state="absent")])
-    listing = [{"name": "default-master", "is_default": True, "role": "master"},
-               {"name": "default-worker", "is_default": True, "role": "worker"},
-               {"name": "gpu-a"}, {"name": "custom"}, {"name": "gpu-b"}, {"name": "gpu-old", "role": "worker"}]
+    listing = [
+        {"name": "default-master", "is_default": True, "role": "master"},
+        {"name": "default-worker", "is_default": True, "role": "worker"},
+        {"name": "gpu-a"},
+        {"name": "custom"},
+        {"name": "gpu-b"},
+        {"name": "gpu-old", "role": "worker"},
+    ]
     assert orphaned_nodegroups(listing, cluster) == ["gpu-b", "gpu-old"]

@@ -1,24 +1,29 @@
 """Pool report: pure tests (no I/O, no test bed) of inventory + Nodes + ResourceSlices + ResourceClaims => report."""
+
 from __future__ import annotations
 
 import copy
 
 import pytest
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import get_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.plan import pool_report as pr
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import get_gpu
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
 
 NG = "magnum.openstack.org/nodegroup"
 BASE = {
     "name": "c1",
     "magnum": {"cloud": "x", "cluster": "y"},
     "pools": [
-        {"name": "a100", "nodegroup": {"flavor": "g4.p2.40g", "node_count": 2}, "gpu": {"model": "A100-40GB", "per_node": 2},
-         "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}}},
+        {
+            "name": "a100",
+            "nodegroup": {"flavor": "g4.p2.40g", "node_count": 2},
+            "gpu": {"model": "A100-40GB", "per_node": 2},
+            "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+        },
         {"name": "t4", "nodegroup": {"flavor": "g2.xlarge", "node_count": 1}, "gpu": {"model": "T4"}},
         {"name": "l4", "node_selector": {"gpu": "l4"}, "gpu": {"model": "L4"}},
     ],
@@ -39,8 +44,11 @@ def node(name, labels=None, ready=True, config=None, state=None, unschedulable=F
         labels[pr.CONFIG_LABEL] = config
     if state:
         labels[pr.STATE_LABEL] = state
-    return {"metadata": {"name": name, "labels": labels}, "spec": {"unschedulable": True} if unschedulable else {},
-            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"unschedulable": True} if unschedulable else {},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
 
 
 def gpu_dev(index):
@@ -57,16 +65,28 @@ def mig_devs(gpu, index, layout):
 
 
 def rslice(node_name, devices, generation=1, driver=pr.GPU_DRIVER, name=None):
-    return {"metadata": {"name": name or "%s-%s-%d" % (node_name, driver, generation)},
-            "spec": {"driver": driver, "nodeName": node_name,
-                     "pool": {"name": node_name, "generation": generation, "resourceSliceCount": 1},
-                     "devices": devices}}
+    return {
+        "metadata": {"name": name or "%s-%s-%d" % (node_name, driver, generation)},
+        "spec": {
+            "driver": driver,
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": generation, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
 
 
 def claim(ns, name, *devices):
-    return {"metadata": {"namespace": ns, "name": name},
-            "status": {"allocation": {"devices": {"results": [
-                {"request": "gpu", "driver": d[0], "pool": d[1], "device": d[2]} for d in devices]}}}}
+    return {
+        "metadata": {"namespace": ns, "name": name},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": "gpu", "driver": d[0], "pool": d[1], "device": d[2]} for d in devices]
+                }
+            }
+        },
+    }
 
 
 LAYOUT = {"3g.20gb": 1, "2g.10gb": 2}
@@ -74,27 +94,39 @@ CFG = "gpupool-a100"
 
 
 def healthy():
-    nodes = [node("a100-0", {NG: "a100"}, config=CFG, state="success"),
-             node("a100-1", {NG: "a100"}, config=CFG, state="success"),
-             node("t4-0", {NG: "t4"}), node("cpu-0", {NG: "default-worker"})]
+    nodes = [
+        node("a100-0", {NG: "a100"}, config=CFG, state="success"),
+        node("a100-1", {NG: "a100"}, config=CFG, state="success"),
+        node("t4-0", {NG: "t4"}),
+        node("cpu-0", {NG: "default-worker"}),
+    ]
     slices = [rslice(n, mig_devs(A100, 0, LAYOUT) + mig_devs(A100, 1, LAYOUT)) for n in ("a100-0", "a100-1")]
     slices.append(rslice("t4-0", [gpu_dev(0)]))
-    slices.append(rslice("a100-0", [{"name": "channel-0", "attributes": {"type": {"string": "channel"}}}],
-                         driver="compute-domain.nvidia.com"))
+    slices.append(
+        rslice(
+            "a100-0",
+            [{"name": "channel-0", "attributes": {"type": {"string": "channel"}}}],
+            driver="compute-domain.nvidia.com",
+        )
+    )
     return nodes, slices
 
 
 def test_healthy_static_pool_counts_mig_devices_by_profile_and_allocation():
     nodes, slices = healthy()
-    claims = [claim("ml", "train", (pr.GPU_DRIVER, "a100-0", "gpu-0-mig-3g20gb-9-4")),
-              claim("ml", "infer", (pr.GPU_DRIVER, "t4-0", "gpu-0"), ("other.example.com", "a100-1", "gpu-0-mig-x")),
-              {"metadata": {"namespace": "ml", "name": "pending"}, "status": {}}]
+    claims = [
+        claim("ml", "train", (pr.GPU_DRIVER, "a100-0", "gpu-0-mig-3g20gb-9-4")),
+        claim("ml", "infer", (pr.GPU_DRIVER, "t4-0", "gpu-0"), ("other.example.com", "a100-1", "gpu-0-mig-x")),
+        {"metadata": {"namespace": "ml", "name": "pending"}, "status": {}},
+    ]
     c = cluster()
     rep = pr.build_report(c, nodes, slices, claims)
     a = rep["pools"]["a100"]
     assert a["mismatches"] == []
-    assert a["mig_devices"] == {"3g.20gb": {"total": 4, "allocated": 1, "free": 3},
-                                "2g.10gb": {"total": 8, "allocated": 0, "free": 8}}
+    assert a["mig_devices"] == {
+        "3g.20gb": {"total": 4, "allocated": 1, "free": 3},
+        "2g.10gb": {"total": 8, "allocated": 0, "free": 8},
+    }
     assert a["gpus"] == {"total": 0, "allocated": 0, "free": 0}
     assert a["devices"] == {"total": 12, "allocated": 1, "free": 11}
     assert a["config_name"] == CFG and a["expected_nodes"] == 2 and a["ready_nodes"] == 2
@@ -164,8 +196,10 @@ def test_full_gpu_where_mig_is_wanted_and_missing_gpu():
 
 def test_mig_on_a_pool_without_mig():
     nodes, slices = healthy()
-    slices[2] = rslice("t4-0", [{"name": "gpu-0-mig-1g5gb-19-0",
-                                 "attributes": {"type": {"string": "mig"}, "profile": {"string": "1g.5gb"}}}])
+    slices[2] = rslice(
+        "t4-0",
+        [{"name": "gpu-0-mig-1g5gb-19-0", "attributes": {"type": {"string": "mig"}, "profile": {"string": "1g.5gb"}}}],
+    )
     rep = pr.build_report(cluster(), nodes, slices, [])
     mm = [m for m in rep["mismatches"] if m["pool"] == "t4"][0]
     assert mm["kind"] == "wrong_layout" and "wants full GPU, publishes MIG 1g.5gb x1" in mm["message"]
@@ -177,9 +211,13 @@ def test_failed_state_wrong_label_not_ready_not_published():
     nodes[0] = node("a100-0", {NG: "a100"}, config=CFG, state="failed")
     nodes[1] = node("a100-1", {NG: "a100"}, config="all-disabled", state="success", ready=False)
     rep = pr.build_report(cluster(), nodes, [s for s in slices if s["spec"]["nodeName"] != "a100-1"], [])
-    assert kinds(rep, "a100") == [("a100", "a100-1", "node_not_ready"), ("a100", "a100-0", "mig_failed"),
-                                  ("a100", "a100-1", "mig_config_label"), ("a100", "a100-1", "not_published")]
-    by_kind = dict((m["kind"], m["message"]) for m in rep["mismatches"])
+    assert kinds(rep, "a100") == [
+        ("a100", "a100-1", "node_not_ready"),
+        ("a100", "a100-0", "mig_failed"),
+        ("a100", "a100-1", "mig_config_label"),
+        ("a100", "a100-1", "not_published"),
+    ]
+    by_kind = {m["kind"]: m["message"] for m in rep["mismatches"]}
     assert "retry_failed: true" in by_kind["mig_failed"]
     assert "nvidia.com/mig.config=all-disabled, the pool's config is gpupool-a100" in by_kind["mig_config_label"]
     assert "kubelet plugin" in by_kind["not_published"]
@@ -212,6 +250,7 @@ def test_per_gpu_layouts_and_mig_on_without_instances():
 def test_layouts_with_an_unlisted_gpu_expect_a_full_gpu():
     def partial(d):
         d["pools"][0]["mig"] = {"mode": "static", "layouts": {0: {"7g.40gb": 1}}}
+
     c = cluster(partial)
     assert pr.expected_layout(c.pool("a100")) == {0: {"7g.40gb": 1}, 1: None}
 
@@ -220,7 +259,7 @@ def test_v1beta1_basic_attributes_and_qualified_names():
     nodes = healthy()[0]
     devs = []
     for d in mig_devs(A100, 0, LAYOUT) + mig_devs(A100, 1, LAYOUT):
-        attrs = dict(("gpu.nvidia.com/" + k, v) for k, v in d["attributes"].items())
+        attrs = {"gpu.nvidia.com/" + k: v for k, v in d["attributes"].items()}
         devs.append({"name": d["name"], "basic": {"attributes": attrs}})
     slices = [rslice(n, devs) for n in ("a100-0", "a100-1")]
     rep = pr.build_report(cluster(), nodes, slices, [], pools=[cluster().pool("a100")])
@@ -232,9 +271,12 @@ def test_slice_pool_spanning_several_slices_and_older_generations():
     nodes = healthy()[0]
     g0 = mig_devs(A100, 0, LAYOUT)
     g1 = mig_devs(A100, 1, LAYOUT)
-    slices = [rslice("a100-0", g0, 3, name="s1"), rslice("a100-0", g1, 3, name="s2"),
-              rslice("a100-0", [gpu_dev(0), gpu_dev(1)], 2, name="old"),
-              rslice("a100-1", g0 + g1, 1)]
+    slices = [
+        rslice("a100-0", g0, 3, name="s1"),
+        rslice("a100-0", g1, 3, name="s2"),
+        rslice("a100-0", [gpu_dev(0), gpu_dev(1)], 2, name="old"),
+        rslice("a100-1", g0 + g1, 1),
+    ]
     rep = pr.build_report(cluster(), nodes, slices, [], pools=[cluster().pool("a100")])
     assert rep["mismatches"] == []
     assert rep["pools"]["a100"]["devices"]["total"] == 12
@@ -243,19 +285,33 @@ def test_slice_pool_spanning_several_slices_and_older_generations():
 def test_node_in_two_pools_and_a_pool_without_selector():
     def overlap(d):
         d["pools"][2]["node_selector"] = {NG: "a100"}
+
     nodes, slices = healthy()
     rep = pr.build_report(cluster(overlap), nodes, slices, [])
     assert ("l4", "a100-0", "node_in_two_pools") in kinds(rep)
     # load_cluster refuses a pool without nodegroup or selector; the report still says it for a shape-only model
-    no_selector = model_inventory.Cluster.model_validate({"name": "c", "pools": [{"name": "x", "gpu": {"model": "T4"}}]})
+    no_selector = model_inventory.Cluster.model_validate(
+        {"name": "c", "pools": [{"name": "x", "gpu": {"model": "T4"}}]}
+    )
     rep = pr.build_report(no_selector, nodes, slices, [])
     assert kinds(rep) == [("x", None, "no_node_selector")]
     assert "so its nodes cannot be found; add node_selector" in rep["mismatches"][0]["message"]
 
 
 def test_dynamic_pool_has_no_expected_layout():
-    dynamic = model_load.load_cluster({"name": "c", "pools": [
-        {"name": "dyn", "node_selector": {"gpu": "dyn"}, "gpu": {"model": "A100-80GB"}, "mig": {"mode": "dynamic"}}]})
+    dynamic = model_load.load_cluster(
+        {
+            "name": "c",
+            "pools": [
+                {
+                    "name": "dyn",
+                    "node_selector": {"gpu": "dyn"},
+                    "gpu": {"model": "A100-80GB"},
+                    "mig": {"mode": "dynamic"},
+                }
+            ],
+        }
+    )
     rep = pr.build_report(dynamic, healthy()[0], [], [])
     assert rep["pools"]["dyn"]["expected_layout"] is None and rep["pools"]["dyn"]["nodes"] == []
 
@@ -269,20 +325,34 @@ def test_absent_pools_are_not_reported():
 def test_unpublished_everything_and_empty_scope():
     nodes = healthy()[0]
     rep = pr.build_report(cluster(), nodes, [], [])
-    assert sorted(set(m["kind"] for m in rep["mismatches"])) == ["not_published"]
+    assert sorted({m["kind"] for m in rep["mismatches"]}) == ["not_published"]
     assert "no devices published" in pr.summary(rep)
     assert pr.summary(pr.build_report(cluster(), nodes, [], [], pools=[])) == "no pools in scope"
 
 
-@pytest.mark.parametrize("value,want", [({"string": "mig"}, "mig"), ({"int": 3}, 3), ({"bool": True}, True),
-                                        ({"version": "1.2.3"}, "1.2.3"), ("raw", "raw"), (None, None)])
+@pytest.mark.parametrize(
+    "value,want",
+    [
+        ({"string": "mig"}, "mig"),
+        ({"int": 3}, 3),
+        ({"bool": True}, True),
+        ({"version": "1.2.3"}, "1.2.3"),
+        ("raw", "raw"),
+        (None, None),
+    ],
+)
 def test_attribute_values(value, want):
     assert pr._attr({"attributes": {"type": value}}, "type") == want
 
 
 def test_allocated_devices():
-    got = pr.allocated_devices([claim("a", "c1", ("d", "p", "x"), ("d", "p", "y")), claim("b", "c2", ("d", "p", "x")),
-                                {"metadata": {"namespace": "z", "name": "none"}}])
+    got = pr.allocated_devices(
+        [
+            claim("a", "c1", ("d", "p", "x"), ("d", "p", "y")),
+            claim("b", "c2", ("d", "p", "x")),
+            {"metadata": {"namespace": "z", "name": "none"}},
+        ]
+    )
     assert got == {("d", "p", "x"): "a/c1", ("d", "p", "y"): "a/c1"}
 
 
@@ -305,8 +375,10 @@ def test_device_name_number_is_the_minor_and_pci_order_gives_the_index():
 
 def test_index_attribute_of_older_drivers_wins():
     # v25.3.x published index (full GPU) and parentIndex (MIG device)
-    devs = [_dev("gpu-0", "gpu", "0000:41:00.0", index=1), _dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0",
-                                                                 "7g.40gb", parentIndex=0)]
+    devs = [
+        _dev("gpu-0", "gpu", "0000:41:00.0", index=1),
+        _dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb", parentIndex=0),
+    ]
     assert pr.published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
 
 
@@ -315,13 +387,3 @@ def test_a_gpu_publishing_nothing_keeps_the_others_at_their_index():
     devs = [_dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb")]
     assert pr.published_layout(devs, expected={1: {"7g.40gb": 1}}, gpus_per_node=2) == {1: {"7g.40gb": 1}}
     assert pr.published_layout(devs) == {0: {"7g.40gb": 1}}
-
-
-def test_the_dra_simulators_devices_report_by_index():
-    """The DRA driver simulator names devices by minor like the real driver; the report still finds the
-    layout per NVML index."""
-    from testbed import dra_resourceslices, mig_tables
-    devs = dra_resourceslices.devices("n", mig_tables.get("A100-40GB"), 3,
-                                      {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}, minors=[2, 0, 1])
-    assert {d["name"].split("-mig-")[0] for d in devs} == {"gpu-2", "gpu-0", "gpu-1"}
-    assert pr.published_layout([("n", d) for d in devs]) == {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}

@@ -25,7 +25,9 @@ def test_returns_as_soon_as_the_probe_is_done_and_logs_each_round():
     t = FakeTime()
     answers = iter([(False, "1/3 Ready"), (False, "2/3 Ready"), (True, "3/3 Ready")])
     seen = []
-    result = Waiter(timeout=60, sleep=5, clock=t.clock, pause=t.pause, progress=seen.append).until(lambda: next(answers))
+    result = Waiter(timeout=60, sleep=5, clock=t.clock, pause=t.pause, progress=seen.append).until(
+        lambda: next(answers)
+    )
     assert result.done and bool(result) and result.status == "3/3 Ready"
     assert result.log == ["0s: 1/3 Ready", "5s: 2/3 Ready", "10s: 3/3 Ready"] == seen
     assert t.sleeps == [5, 5]
