@@ -59,6 +59,7 @@ def job(sandbox, tmp_path_factory):
     """A private data directory for the job template "gpupool converge" with survey answers, and cleanup."""
     suffix = uuid.uuid4().hex[:5]
     cluster, selected, other = "awx-%s" % suffix, "awx-t4-%s" % suffix, "awx-h100-%s" % suffix
+    driver_namespace = "awx-dra-%s" % suffix
     tmp = tmp_path_factory.mktemp("awx-job")
     pdd = tmp / "private_data_dir"
     for sub in ("project", "inventory", "env", "requirements_collections"):
@@ -95,6 +96,7 @@ def job(sandbox, tmp_path_factory):
         "dra_driver": {
             "chart": str(SIMULATION_CHART),
             "version": yaml.safe_load((SIMULATION_CHART / "Chart.yaml").read_text())["version"],
+            "namespace": driver_namespace,
         },
         "pools": [
             {
@@ -138,10 +140,13 @@ def job(sandbox, tmp_path_factory):
         yaml.safe_dump({"ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1"})
     )
     yield {"pdd": pdd, "cluster": cluster, "selected": selected, "other": other, "sandbox": sandbox}
-    cleanup(sandbox, [selected, other])
+    cleanup(sandbox, [selected, other], driver_namespace)
 
 
-def cleanup(sandbox, pools):
+def cleanup(sandbox, pools, driver_namespace):
+    """The job's nodegroups, DeviceClasses and DRA driver release go: the sandbox is shared with the rest of the
+    session, and a release left behind owns the chart's cluster-wide objects (DeviceClasses, ClusterRoles), so
+    every later install of the driver chart would be refused."""
     import openstack
     from kubernetes import client
 
@@ -162,6 +167,8 @@ def cleanup(sandbox, pools):
             "resource.k8s.io", "v1", "deviceclasses", label_selector="gpupool.io/pool=%s" % pool
         )["items"]:
             api.delete_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", item["metadata"]["name"])
+    sandbox.cp.helm("uninstall", "dra-driver-nvidia-gpu", "-n", driver_namespace, "--wait", check=False)
+    sandbox.cp.kubectl("delete", "namespace", driver_namespace, "--wait=false", check=False)
 
 
 def run_job(pdd: Path, ident: str):
