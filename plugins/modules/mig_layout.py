@@ -242,7 +242,9 @@ class Rollout:
         # on top); cordons made here are marked as mig_layout's. `self.drainer` (the cluster's policy) uncordons.
         p = self.p
         self.settings = {
-            pool.name: drain_settings(drain_policy(cluster, pool), p["drain"], p["drain_timeout"], p["drain_grace_period"])
+            pool.name: drain_settings(
+                drain_policy(cluster, pool), p["drain"], p["drain_timeout"], p["drain_grace_period"]
+            )
             for pool in self.static
         }
         self.drainers = {name: self._drainer(settings) for name, settings in self.settings.items()}
@@ -627,13 +629,9 @@ class Rollout:
         for entry in self.waves:
             plan = by_pool[entry["pool"]]
             if self.check:
-                if (
-                    any(
-                        a in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE)
-                        for a in entry["actions"].values()
-                    )
-                    or self.cordons(entry["pool"])
-                ):
+                if any(
+                    a in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE) for a in entry["actions"].values()
+                ) or self.cordons(entry["pool"]):
                     self.changed = True
                 self.node_diffs(plan, entry["nodes"], {})
                 continue

@@ -490,7 +490,7 @@ class Target:
         self.pruned_pool = pruned_pool  # for the nodegroup of a removed pool: the pool it was made for
         self.name = desired["name"]
         self.what = "nodegroup '%s'" % self.name
-        self.observed = self.plan = self.drain_plan = self.preview = None
+        self.observed = self.plan = self.drain_plan = self.preview = self.drain = None
         self.wrote = False
         self.error = None  # (message, extra result keys)
         self.result = {"name": self.name, "changed": False, "actions": []}
@@ -575,8 +575,9 @@ class NodegroupModule(MagnumPoolModule):
             if pool.nodegroup is None:
                 self.skipped[pool.name] = "no nodegroup: its nodes are found by node_selector"
                 continue
-            self.targets.append(Target(pool.name, desired_from_pool(self.cluster, pool), pool.state, pool,
-                                       settings=self.settings(pool)))
+            self.targets.append(
+                Target(pool.name, desired_from_pool(self.cluster, pool), pool.state, pool, settings=self.settings(pool))
+            )
 
     def settings(self, pool=None):
         """The drain of a pool's nodegroup: the inventory's drain policy (the cluster's for a nodegroup no pool
@@ -662,8 +663,10 @@ class NodegroupModule(MagnumPoolModule):
         if target.settings.enabled:
             self.plan_drain(target)
         elif any(a.kind == "delete" or a.shrink_by for a in plan.actions) and not self.standalone:
-            self.warn("%s: the drain policy is off (drain.enabled: false), so Magnum removes the nodes of its "
-                      "choosing with their GPU pods still running" % target.what)
+            self.warn(
+                "%s: the drain policy is off (drain.enabled: false), so Magnum removes the nodes of its "
+                "choosing with their GPU pods still running" % target.what
+            )
 
     def plan_drain(self, target):
         """Which nodes a shrink (or a delete) removes and which pods leave them first; reads only."""
@@ -675,7 +678,7 @@ class NodegroupModule(MagnumPoolModule):
         try:
             drain = self.drainer(target)
             nodes = drain.nodes("%s=%s" % (NODEGROUP_LABEL, target.name))
-            pods = dict((n["metadata"]["name"], drain.pod_plan(n["metadata"]["name"])) for n in nodes)
+            pods = {n["metadata"]["name"]: drain.pod_plan(n["metadata"]["name"]) for n in nodes}
             candidates = [drain_candidate(n, pods[n["metadata"]["name"]][0]) for n in nodes]
             count = shrink.shrink_by if shrink is not None else len(candidates)
             target.drain_plan = plan_drain(candidates, count, target.what)
@@ -686,18 +689,27 @@ class NodegroupModule(MagnumPoolModule):
             target.fail(
                 GpupoolError(
                     "Cannot read the nodes of %s from Kubernetes: %s. Nothing was changed; fix "
-                    "the connection (kubeconfig, context) or leave drain off." % (target.what, exc.describe())
+                    "the connection (kubeconfig, context) or turn the pool's drain policy off (drain.enabled: false)."
+                    % (target.what, exc.describe())
                 )
             )
             return
         if delete is not None:
             target.drain_plan["nodes_to_remove"] = []  # the whole nodegroup goes
         victims = target.drain_plan["victims"]
-        target.drain_plan["skip"] = [{"node": n, "namespace": pod["metadata"].get("namespace"),
-                                      "name": pod["metadata"].get("name")} for n in victims for pod in pods[n][1]]
+        target.drain_plan["skip"] = [
+            {"node": n, "namespace": pod["metadata"].get("namespace"), "name": pod["metadata"].get("name")}
+            for n in victims
+            for pod in pods[n][1]
+        ]
         target.result["drain"] = target.drain_plan
-        target.preview = removal_diff(target.what, sorted(pods), victims, dict((n, pods[n][0]) for n in victims),
-                                      dict((n, pods[n][1]) for n in victims))
+        target.preview = removal_diff(
+            target.what,
+            sorted(pods),
+            victims,
+            {n: pods[n][0] for n in victims},
+            {n: pods[n][1] for n in victims},
+        )
 
     def k8s(self):
         """The cluster's Kubernetes API (for drains and for recognising nodegroups of removed pools), connected
@@ -707,8 +719,13 @@ class NodegroupModule(MagnumPoolModule):
         return self._k8s
 
     def drainer(self, target):
-        """The one drain, as the target's drain policy says."""
-        return Drain.for_settings(self.k8s(), CORDON_BY, target.settings, warn=self.warn, progress=self.client.log)
+        """The one drain, as the target's drain policy says; one per target, so the nodes its plan listed need no
+        second read when they are cordoned."""
+        if target.drain is None:
+            target.drain = Drain.for_settings(
+                self.k8s(), CORDON_BY, target.settings, warn=self.warn, progress=self.client.log
+            )
+        return target.drain
 
     def plan_prune(self, cid, cluster_name):
         """With magnum.prune_nodegroups: a delete (after a drain) of each orphaned nodegroup gpupool provably made
@@ -729,7 +746,8 @@ class NodegroupModule(MagnumPoolModule):
                 self.warn(
                     "Magnum nodegroup %s of cluster %s is not pruned although prune_nodegroups is on: gpupool cannot "
                     "tell that it made it (no gpupool.io/pool in its node_labels, and not every node of it carries "
-                    "gpupool.io/pool=%s). Delete it yourself if it belonged to a removed pool" % (name, cluster_name, name)
+                    "gpupool.io/pool=%s). Delete it yourself if it belonged to a removed pool"
+                    % (name, cluster_name, name)
                 )
                 continue
             self.targets.append(Target(name, {"name": name}, "absent", settings=self.settings(), pruned_pool=pool))
@@ -835,8 +853,9 @@ class NodegroupModule(MagnumPoolModule):
             out["pools"] = pools
             if self.orphaned is not None:
                 out["orphaned"] = self.orphaned
-                out["pruned"] = dict((t.key, dict(t.result, pool=t.pruned_pool)) for t in self.targets
-                                     if t.pruned_pool is not None)
+                out["pruned"] = {
+                    t.key: dict(t.result, pool=t.pruned_pool) for t in self.targets if t.pruned_pool is not None
+                }
             if self.diff_mode:
                 out["diff"] = []
                 for target in self.targets:

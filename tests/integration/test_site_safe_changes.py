@@ -39,10 +39,17 @@ SECOND = {"1g.5gb": 7}
 
 def pools():
     return [
-        {"name": "safe-t4", "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2, "max_node_count": 3},
-         "gpu": {"model": "T4"}},
-        {"name": "safe-a100", "nodegroup": {"flavor": "g4.p2.40g", "node_count": 2},
-         "gpu": {"model": "A100-40GB", "per_node": 2}, "mig": {"mode": "static", "layout": dict(FIRST)}},
+        {
+            "name": "safe-t4",
+            "nodegroup": {"flavor": "g2.5xlarge", "node_count": 2, "max_node_count": 3},
+            "gpu": {"model": "T4"},
+        },
+        {
+            "name": "safe-a100",
+            "nodegroup": {"flavor": "g4.p2.40g", "node_count": 2},
+            "gpu": {"model": "A100-40GB", "per_node": 2},
+            "mig": {"mode": "static", "layout": dict(FIRST)},
+        },
         {"name": "safe-old", "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1}, "gpu": {"model": "T4"}},
     ]
 
@@ -51,8 +58,12 @@ def cluster(sandbox, pool_list, prune=False):
     return {
         "name": HOST,
         "kubeconfig": str(sandbox.kubeconfig),
-        "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name,
-                   "labels": {"nvidia_gpu_enabled": "true"}, "prune_nodegroups": prune},
+        "magnum": {
+            "cloud": sandbox.cloud,
+            "cluster": sandbox.cluster_name,
+            "labels": {"nvidia_gpu_enabled": "true"},
+            "prune_nodegroups": prune,
+        },
         # the sandbox's MIG manager simulator reads this ConfigMap
         "mig_manager": {"config_map": sandbox.mig_config_map, "namespace": sandbox.mig_namespace},
         "dra_driver": {"enabled": False},  # not what this test is about (the DRA driver role has its own tests)
@@ -71,9 +82,23 @@ class Site:
         self.runs += 1
         work = self.tmp / ("run%d" % self.runs)
         work.mkdir()
-        inventory = yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {HOST: {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-            "gpupool_cluster": data}}}}}})
+        inventory = yaml.safe_dump(
+            {
+                "all": {
+                    "children": {
+                        "gpupool_clusters": {
+                            "hosts": {
+                                HOST: {
+                                    "ansible_connection": "local",
+                                    "ansible_python_interpreter": sys.executable,
+                                    "gpupool_cluster": data,
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        )
         self.sandbox.magnum.clear_requests()
         mark = self.sandbox.cp.audit.mark()
         start = time.time()
@@ -114,8 +139,11 @@ def stamp(event):
 
 
 def evictions(window):
-    return {(e["objectRef"].get("name")): stamp(e) for e in window.writes(user=ADMIN, resource="pods")
-            if e["objectRef"].get("subresource") == "eviction"}
+    return {
+        (e["objectRef"].get("name")): stamp(e)
+        for e in window.writes(user=ADMIN, resource="pods")
+        if e["objectRef"].get("subresource") == "eviction"
+    }
 
 
 def node_names(core, nodegroup):
@@ -123,10 +151,17 @@ def node_names(core, nodegroup):
 
 
 def pod(core, name, node, limits, labels=None):
-    core.create_namespaced_pod(NS, {
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}],
-                 "containers": [{"name": "c", "image": "registry.example/cuda:12", "resources": {"limits": limits}}]}})
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": {
+                "nodeName": node,
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [{"name": "c", "image": "registry.example/cuda:12", "resources": {"limits": limits}}],
+            },
+        },
+    )
 
 
 def test_site_previews_then_applies_shrink_mig_change_and_pool_removal_safely(sandbox, tmp_path):
@@ -136,7 +171,6 @@ def test_site_previews_then_applies_shrink_mig_change_and_pool_removal_safely(sa
     core.create_namespace({"metadata": {"name": NS}})
     core.create_namespaced_service_account(NS, {"metadata": {"name": "default"}})  # no controller-manager here
     site = Site(sandbox, tmp_path)
-    magnum = sandbox.magnum
     inventory = pools()
     try:
         site(cluster(sandbox, inventory))
@@ -166,8 +200,9 @@ def test_site_previews_then_applies_shrink_mig_change_and_pool_removal_safely(sa
         pod(core, "mig-1", a100[1], {"nvidia.com/mig-2g.10gb": "1"})
         inventory[1]["mig"]["layout"] = dict(SECOND)
         check, real = site.previewed_applied_idempotent(cluster(sandbox, inventory))
-        assert ("waves: - drained first: %s: evict: - %s/mig-0 nodes: - %s wave: 1" % (a100[0], NS, a100[0])) \
-            in check.text, check.stdout[-6000:]
+        assert (
+            "waves: - drained first: %s: evict: - %s/mig-0 nodes: - %s wave: 1" % (a100[0], NS, a100[0])
+        ) in check.text, check.stdout[-6000:]
         assert ("drained first: %s: evict: - %s/mig-1" % (a100[1], NS)) in check.text
         evicted = evictions(real.window)
         assert sorted(evicted) == ["mig-0", "mig-1"]
@@ -211,17 +246,23 @@ def magnum_list(sandbox):
     proxy = _proxy(sandbox)
     resp = proxy.request("/clusters/%s/nodegroups" % sandbox.cluster()["uuid"], "GET", headers=MV, raise_exc=False)
     assert resp.status_code == 200, resp.text
-    return yaml.safe_dump(sorted(({"name": ng["name"]} for ng in resp.json()["nodegroups"]
-                                  if ng["name"].startswith("safe-")), key=lambda n: n["name"]))
+    return yaml.safe_dump(
+        sorted(
+            ({"name": ng["name"]} for ng in resp.json()["nodegroups"] if ng["name"].startswith("safe-")),
+            key=lambda n: n["name"],
+        )
+    )
 
 
 def magnum_delete(sandbox, name):
-    _proxy(sandbox).request("/clusters/%s/nodegroups/%s" % (sandbox.cluster()["uuid"], name), "DELETE", headers=MV,
-                            raise_exc=False)
+    _proxy(sandbox).request(
+        "/clusters/%s/nodegroups/%s" % (sandbox.cluster()["uuid"], name), "DELETE", headers=MV, raise_exc=False
+    )
 
 
 def _proxy(sandbox):
     import openstack
 
-    return openstack.connect(load_yaml_config=False, load_envvars=False,
-                             **copy.deepcopy(sandbox.cloud)).container_infrastructure_management
+    return openstack.connect(
+        load_yaml_config=False, load_envvars=False, **copy.deepcopy(sandbox.cloud)
+    ).container_infrastructure_management

@@ -217,7 +217,8 @@ class Drain:
             raise DrainError(
                 "pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s) and "
                 "still refused after %ds. Scale the workload or relax the budget, or raise drain.timeout in "
-                "the inventory, then run again" % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429", self.timeout)
+                "the inventory, then run again"
+                % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429", self.timeout)
             )
         self.progress("evicted pod %s" % plan_eviction.pod_ref(pod))
 

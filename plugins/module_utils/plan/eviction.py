@@ -53,8 +53,9 @@ def gpu_use(pod: Pod) -> Optional[str]:
 PodReasons = List[Tuple[Pod, str]]
 
 
-def pods_to_evict(pods: Iterable[Pod], node_name: str,
-                  skip_pods: Optional[str] = None) -> Tuple[PodReasons, PodReasons, PodReasons]:
+def pods_to_evict(
+    pods: Iterable[Pod], node_name: str, skip_pods: Optional[str] = None
+) -> Tuple[PodReasons, PodReasons, PodReasons]:
     """Pods on `node_name` that must leave before the node's GPUs change or the node goes away.
 
     Returns (evict, wait_for, skipped): evict: [(pod, reason)]; wait_for: GPU pods already terminating;
@@ -162,13 +163,21 @@ class DrainSettings(NamedTuple):
 STANDALONE = DrainSettings(False, 600, None, None, "wait")
 
 
-def drain_settings(policy=None, enabled: Optional[bool] = None, timeout: Optional[int] = None,
-                   grace_period: Optional[int] = None) -> DrainSettings:
+def drain_settings(
+    policy=None, enabled: Optional[bool] = None, timeout: Optional[int] = None, grace_period: Optional[int] = None
+) -> DrainSettings:
     """The inventory's policy for a pool (None: standalone use, STANDALONE) overridden by the module options
     that were given (None: not given). The policy's defaults stay in the model: nothing is re-derived here."""
-    base = STANDALONE if policy is None else DrainSettings(
-        policy.enabled, policy.timeout, policy.grace_period, policy.skip_pods, policy.when_budget_blocks)
-    changes = dict((key, value) for key, value in (("enabled", enabled), ("timeout", timeout),
-                                                   ("grace_period", grace_period)) if value is not None)
+    base = (
+        STANDALONE
+        if policy is None
+        else DrainSettings(
+            policy.enabled, policy.timeout, policy.grace_period, policy.skip_pods, policy.when_budget_blocks
+        )
+    )
+    changes = {
+        key: value
+        for key, value in (("enabled", enabled), ("timeout", timeout), ("grace_period", grace_period))
+        if value is not None
+    }
     return base._replace(**changes)
-

@@ -65,10 +65,19 @@ def magnum_restricted_label(key):
         return False
     if any(prefix == ns or prefix.endswith("." + ns) for ns in ("kubelet.kubernetes.io", "node.kubernetes.io")):
         return False
-    return key not in {"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os",
-                       "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
-                       "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
-                       "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone"}
+    return key not in {
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+    }
 
 
 def extended_resource_name(text):
@@ -122,8 +131,16 @@ def pools(draw, index, magnum, dynamic):
             "extra": [{"name": "%s-extra" % name, "min_memory": "8Gi"}],
         }
     # Node labels a pool's nodes get (from birth through Magnum's node_labels where kubelet may set them)
-    labels = draw(st.sampled_from([{}, {"example.com/team": "ml"}, {"node-role.kubernetes.io/gpu": ""},
-                                   {"node.kubernetes.io/accelerator": "gpu", "k8s.io/zone": "a"}]))
+    labels = draw(
+        st.sampled_from(
+            [
+                {},
+                {"example.com/team": "ml"},
+                {"node-role.kubernetes.io/gpu": ""},
+                {"node.kubernetes.io/accelerator": "gpu", "k8s.io/zone": "a"},
+            ]
+        )
+    )
     if labels:
         pool["node_labels"] = labels
     return pool

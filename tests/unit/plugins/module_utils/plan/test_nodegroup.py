@@ -678,8 +678,9 @@ def test_the_pools_own_label_is_still_immutable():
 def test_without_merge_labels_cluster_labels_count_as_asked_for():
     cluster = inventory([pool(labels={"own": "1"}, merge_labels=False)], labels={"kube_tag": "v1.30"})
     desired = desired_from_pool(cluster, cluster.pools[0])
-    ok = plan_nodegroup(desired, observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}, **BIRTH), CLUSTER,
-                        (1, 14))
+    ok = plan_nodegroup(
+        desired, observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}, **BIRTH), CLUSTER, (1, 14)
+    )
     assert ok.actions == [] and list(ok.drift) == ["kube_tag"]
     with pytest.raises(Problems, match="present but not asked for .merge_labels is false.: extra"):
         plan_nodegroup(
