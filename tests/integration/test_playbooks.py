@@ -144,6 +144,7 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
     steps = tasks[tasks.index("Validate the inventory before anything is touched") :]
     assert steps == [
         "Validate the inventory before anything is touched",
+        "gpupool.core.run_lease : Take the cluster's run lease",
         "gpupool.core.nodegroups : Converge the Magnum nodegroups of the pools",
         "gpupool.core.node_pools : Label and taint the nodes of each pool",
         "gpupool.core.dra_driver : NVIDIA DRA driver release",
@@ -154,6 +155,7 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
         "gpupool.core.pool_report : Read what each pool offers now",
         "gpupool.core.run_summary : Summarize the run",
         "gpupool.core.run_summary : Hand the summary to AWX",
+        "gpupool.core.run_lease : Release the run lease",
     ]
     lines = summary(res)
     assert re.match(r"%s: \d+ changed$" % bed["cluster"], lines[0]), lines

@@ -11,7 +11,7 @@ plans and waves of plan/mig_rollout.py and the mig-parted configs (entries) befo
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_rollout import BUILTIN_CONFIG
 
@@ -48,24 +48,27 @@ def rollout_text(
     waves: List[dict],
     configs_after: Dict[str, List[dict]],
     configs_before: Dict[str, List[dict]],
-    cordon: bool,
-    drain: bool,
+    cordon: Union[bool, Callable[[str], bool]],
+    drain: Union[bool, Callable[[str], bool]],
     max_unavailable: int,
 ) -> str:
     """The rollout of every pool with nodes to change; '' when there is none.
 
     plans: plan_pool() results; waves: the module's wave entries (pool, index, nodes, actions, evict);
-    configs_*: {config name: mig-parted entries} in the ConfigMap before the run and as this run writes it."""
+    configs_*: {config name: mig-parted entries} in the ConfigMap before the run and as this run writes it;
+    cordon, drain: for every pool, or per pool name (each pool has its own drain policy)."""
     lines: List[str] = []
     by_pool: Dict[str, List[dict]] = {}
     for wave in waves:
         by_pool.setdefault(wave["pool"], []).append(wave)
-    steps = (["cordon"] if cordon else []) + (["evict the GPU pods"] if drain else [])
-    steps += ["set nvidia.com/mig.config", "wait for the MIG manager"] + (["uncordon"] if cordon else [])
     for plan in plans:
         pool_waves = by_pool.get(plan["pool"]) or []
         if not pool_waves:
             continue
+        cordons = cordon(plan["pool"]) if callable(cordon) else cordon
+        drains = drain(plan["pool"]) if callable(drain) else drain
+        steps = (["cordon"] if cordons else []) + (["evict the GPU pods"] if drains else [])
+        steps += ["set nvidia.com/mig.config", "wait for the MIG manager"] + (["uncordon"] if cordons else [])
         rows = {row["name"]: row for row in plan["nodes"]}
         lines.append(
             "MIG rollout of pool %s to %s, %d wave(s) of at most %d node(s):"
@@ -84,12 +87,12 @@ def rollout_text(
                         describe_config(before, configs_before),
                     )
                 )
-            if drain:
+            if drains:
                 evict = wave.get("evict") or []
                 lines.append("    evict: %s" % (", ".join(_pod(p) for p in evict) if evict else "no GPU pod"))
-        if not cordon:
+        if not cordons:
             lines.append("  (cordon: false - pods may land on a node while its MIG layout changes)")
-        elif not drain:
+        elif not drains:
             lines.append(
                 "  (drain: false - GPU pods already on a node are not evicted; the MIG manager pauses only "
                 "the GPU Operator's own pods, so a workload still on a GPU can make the change fail)"

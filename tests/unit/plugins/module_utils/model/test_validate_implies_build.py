@@ -57,6 +57,29 @@ def qualified_name(text):
     )
 
 
+def magnum_restricted_label(key):
+    """A label key Magnum refuses in node_labels: kubernetes.io / k8s.io namespaces, apart from the ones kubelet may
+    set itself (reference magnum-nodegroups.md §1; the kubelet list from k8s.io/kubelet's well_known_labels.go)."""
+    prefix = key.rpartition("/")[0]
+    if not (prefix in ("kubernetes.io", "k8s.io") or prefix.endswith((".kubernetes.io", ".k8s.io"))):
+        return False
+    if any(prefix == ns or prefix.endswith("." + ns) for ns in ("kubelet.kubernetes.io", "node.kubernetes.io")):
+        return False
+    return key not in {
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+    }
+
+
 def extended_resource_name(text):
     if "/" not in text or "kubernetes.io/" in text or text.startswith("requests."):
         return False
@@ -107,6 +130,19 @@ def pools(draw, index, magnum, dynamic):
             "extended_resource_names": draw(st.booleans()),
             "extra": [{"name": "%s-extra" % name, "min_memory": "8Gi"}],
         }
+    # Node labels a pool's nodes get (from birth through Magnum's node_labels where kubelet may set them)
+    labels = draw(
+        st.sampled_from(
+            [
+                {},
+                {"example.com/team": "ml"},
+                {"node-role.kubernetes.io/gpu": ""},
+                {"node.kubernetes.io/accelerator": "gpu", "k8s.io/zone": "a"},
+            ]
+        )
+    )
+    if labels:
+        pool["node_labels"] = labels
     return pool
 
 
@@ -291,7 +327,12 @@ def build_everything(cluster):
     for pool in cluster.pools:
         if pool.nodegroup is not None:
             desired = plan_nodegroup.desired_from_pool(cluster, pool)
-            plan_nodegroup.plan_nodegroup(desired, None, {"name": "k8s", "uuid": "u"}, "1.14", pool.state)
+            plan = plan_nodegroup.plan_nodegroup(desired, None, {"name": "k8s", "uuid": "u"}, "1.14", pool.state)
+            create = plan.actions[0].payload if plan.actions and plan.actions[0].kind == "create" else {}
+            for key, value in (create.get("node_labels") or {}).items():
+                # what Magnum lets kubelet set at registration (its node_labels check, restated here)
+                if not (qualified_name(key) and label_value(value)) or magnum_restricted_label(key):
+                    refused.append("Magnum node_labels %s=%s" % (key, value))
             if not label_value(desired["name"]):
                 refused.append("%s label value %r" % (model_names.NODEGROUP_LABEL, desired["name"]))
     return refused
