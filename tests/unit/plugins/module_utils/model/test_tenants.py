@@ -293,3 +293,13 @@ def test_module_options_become_the_same_entries():
         "unknown key 'cuont'; did you mean 'count'? Allowed here: name, "
         "pool, mig_profile, device_class, count, allocation_mode, sharing, match_attribute.",
     )
+
+
+def test_a_broken_pool_is_one_problem_not_a_second_one_for_its_tenants():
+    """A pool that fails validation is reported once, at its own key; the tenants' templates that name it are not
+    also told that the pool is unknown (it is declared, only broken)."""
+    data = copy.deepcopy(BASE)
+    data["pools"][0]["gpu"] = "T4"
+    with pytest.raises(model_errors.Problems) as caught:
+        model_load.load_cluster(data)
+    assert [path for path, _message in caught.value.problems] == ["gpupool_cluster.pools[0] (gpu-t4).gpu"]
