@@ -24,7 +24,7 @@ description:
     of the class of a MIG profile (O(templates[].mig_profile)) or of another of the pool's classes
     (O(templates[].device_class)), with optional sharing configuration and a C(matchAttribute) constraint (for
     example all GPUs under one PCIe root).
-  - Templates are checked by the inventory model, the same rules for O(templates) and C(gpupool_cluster.tenants):
+  - Templates are checked by the inventory model, the same rules for O(templates) and C(gpupool_cluster.tenants) -
     the pool exists and is present, the class is one the pool publishes, sharing can be applied; any problem fails
     the task before a request is sent.
   - Templates carry C(app.kubernetes.io/managed-by=gpupool) and C(gpupool.io/pool=<pool>); claims made from them get

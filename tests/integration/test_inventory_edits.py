@@ -218,7 +218,7 @@ def test_3_add_a_pool(bed):
 def test_4_a_tenants_claim_template_added(bed):
     def add_template(cluster):
         cluster["tenants"][0]["templates"].append(
-            {"name": "a100-slice", "pool": bed.names["a100"], "mig_profile": "1g.5gb", "count": 2}
+            {"name": "a100-slice", "pool": bed.names["a100"], "mig_profile": "2g.10gb", "count": 2}
         )
 
     bed.edit(add_template)
@@ -227,4 +227,4 @@ def test_4_a_tenants_claim_template_added(bed):
     template = bed.sandbox.cp.kubectl("get", "resourceclaimtemplate", "a100-slice", "-n", bed.names["ns"], "-o", "yaml")
     body = yaml.safe_load(template.stdout)
     (request,) = body["spec"]["spec"]["devices"]["requests"]
-    assert request["exactly"]["count"] == 2 and "1g.5gb" in request["exactly"]["deviceClassName"], request
+    assert request["exactly"]["count"] == 2 and "2g.10gb" in request["exactly"]["deviceClassName"], request

@@ -44,11 +44,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report impo
     build_report,
     current_slices,
     expected_layout,
+    gpu_devices,
     indexed_gpus,
     node_devices,
 )
 
-_FULL = re.compile(r"^gpu-(\d+)$")
 # gpu-<minor>-mig-<profile>-<GI profile id>-<placement start>
 _MIG = re.compile(r"^gpu-(\d+)-mig-.*-(\d+)-(\d+)$")
 _SLICE_CAPACITY = re.compile(r"^memorySlice(\d+)$")
@@ -83,13 +83,8 @@ def node_gpus(pool, node_name: str, slices_by_pool, allocated) -> List[dict]:
     total = gpu.mig.memory_slices if gpu is not None and gpu.mig else None
     dynamic = pool.mig.mode == "dynamic"
     by_minor: Dict[int, dict] = {}
-    for owner, dev in devices:
+    for owner, dev, kind, minor in gpu_devices(devices):
         name = dev.get("name") or ""
-        kind = _attr(dev, "type")
-        full, mig = _FULL.match(name), _MIG.match(name)
-        if not ((kind == "gpu" and full) or (kind == "mig" and mig)):
-            continue
-        minor = int((full or mig).group(1))
         entry = by_minor.setdefault(
             minor,
             {

@@ -126,18 +126,23 @@ def allocated_devices(claims):
     return out
 
 
+def gpu_devices(devices):
+    """(owner, device, type, minor) of each whole-GPU ("gpu") and MIG ("mig") device the driver published; its
+    other devices (channels, daemons) are left out. The minor comes from the device name (gpu-<minor>...)."""
+    for owner, dev in devices:
+        name = dev.get("name") or ""
+        kind = _attr(dev, "type")
+        full, mig = _FULL.match(name), _MIG.match(name)
+        if (kind == "gpu" and full) or (kind == "mig" and mig):
+            yield owner, dev, kind, int((full or mig).group(1))
+
+
 def published_gpus(devices):
     """The node's GPUs as published: [{"minor", "index" (or None), "order", "layout"}] where layout is None
     for a full GPU or {profile: count} of its MIG devices; "order" sorts like NVML enumerates (PCI bus ID,
     else the minor)."""
     gpus = {}
-    for _pool, dev in devices:
-        name = dev.get("name") or ""
-        dtype = _attr(dev, "type")
-        full, mig = _FULL.match(name), _MIG.match(name)
-        if not ((dtype == "gpu" and full) or (dtype == "mig" and mig)):
-            continue
-        minor = int((full or mig).group(1))
+    for _pool, dev, dtype, minor in gpu_devices(devices):
         gpu = gpus.setdefault(minor, {"minor": minor, "index": None, "order": None, "layout": None})
         index = _attr(dev, "index" if dtype == "gpu" else "parentIndex")
         if index is not None:
