@@ -485,7 +485,9 @@ class DraDriverSimulator:
                     _apps("replicasets", ns, old["metadata"]["name"]) + "/status",
                     {
                         "status": {
+                            # every count at once: the API server refuses fullyLabeledReplicas > replicas
                             "replicas": 0,
+                            "fullyLabeledReplicas": 0,
                             "readyReplicas": 0,
                             "availableReplicas": 0,
                             "observedGeneration": scaled["metadata"].get("generation", 1),

@@ -153,21 +153,24 @@ options:
   drain:
     description:
       - Cordon the nodes and evict the pods that use GPUs before the nodes change, and wait until those pods are gone.
+      - "Default: the inventory's drain policy for each pool (C(gpupool_cluster.drain), changed by the pool's
+        C(drain)), which drains unless it says C(enabled: false); without the inventory (standalone), V(false).
+        The policy also names pods never evicted (C(skip_pods), a label selector) and what a refusing
+        PodDisruptionBudget does (C(when_budget_blocks): wait until the timeout, or fail at once)."
       - "GPU pods: pods requesting C(nvidia.com/gpu*), C(nvidia.com/mig-*) or C(gpupool.io/*) resources, or with DRA
         resource claims. DaemonSet and static pods are not evicted (a warning names them); pods that do not use GPUs
         are left alone."
-      - Evictions go through the Eviction API, so PodDisruptionBudgets apply; a budget that refuses is retried until
-        O(drain_timeout).
-      - Skipped in check mode; the result lists the pods that would be evicted.
+      - Evictions go through the Eviction API, so PodDisruptionBudgets apply.
+      - Skipped in check mode; the result and the diff list the nodes and the pods that would be evicted.
     type: bool
-    default: false
   drain_timeout:
     description:
       - Seconds for one drain (evictions a PodDisruptionBudget refuses, and waiting for the evicted pods to go).
+      - Default the drain policy's C(timeout) (600 unless the inventory says otherwise).
     type: int
-    default: 600
   drain_grace_period:
     description:
-      - Grace period for evicted pods, in seconds. Default is each pod's own C(terminationGracePeriodSeconds).
+      - Grace period for evicted pods, in seconds. Default the drain policy's C(grace_period), else each pod's own
+        C(terminationGracePeriodSeconds).
     type: int
 """

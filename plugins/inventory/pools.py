@@ -19,6 +19,9 @@ description:
     node-side roles and modules (M(gpupool.core.mig_config), M(gpupool.core.gpu_facts), host IMEX) can target
     a pool. The pool's name has its dashes replaced by C(_) in the group name (V(gpu-t4) is C(pool_gpu_t4));
     an empty pool still has its group.
+  - Nodes of multi-node NVLink pools (C(nvlink.mode) V(compute_domain) or V(host_imex)) are also in the group
+    C(gpupool_imex_nodes), where the C(gpupool.core.site) playbook sets their host C(nvidia-imex) service in
+    the pool's mode (role C(gpupool.core.imex)).
   - Nodes come from the first source in O(sources) that answers. From Kubernetes the host is the Node's name,
     C(ansible_host) its C(InternalIP), and a node belongs to the pool the modules would assign it to (the pool's
     C(node_selector), else the Magnum nodegroup label, plus O(name_pattern)). From Magnum, which knows

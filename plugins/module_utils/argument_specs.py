@@ -59,9 +59,10 @@ WAIT = dict(
 )
 
 # Draining nodes before they change or go away (fragment k8s_auth.drain); one spelling in every module.
+# No defaults: an option left out means "as the inventory's drain policy says" (gpupool_cluster.drain, the pool's drain).
 DRAIN = dict(
-    drain=dict(type="bool", default=False),
-    drain_timeout=dict(type="int", default=600),
+    drain=dict(type="bool"),
+    drain_timeout=dict(type="int"),
     drain_grace_period=dict(type="int"),
 )
 

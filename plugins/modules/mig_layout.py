@@ -54,6 +54,9 @@ options:
     description:
       - Evict the pods that use GPUs from each node of a wave (through the Eviction API, so PodDisruptionBudgets
         apply) and wait until they are gone, before the label changes. Implies O(cordon).
+      - "Default: each pool's drain policy in the inventory (C(gpupool_cluster.drain) changed by the pool's
+        C(drain)), which drains unless it says C(enabled: false); given here, it overrides the policy of every
+        pool in scope."
       - "GPU pods: pods requesting C(nvidia.com/gpu*), C(nvidia.com/mig-*) or C(gpupool.io/*) resources, or with
         DRA resource claims. DaemonSet and static pods are not evicted (the MIG manager pauses GPU operands itself)."
   drain_timeout:
@@ -169,6 +172,8 @@ waves:
   description:
     - The waves in order; in check mode the planned ones (result C(planned)).
     - C(result) is C(success), C(failed), C(timeout), C(error), C(planned) or C(not started) (after an earlier wave failed).
+    - When the pool's drain policy drains, C(evict) lists the GPU pods the wave evicts first and C(skip) those the
+      policy's C(skip_pods) (or their kind) leaves alone; C(evicted) the pods evicted.
   returned: always
   type: list
   elements: dict
@@ -187,7 +192,10 @@ skipped_nodes:
   type: list
   elements: str
 diff:
-  description: Before and after of gpupool's configs in the ConfigMap and of each switched node's labels (with C(--diff)).
+  description:
+    - With C(--diff), first the rollout plan as text (C(prepared)) - per pool each wave, its nodes with their MIG
+      layout now and the layout they get, the pods evicted first when the pool's drain policy drains, and the steps
+      around them - then before and after of gpupool's configs in the ConfigMap and of each switched node's labels.
   returned: when diff mode is on
   type: list
   elements: dict
@@ -201,11 +209,14 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drai
 from ansible_collections.gpupool.core.plugins.module_utils.mig import mig_parted as mig_mig_parted
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
+from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import MANAGED_BY
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
+from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout_text as plan_mig_rollout_text
+from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import drain_settings
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
@@ -227,16 +238,18 @@ class Rollout:
         self.static = [p for p in scope if p.state == "present" and p.mig.mode == "static"]
         self.configs = plan_mig_rollout.desired_configs(self.static)
         self.check = module.check_mode
-        self.drain = self.p["drain"]
-        self.cordon = self.p["cordon"] or self.drain
-        # The one drain (k8s/drain.py); cordons made here are marked as mig_layout's.
-        self.drainer = Drain(
-            self.client,
-            model_names.CORDON_VALUE,
-            timeout=self.p["drain_timeout"],
-            grace_period=self.p["drain_grace_period"],
-            sleep=max(0.1, min(self.p["wait_sleep"], 2.0)),
-            warn=module.warn,
+        # The one drain (k8s/drain.py), as each pool's drain policy says (the inventory's, with the drain options
+        # on top); cordons made here are marked as mig_layout's. `self.drainer` (the cluster's policy) uncordons.
+        p = self.p
+        self.settings = {
+            pool.name: drain_settings(
+                drain_policy(cluster, pool), p["drain"], p["drain_timeout"], p["drain_grace_period"]
+            )
+            for pool in self.static
+        }
+        self.drainers = {name: self._drainer(settings) for name, settings in self.settings.items()}
+        self.drainer = self._drainer(
+            drain_settings(drain_policy(cluster), p["drain"], p["drain_timeout"], p["drain_grace_period"])
         )
         self.changed = False
         self.diff = []
@@ -250,6 +263,22 @@ class Rollout:
             "action": "unchanged",
             "configs": {},
         }
+
+    def _drainer(self, settings):
+        return Drain.for_settings(
+            self.client,
+            model_names.CORDON_VALUE,
+            settings,
+            sleep=max(0.1, min(self.p["wait_sleep"], 2.0)),
+            warn=self.module.warn,
+        )
+
+    def drains(self, pool_name):
+        """Whether the waves of the pool evict their GPU pods first (its drain policy)."""
+        return self.settings[pool_name].enabled
+
+    def cordons(self, pool_name):
+        return self.p["cordon"] or self.drains(pool_name)
 
     # ---- reads ----------------------------------------------------------------------------------------
     def read_config_map(self):
@@ -319,17 +348,20 @@ class Rollout:
         if problems:
             raise model_errors.Problems(problems)
         for plan in self.plans:
+            pool, pods = plan["pool"], {}
             for i, wave in enumerate(plan["waves"]):
                 actions = {r["name"]: r["action"] for r in plan["nodes"] if r["name"] in wave}
                 entry = {
-                    "pool": plan["pool"],
+                    "pool": pool,
                     "index": i,
                     "nodes": list(wave),
                     "actions": actions,
                     "result": "planned" if self.check else "not started",
                 }
-                if self.drain:
-                    entry["evict"] = [plan_eviction.pod_ref(pod) for n in wave for pod in self.drainer.gpu_pods(n)]
+                if self.drains(pool):
+                    pods.update((n, self.drainers[pool].pod_plan(n)) for n in wave)
+                    entry["evict"] = [plan_eviction.pod_ref(pod) for n in wave for pod in pods[n][0]]
+                    entry["skip"] = [plan_eviction.pod_ref(pod) for n in wave for pod in pods[n][1]]
                 self.waves.append(entry)
 
     # ---- ConfigMap ---------------------------------------------------------------------------------------
@@ -453,12 +485,13 @@ class Rollout:
         entry["cordoned"] = []
         entry["labelled"] = {}
         try:
-            if self.cordon:
+            pool = plan["pool"]
+            if self.cordons(pool):
                 for name in wave:
                     # Decided from the node as the plan's (or a later wave's) LIST read it: no GET per node. Cordon
                     # and label go in one write when nothing has to happen in between (no drain, no relabel): the
                     # MIG manager may start at once, the node takes no new pods from then on.
-                    together = not self.drain and actions[name] == plan_mig_rollout.CONFIGURE
+                    together = not self.drains(pool) and actions[name] == plan_mig_rollout.CONFIGURE
                     label = plan_mig_rollout.label_patch(config, digest) if together else None
                     done = self.drainer.cordon(name, self.nodes_by_name.get(name), also=label)
                     if done in ("cordoned", "ours"):  # "ours": left cordoned by an earlier failed run
@@ -467,8 +500,8 @@ class Rollout:
                         self.changed = True
                     if label is not None and done is not None:
                         entry["labelled"][name] = time.time()
-            if self.drain:
-                entry["evicted"] = self.drainer.evict(wave)
+            if self.drains(pool):
+                entry["evicted"] = self.drainers[pool].evict(wave)
                 self.changed = self.changed or bool(entry["evicted"])
             actions = entry["actions"]
             relabel = [n for n in wave if actions[n] == plan_mig_rollout.RECONFIGURE]
@@ -592,17 +625,24 @@ class Rollout:
         for entry in self.waves:
             plan = by_pool[entry["pool"]]
             if self.check:
-                if (
-                    any(
-                        a in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE)
-                        for a in entry["actions"].values()
-                    )
-                    or self.cordon
-                ):
+                if any(
+                    a in (plan_mig_rollout.CONFIGURE, plan_mig_rollout.RECONFIGURE) for a in entry["actions"].values()
+                ) or self.cordons(entry["pool"]):
                     self.changed = True
                 self.node_diffs(plan, entry["nodes"], {})
                 continue
             self.run_wave(plan, entry)
+
+    def rollout_text(self):
+        """The waves as text for --diff (plan/mig_rollout_text.py); '' before the plan or without waves."""
+        if not getattr(self, "cm", None) or not self.waves:
+            return ""
+        before = dict(((self.cm[1] or {}).get("mig-configs") or {}))
+        after = dict(((self.cm[3] or {}).get("mig-configs") or {}))
+        after.update((name, config["entries"]) for name, config in self.configs.items())
+        return plan_mig_rollout_text.rollout_text(
+            self.plans, self.waves, after, before, self.cordons, self.drains, self.mm.max_unavailable
+        )
 
     def result(self):
         out = dict(
@@ -615,6 +655,9 @@ class Rollout:
         )
         if self.module.diff_mode:
             out["diff"] = self.diff
+            text = self.rollout_text()
+            if text:  # the plan first: what the node diffs below amount to
+                out["diff"] = [{"prepared": text}] + self.diff
         return out
 
 

@@ -160,7 +160,10 @@ options:
         node of the nodegroup.
       - Nodes are found by their C(magnum.openstack.org/nodegroup) label. Cordons are marked
         C(gpupool.io/cordoned-by=nodegroup).
-      - Without it Magnum chooses the nodes and nothing is drained.
+      - "With the inventory as O(cluster), each pool's drain policy decides (C(gpupool_cluster.drain), changed by
+        the pool's C(drain): on by default, with its timeout, grace period, C(skip_pods) selector and what a refusing
+        PodDisruptionBudget does); this option, when given, overrides it for every pool. Standalone, draining is off
+        unless this option is V(true). Without a drain Magnum chooses the nodes and nothing is evicted."
       - The Kubernetes connection is O(kubeconfig)/O(context) (or O(host)/O(api_key)), else
         C(gpupool_cluster.kubeconfig) and C(gpupool_cluster.context), else the E(K8S_AUTH_*) variables and the
         default kubeconfig. It is only opened when a shrink or delete is planned.
@@ -206,8 +209,16 @@ notes:
     after the request.
   - Flavor and image are compared as strings with what Magnum stored, so give them the same way (name or id) as
     when the nodegroup was created.
-  - A nodegroup of a pool removed from the inventory is not deleted; it is listed in RV(orphaned) with a warning.
-    Set the pool's C(state) to V(absent) to delete it.
+  - "A nodegroup of a pool removed from the inventory is not deleted by default: it is listed in RV(orphaned) with a
+    warning, and gpupool.core.node_pool keeps its nodes cordoned and tainted. With
+    C(gpupool_cluster.magnum.prune_nodegroups: true) it is drained (the cluster's drain policy) and deleted, if
+    gpupool can tell it made it: its C(node_labels) carry C(gpupool.io/pool) (set at creation from microversion
+    1.14), or every node of it carries C(gpupool.io/pool=<nodegroup>). Setting the pool's C(state) to V(absent)
+    deletes it in any case."
+  - "From microversion 1.14 a pool's nodegroup gives its nodes the pool's taints and labels from birth
+    (C(node_taints), and C(node_labels) with C(gpupool.io/pool=<pool>) plus the pool's C(node_labels) that kubelet
+    may set), so no pod lands on a new GPU node before gpupool.core.node_pool runs; older servers get them from
+    node_pool only."
 seealso:
   - module: gpupool.core.nodegroup_info
   - module: gpupool.core.validate
@@ -302,7 +313,7 @@ pools:
     drain:
       description: The drain plan, as RV(drain).
       type: dict
-      returned: when a shrink or delete is planned and O(drain) is set
+      returned: when a shrink or delete is planned and the pool's drain policy (or O(drain)) drains
     label_drift:
       description: Cluster-wide Magnum labels (C(gpupool_cluster.magnum.labels)) the existing nodegroup has with
         another value; Magnum cannot change them, so they are reported, not refused.
@@ -332,11 +343,18 @@ pools:
       nodegroup: {name: gpu-a100, node_count: 4, status: UPDATE_COMPLETE}
     gpu-t4: {name: gpu-t4, changed: false, actions: [], nodegroup: {name: gpu-t4, node_count: 2}}
 orphaned:
-  description: Nodegroups of the Magnum cluster that no pool declares (not Magnum's default ones).
+  description: Nodegroups of the Magnum cluster that no pool declares (not Magnum's default ones), left as they are.
   returned: with the inventory as O(cluster) and every pool in scope
   type: list
   elements: str
   sample: [gpu-old]
+pruned:
+  description:
+    - With C(gpupool_cluster.magnum.prune_nodegroups), the orphaned nodegroups gpupool made, drained and deleted
+      (planned, in check mode), as RV(pools) entries plus C(pool), the removed pool it was made for.
+  returned: with the inventory as O(cluster) and every pool in scope
+  type: dict
+  sample: {gpu-old: {name: gpu-old, pool: gpu-old, changed: true, actions: [{action: delete}], drain: {}}}
 nodegroup:
   description:
     - Standalone. The nodegroup as Magnum shows it after the change (an empty dict after a delete).
@@ -380,8 +398,8 @@ progress:
   sample: ["create nodegroup 'gpu-a100' of cluster 'k8s-prod' with 2 node(s): CREATE_IN_PROGRESS after 0.3s (2 nodes)"]
 drain:
   description:
-    - Standalone. The drain plan of a shrink or delete with O(drain) (victims, nodes_to_remove, cordon, evict), and
-      after the drain the pods evicted.
+    - Standalone. The drain plan of a shrink or delete with O(drain) (victims, nodes_to_remove, cordon, evict, and
+      skip - GPU pods the drain leaves alone), and after the drain the pods evicted.
   returned: when a shrink or delete is planned and O(drain) is set
   type: dict
   sample: {victims: [k8s-gpu-a100-x1y2z-node-3], nodes_to_remove: [7f0c...], cordon: [k8s-gpu-a100-x1y2z-node-3],
@@ -389,7 +407,9 @@ drain:
 diff:
   description:
     - Before and after (name, role, flavor_id, image_id, counts, docker_volume_size, labels, node labels
-      and taints), with C(--diff). Standalone one dict; with the inventory a list with one entry per changed nodegroup.
+      and taints), with C(--diff). Standalone one dict; with the inventory a list with one entry per changed nodegroup,
+      each shrink or delete followed by one for its Kubernetes nodes - those that stay, and per node that goes the
+      GPU pods evicted from it first (and those the drain policy skips).
   returned: when diff mode is on
   type: raw
   sample: {before: {node_count: 2}, after: {node_count: 4}}
@@ -409,6 +429,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drain, DrainError
+from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumPoolModule
@@ -418,6 +439,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum impo
     OperationFailed,
     WaitTimeout,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.drain_preview import removal_diff
+from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import drain_settings
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
     IN_PROGRESS_STATES,
     desired_from_pool,
@@ -428,6 +451,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import
     plan_drain,
     plan_nodegroup,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.orphans import nodegroup_pool
 
 # The value of gpupool.io/cordoned-by on nodes this module cordons (mig_layout uses its own), so neither module
 # uncordons the other's nodes.
@@ -460,11 +484,13 @@ class Target:
     """One nodegroup to converge: its key (the pool's name, or the nodegroup's standalone), the desired state
     (plan/nodegroup.py's dict) and what happened to it."""
 
-    def __init__(self, key, desired, state, pool=None):
+    def __init__(self, key, desired, state, pool=None, settings=None, pruned_pool=None):
         self.key, self.desired, self.state, self.pool = key, desired, state, pool
+        self.settings = settings or drain_settings()  # plan/eviction.DrainSettings: the drain policy that applies
+        self.pruned_pool = pruned_pool  # for the nodegroup of a removed pool: the pool it was made for
         self.name = desired["name"]
         self.what = "nodegroup '%s'" % self.name
-        self.observed = self.plan = self.drain_plan = None
+        self.observed = self.plan = self.drain_plan = self.preview = self.drain = None
         self.wrote = False
         self.error = None  # (message, extra result keys)
         self.result = {"name": self.name, "changed": False, "actions": []}
@@ -516,7 +542,7 @@ class NodegroupModule(MagnumPoolModule):
         self.orphaned = None
         self.client = None
         self.microversion = None
-        self._drain = None
+        self._k8s = None
 
     # ---- what to converge ---------------------------------------------------------------------------
     @property
@@ -543,13 +569,22 @@ class NodegroupModule(MagnumPoolModule):
                     ],
                     subject="in the module options",
                 )
-            self.targets = [Target(p["name"], desired_state(p), p["state"] or "present")]
+            self.targets = [Target(p["name"], desired_state(p), p["state"] or "present", settings=self.settings())]
             return
         for pool in self.selected:
             if pool.nodegroup is None:
                 self.skipped[pool.name] = "no nodegroup: its nodes are found by node_selector"
                 continue
-            self.targets.append(Target(pool.name, desired_from_pool(self.cluster, pool), pool.state, pool))
+            self.targets.append(
+                Target(pool.name, desired_from_pool(self.cluster, pool), pool.state, pool, settings=self.settings(pool))
+            )
+
+    def settings(self, pool=None):
+        """The drain of a pool's nodegroup: the inventory's drain policy (the cluster's for a nodegroup no pool
+        declares; none standalone) with the drain options that were given on top."""
+        p = self.params
+        policy = None if self.standalone else drain_policy(self.cluster, pool)
+        return drain_settings(policy, p["drain"], p["drain_timeout"], p["drain_grace_period"])
 
     # ---- the run --------------------------------------------------------------------------------------
     def run(self):
@@ -574,11 +609,14 @@ class NodegroupModule(MagnumPoolModule):
             listed[entry.get("uuid")] = listed[entry["name"]] = entry
         if not self.standalone and not self.params["pools"]:
             self.orphaned = orphaned_nodegroups(listing, self.cluster)
+            if self.orphaned and self.cluster.magnum.prune_nodegroups:
+                self.plan_prune(cid, cluster_name)
             for name in self.orphaned:
                 self.warn(
                     "Magnum nodegroup %s of cluster %s belongs to no pool of the inventory (a removed pool?). It "
-                    "was left as it is: delete it with a pool of that nodegroup and state: absent, or declare "
-                    "it again" % (name, cluster_name)
+                    "was left as it is and its nodes stay cordoned and tainted (gpupool.core.node_pool): delete "
+                    "it with a pool of that nodegroup and state: absent, set "
+                    "gpupool_cluster.magnum.prune_nodegroups: true, or declare it again" % (name, cluster_name)
                 )
         for target in self.targets:
             target.what = "nodegroup '%s' of cluster '%s'" % (target.name, cluster_name)
@@ -622,8 +660,13 @@ class NodegroupModule(MagnumPoolModule):
             target.result["label_drift"] = plan.drift
         if self.check_mode:
             target.result["nodegroup"] = dict(observed or {}, **plan.after) if plan.after else {}
-        if p["drain"]:
+        if target.settings.enabled:
             self.plan_drain(target)
+        elif any(a.kind == "delete" or a.shrink_by for a in plan.actions) and not self.standalone:
+            self.warn(
+                "%s: the drain policy is off (drain.enabled: false), so Magnum removes the nodes of its "
+                "choosing with their GPU pods still running" % target.what
+            )
 
     def plan_drain(self, target):
         """Which nodes a shrink (or a delete) removes and which pods leave them first; reads only."""
@@ -633,9 +676,10 @@ class NodegroupModule(MagnumPoolModule):
         if shrink is None and delete is None:
             return
         try:
-            drain = self.drain_client()
+            drain = self.drainer(target)
             nodes = drain.nodes("%s=%s" % (NODEGROUP_LABEL, target.name))
-            candidates = [drain_candidate(n, drain.gpu_pods(n["metadata"]["name"])) for n in nodes]
+            pods = {n["metadata"]["name"]: drain.pod_plan(n["metadata"]["name"]) for n in nodes}
+            candidates = [drain_candidate(n, pods[n["metadata"]["name"]][0]) for n in nodes]
             count = shrink.shrink_by if shrink is not None else len(candidates)
             target.drain_plan = plan_drain(candidates, count, target.what)
         except (Problems, DrainError) as exc:
@@ -645,27 +689,69 @@ class NodegroupModule(MagnumPoolModule):
             target.fail(
                 GpupoolError(
                     "Cannot read the nodes of %s from Kubernetes: %s. Nothing was changed; fix "
-                    "the connection (kubeconfig, context) or leave drain off." % (target.what, exc.describe())
+                    "the connection (kubeconfig, context) or turn the pool's drain policy off (drain.enabled: false)."
+                    % (target.what, exc.describe())
                 )
             )
             return
         if delete is not None:
             target.drain_plan["nodes_to_remove"] = []  # the whole nodegroup goes
+        victims = target.drain_plan["victims"]
+        target.drain_plan["skip"] = [
+            {"node": n, "namespace": pod["metadata"].get("namespace"), "name": pod["metadata"].get("name")}
+            for n in victims
+            for pod in pods[n][1]
+        ]
         target.result["drain"] = target.drain_plan
+        target.preview = removal_diff(
+            target.what,
+            sorted(pods),
+            victims,
+            {n: pods[n][0] for n in victims},
+            {n: pods[n][1] for n in victims},
+        )
 
-    def drain_client(self):
-        """The one drain over the cluster's Kubernetes API, connected on first use."""
-        if self._drain is None:
-            client = k8s_connect(self.params, self.cluster)
-            self._drain = Drain(
-                client,
-                CORDON_BY,
-                timeout=self.params["drain_timeout"],
-                grace_period=self.params["drain_grace_period"],
-                warn=self.warn,
-                progress=self.client.log,
+    def k8s(self):
+        """The cluster's Kubernetes API (for drains and for recognising nodegroups of removed pools), connected
+        on first use."""
+        if self._k8s is None:
+            self._k8s = k8s_connect(self.params, self.cluster)
+        return self._k8s
+
+    def drainer(self, target):
+        """The one drain, as the target's drain policy says; one per target, so the nodes its plan listed need no
+        second read when they are cordoned."""
+        if target.drain is None:
+            target.drain = Drain.for_settings(
+                self.k8s(), CORDON_BY, target.settings, warn=self.warn, progress=self.client.log
             )
-        return self._drain
+        return target.drain
+
+    def plan_prune(self, cid, cluster_name):
+        """With magnum.prune_nodegroups: a delete (after a drain) of each orphaned nodegroup gpupool provably made
+        (plan/orphans.nodegroup_pool); the others stay orphaned and reported. Reads only."""
+        try:
+            nodes = self.k8s().list("", "v1", "nodes")
+        except K8sError as exc:
+            raise GpupoolError(
+                "gpupool_cluster.magnum.prune_nodegroups is on, but the nodes that tell which orphaned nodegroups "
+                "gpupool made cannot be read: %s. Nothing was changed; fix the Kubernetes connection "
+                "(gpupool_cluster.kubeconfig, context) or turn prune_nodegroups off" % exc.describe()
+            ) from None
+        kept = []
+        for name in self.orphaned:
+            pool = nodegroup_pool(self.client.get_nodegroup(cid, name) or {"name": name}, nodes)
+            if pool is None:
+                kept.append(name)
+                self.warn(
+                    "Magnum nodegroup %s of cluster %s is not pruned although prune_nodegroups is on: gpupool cannot "
+                    "tell that it made it (no gpupool.io/pool in its node_labels, and not every node of it carries "
+                    "gpupool.io/pool=%s). Delete it yourself if it belonged to a removed pool"
+                    % (name, cluster_name, name)
+                )
+                continue
+            self.targets.append(Target(name, {"name": name}, "absent", settings=self.settings(), pruned_pool=pool))
+        self.orphaned = kept
 
     # ---- apply ----------------------------------------------------------------------------------------
     def apply_target(self, target, cid):
@@ -702,7 +788,7 @@ class NodegroupModule(MagnumPoolModule):
         drain_plan = target.drain_plan
         if not drain_plan or not (action.kind == "delete" or action.shrink_by):
             return None
-        done = self.drain_client().drain(drain_plan["victims"])
+        done = self.drainer(target).drain(drain_plan["victims"])
         target.wrote = target.wrote or bool(done["cordoned"] or done["evicted"])
         drain_plan["evicted"] = done["evicted"]
         return drain_plan["nodes_to_remove"]
@@ -763,12 +849,20 @@ class NodegroupModule(MagnumPoolModule):
             self._standalone_result(out)
         else:
             pools = {name: {"skipped": why} for name, why in self.skipped.items()}
-            pools.update((t.key, t.result) for t in self.targets)
+            pools.update((t.key, t.result) for t in self.targets if t.pruned_pool is None)
             out["pools"] = pools
             if self.orphaned is not None:
                 out["orphaned"] = self.orphaned
+                out["pruned"] = {
+                    t.key: dict(t.result, pool=t.pruned_pool) for t in self.targets if t.pruned_pool is not None
+                }
             if self.diff_mode:
-                out["diff"] = [self._diff(t) for t in self.targets if t.plan is not None and t.plan.changed]
+                out["diff"] = []
+                for target in self.targets:
+                    if target.plan is not None and target.plan.changed:
+                        out["diff"].append(self._diff(target))
+                        if target.preview is not None:
+                            out["diff"].append(target.preview)
         return out
 
     def _standalone_result(self, out):

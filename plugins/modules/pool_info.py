@@ -20,6 +20,13 @@ description:
     C(node_count), NotReady nodes, C(nvidia.com/mig.config.state=failed), a C(nvidia.com/mig.config) label that is
     not the pool's config, nodes whose devices are not published, and nodes whose published devices differ from
     the layout the planner gives the pool (compared per GPU as profile counts: the MIG manager chooses placements)."
+  - "Says per pool how many more of each device could be allocated right now (whole GPUs, each MIG profile the
+    pool offers) and how many claims of each tenant template (C(gpupool_cluster.tenants)), each count on its own.
+    The counts are fragmentation-aware: a MIG profile counts only where a free placement exists for it (static
+    MIG: free devices; dynamic MIG: placements that still fit beside the allocated instances), and only Ready,
+    schedulable nodes count."
+  - With O(markdown), also the report as Markdown and one SVG picture per pool of each node's GPUs and MIG slices,
+    used or free (what C(playbooks/report.yml) writes to files).
   - Nodes of a pool are found like M(gpupool.core.node_pool) finds them.
   - Read-only; never reports a change.
 author:
@@ -27,6 +34,10 @@ author:
 options:
   fail_on_mismatch:
     description: Fail the task (with the summary) when there is any mismatch.
+    type: bool
+    default: false
+  markdown:
+    description: Also return the report as Markdown (RV(markdown)) and the pools' pictures (RV(pictures)).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -64,6 +75,10 @@ EXAMPLES = r"""
 - name: Free 3g.20gb MIG devices in the A100 pool
   ansible.builtin.debug:
     msg: "{{ info.pools['gpu-a100-mig'].mig_devices['3g.20gb'].free }}"
+
+- name: How many more 3g.20gb slices fit now (fragmentation-aware)
+  ansible.builtin.debug:
+    msg: "{{ info.pools['gpu-a100-mig'].capacity.allocatable['3g.20gb'] }}"
 
 - name: Gate a rollout on a healthy cluster
   gpupool.core.pool_info:
@@ -137,6 +152,16 @@ pools:
           description: Allocated devices and the C(namespace/name) of the claim holding each.
           type: list
           elements: dict
+        allocatable:
+          description: What more the node could take now, C({gpu or profile; count}) (0 when cordoned or NotReady).
+          type: dict
+        gpu_devices:
+          description:
+            - Per GPU (C(index), C(minor), C(memory_slices), C(dynamic)) its whole-GPU device (C(full), with the
+              C(claim) holding it or null) and its MIG devices (C(instances), each with C(profile), the memory
+              C(slices) it covers and its C(claim)).
+          type: list
+          elements: dict
     gpus:
       description: Full GPU devices of the pool, C(total), C(allocated), C(free).
       type: dict
@@ -150,6 +175,18 @@ pools:
       description: The pool's mismatches (see RV(mismatches)).
       type: list
       elements: dict
+    capacity:
+      description:
+        - C(allocatable), what more could be allocated now per C(gpu) (whole GPUs) and MIG profile, each count on
+          its own; C(templates), per tenant template of the pool the claims that could be allocated now
+          (C(namespace), C(name), C(device_class), C(count), C(allocatable), maybe a C(note)); C(left_out), the
+          nodes not counted and why (cordoned, NotReady).
+      type: dict
+      sample:
+        allocatable: {"3g.20gb": 3, "2g.10gb": 8}
+        templates: [{namespace: ml-training, name: a100-3g, device_class: gpu-a100-mig-3g.20gb, count: 1,
+                     allocatable: 3}]
+        left_out: []
   sample:
     gpu-a100-mig:
       mig_mode: static
@@ -236,6 +273,14 @@ summary:
   returned: always
   type: str
   sample: "gpu-a100-mig: 2/2 nodes Ready (nodegroup wants 2); 8 x 2g.10gb, 8 free; 4 x 3g.20gb, 3 free; OK"
+markdown:
+  description: The report as Markdown (a capacity table, then per pool its nodes, capacity, templates, mismatches).
+  returned: when O(markdown=true)
+  type: str
+pictures:
+  description: C({file name; SVG}), one picture per pool with nodes, named C(<pool>.svg) as the Markdown links it.
+  returned: when O(markdown=true)
+  type: dict
 resource_api_version:
   description: The C(resource.k8s.io) version read, or null when the cluster does not serve it.
   returned: always
@@ -246,6 +291,7 @@ resource_api_version:
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan.capacity import report_with_capacity
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
     COMPUTE_DOMAIN,
     DAEMON_SET,
@@ -253,12 +299,13 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import build_report, summary
+from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import summary
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report_markdown import cluster_markdown, pictures
 
 
 class PoolInfoModule(KubernetesModule):
     shared = (NODES,)
-    argument_spec = dict(fail_on_mismatch=dict(type="bool", default=False))
+    argument_spec = dict(fail_on_mismatch=dict(type="bool", default=False), markdown=dict(type="bool", default=False))
 
     def run(self):
         p = self.params
@@ -276,7 +323,7 @@ class PoolInfoModule(KubernetesModule):
         daemonsets = self.engine.list(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
         cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
         compute_domains = self.engine.list(COMPUTE_DOMAIN) if cd_version else []
-        report = build_report(
+        report = report_with_capacity(
             self.cluster,
             nodes,
             slices,
@@ -299,6 +346,9 @@ class PoolInfoModule(KubernetesModule):
             summary=text,
             resource_api_version=("resource.k8s.io/%s" % version) if version else None,
         )
+        if p["markdown"]:
+            out["markdown"] = cluster_markdown(self.cluster.name, report)
+            out["pictures"] = pictures(report)
         if p["fail_on_mismatch"] and report["mismatches"]:
             raise GpupoolError(
                 "%d mismatch(es) between the inventory and the cluster:\n%s" % (len(report["mismatches"]), text), **out

@@ -14,11 +14,19 @@ description:
   - Creates C(resource.k8s.io) ResourceClaimTemplates in tenant namespaces so workloads can ask for a pool's GPUs
     with C(resourceClaims[].resourceClaimTemplateName) and converges them with server-side apply
     (field manager C(gpupool)).
+  - "Without O(namespaces) and O(templates), the templates are the inventory's: C(gpupool_cluster.tenants), a list
+    of C({namespace, templates}) (see the collection's docs/inventory.md). That list is the whole truth: gpupool's
+    templates of the pools in scope that it does not name are deleted in every namespace. When the inventory has no
+    C(tenants) key the task fails and changes nothing."
   - Without O(templates), each namespace in O(namespaces) gets one template per DeviceClass of each pool in scope
     (the classes M(gpupool.core.device_class) publishes), named like the class, asking for one device.
   - With O(templates), each entry names a pool and asks for O(templates[].count) devices of the pool's full-GPU class,
-    of the class of a MIG profile (O(templates[].mig_profile)) or of any class (O(templates[].device_class)), with
-    optional sharing configuration and a C(matchAttribute) constraint (for example all GPUs under one PCIe root).
+    of the class of a MIG profile (O(templates[].mig_profile)) or of another of the pool's classes
+    (O(templates[].device_class)), with optional sharing configuration and a C(matchAttribute) constraint (for
+    example all GPUs under one PCIe root).
+  - Templates are checked by the inventory model, the same rules for O(templates) and C(gpupool_cluster.tenants) -
+    the pool exists and is present, the class is one the pool publishes, sharing can be applied; any problem fails
+    the task before a request is sent.
   - Templates carry C(app.kubernetes.io/managed-by=gpupool) and C(gpupool.io/pool=<pool>); claims made from them get
     C(gpupool.io/pool). Templates without these labels are never modified or deleted.
   - The tenant namespaces must exist; gpupool does not create them.
@@ -29,55 +37,28 @@ options:
   namespaces:
     description:
       - Tenant namespaces that get the templates (each entry of O(templates) may override it).
+      - Leave out with O(templates) to converge the inventory's C(gpupool_cluster.tenants).
     type: list
     elements: str
-    default: []
   templates:
     description:
-      - Templates to create. Default is one per DeviceClass of each pool in scope.
+      - "Templates to create. Default is one per DeviceClass of each pool in scope. Each entry has the keys of a
+        template in C(gpupool_cluster.tenants[].templates[]), checked by the inventory model:"
+      - "C(name) (required): template name."
+      - "C(pool) (required): pool whose devices the template asks for."
+      - "C(mig_profile): ask for the pool's MIG class of this profile, for example V(3g.20gb)."
+      - "C(device_class): ask for this one of the pool's DeviceClasses instead (for example an extra class).
+        Default: the pool's full-GPU class C(<pool>). Not with C(mig_profile)."
+      - "C(count) (default V(1)): how many devices, with C(allocation_mode=ExactCount)."
+      - "C(allocation_mode): V(ExactCount) (default) or V(All) (every matching device on the node)."
+      - "C(sharing): sharing configuration for the claim, in the inventory's C(sharing) form
+        (V({time_slicing: {interval: Long}}) or V({mps: {active_thread_percentage: 50}})); sent as opaque
+        C(GpuConfig) or C(MigDeviceConfig) for the C(gpu.nvidia.com) driver."
+      - "C(match_attribute): all devices of the claim must have the same value of this attribute, for example
+        V(resource.kubernetes.io/pcieRoot)."
+      - "C(namespaces): namespaces for this template instead of O(namespaces)."
     type: list
     elements: dict
-    suboptions:
-      name:
-        description: Template name.
-        type: str
-        required: true
-      pool:
-        description: Pool whose devices the template asks for.
-        type: str
-        required: true
-      device_class:
-        description:
-          - DeviceClass to ask for. Default is the pool's full-GPU class C(<pool>).
-          - Mutually exclusive with O(templates[].mig_profile).
-        type: str
-      mig_profile:
-        description: Ask for the pool's MIG class of this profile, for example V(3g.20gb).
-        type: str
-      count:
-        description: How many devices (with O(templates[].allocation_mode=ExactCount)).
-        type: int
-        default: 1
-      allocation_mode:
-        description: C(ExactCount) devices, or C(All) matching devices on the node.
-        type: str
-        choices: [ExactCount, All]
-        default: ExactCount
-      sharing:
-        description:
-          - "Sharing configuration for the claim, in the inventory's C(sharing) form
-            (V({time_slicing: {interval: Long}}) or V({mps: {active_thread_percentage: 50}}))."
-          - Sent as opaque C(GpuConfig) or C(MigDeviceConfig) for the C(gpu.nvidia.com) driver.
-        type: dict
-      match_attribute:
-        description:
-          - All devices of the claim must have the same value of this attribute, for example
-            V(resource.kubernetes.io/pcieRoot).
-        type: str
-      namespaces:
-        description: Namespaces for this template instead of O(namespaces).
-        type: list
-        elements: str
   recreate:
     description:
       - The spec of a ResourceClaimTemplate is immutable in the Kubernetes API. With O(recreate=true) a template whose
@@ -89,7 +70,8 @@ options:
   prune:
     description:
       - Delete gpupool's templates of the pools in scope that are no longer wanted, in the namespaces this task names
-        (O(namespaces) and every O(templates[].namespaces)). Templates in namespaces no longer named are left alone.
+        (O(namespaces) and every namespace of O(templates)). Templates in namespaces no longer named are left alone.
+      - With the inventory's C(gpupool_cluster.tenants), in every namespace (the list is the whole truth).
     type: bool
     default: true
 extends_documentation_fragment:
@@ -109,6 +91,10 @@ attributes:
 """
 
 EXAMPLES = r"""
+- name: The templates the inventory declares (gpupool_cluster.tenants)
+  gpupool.core.resource_claim_template:
+    cluster: "{{ gpupool_cluster }}"
+
 - name: One template per pool DeviceClass in two tenant namespaces
   gpupool.core.resource_claim_template:
     cluster: "{{ gpupool_cluster }}"
@@ -170,49 +156,61 @@ diff:
 
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import cluster_resource_claim_templates
-from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
-
-TEMPLATE_SPEC = dict(
-    name=dict(type="str", required=True),
-    pool=dict(type="str", required=True),
-    device_class=dict(type="str"),
-    mig_profile=dict(type="str"),
-    count=dict(type="int", default=1),
-    allocation_mode=dict(type="str", choices=["ExactCount", "All"], default="ExactCount"),
-    sharing=dict(type="dict"),
-    match_attribute=dict(type="str"),
-    namespaces=dict(type="list", elements="str"),
+from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import (
+    cluster_resource_claim_templates,
+    tenant_claim_templates,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
 
 
 class ResourceClaimTemplateModule(KubernetesModule):
     shared = (APPLY,)
     argument_spec = dict(
-        namespaces=dict(type="list", elements="str", default=[]),
-        templates=dict(
-            type="list", elements="dict", options=TEMPLATE_SPEC, mutually_exclusive=[("device_class", "mig_profile")]
-        ),
+        # The keys of a template are the model's (ClaimTemplate), checked there: no second schema here.
+        namespaces=dict(type="list", elements="str"),
+        templates=dict(type="list", elements="dict"),
         recreate=dict(type="bool", default=True),
         prune=dict(type="bool", default=True),
     )
-    module_kwargs = dict(required_one_of=[("namespaces", "templates")])
 
     def run(self):
         p = self.params
-        for i, t in enumerate(p["templates"] or []):
-            if t["count"] < 1:
-                self.ansible.fail_json(msg="templates[%d].count must be at least 1 (got %d)" % (i, t["count"]))
-        scope = dict(pools=self.pool_names, namespaces=p["namespaces"], templates=p["templates"])
+        if p["namespaces"] is None and p["templates"] is None:
+            return self.converge_tenants()
+        scope = dict(pools=self.pool_names, namespaces=p["namespaces"] or [], templates=p["templates"])
         cluster_resource_claim_templates(self.cluster, **scope)  # inventory problems before any request
         api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
         wanted = cluster_resource_claim_templates(self.cluster, api_version=api_version, **scope)
-        namespaces = set(p["namespaces"])
+        namespaces = set(p["namespaces"] or [])
         for t in p["templates"] or []:
             namespaces.update(t.get("namespaces") or [])
         prune = PruneScope(pools=self.pool_names, namespaces=namespaces) if p["prune"] and namespaces else None
         self.converge(RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=p["recreate"])
+        return {"api_version": api_version}
+
+    def converge_tenants(self):
+        """The inventory's tenants: every namespace they name, and gpupool's templates anywhere else pruned."""
+        if self.cluster.tenants is None:
+            raise Problems(
+                [
+                    (
+                        "gpupool_cluster.tenants",
+                        "the inventory declares no tenants and the task gives neither "
+                        "namespaces nor templates, so there is nothing to converge; add tenants: [{namespace: "
+                        "team-a, templates: [...]}] to gpupool_cluster (or tenants: [] to remove gpupool's "
+                        "templates), or give namespaces/templates",
+                    )
+                ]
+            )
+        tenant_claim_templates(self.cluster, self.pool_names)  # inventory problems before any request
+        api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
+        wanted = tenant_claim_templates(self.cluster, self.pool_names, api_version)
+        prune = PruneScope(pools=self.pool_names) if self.params["prune"] else None
+        self.converge(
+            RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=self.params["recreate"]
+        )
         return {"api_version": api_version}
 
 

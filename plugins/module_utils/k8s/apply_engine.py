@@ -20,9 +20,13 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import gpupool_label_keys, node_patch
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
+    gpupool_label_keys,
+    node_patch,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned, pool_of
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import (
+    diff_view,
     differences,
     label_owners,
     needs_apply,
@@ -75,7 +79,12 @@ class Result:
 
     def diff(self):
         header = self.ref + (" (pool %s)" % self.pool if self.pool else "")
-        return {"before": self.before or {}, "after": self.after or {}, "before_header": header, "after_header": header}
+        return {
+            "before": diff_view(self.before),
+            "after": diff_view(self.after),
+            "before_header": header,
+            "after_header": header,
+        }
 
 
 class PruneScope:
@@ -367,7 +376,7 @@ class ApplyEngine:
             return
         after = self.apply(kind, obj)
         res.object, res.after = after, strip(after)
-        res.changed = live is None or res.before != res.after
+        res.changed = live is None or diff_view(res.before) != diff_view(res.after)
         res.action = "created" if live is None else ("updated" if res.changed else "unchanged")
 
     def _recreate(self, kind, obj, live, res, delete_timeout):

@@ -18,7 +18,7 @@ No dry run here: in check mode the modules plan a drain (`gpu_pods`) but never r
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
     CONTENT_MERGE,
@@ -46,8 +46,24 @@ class Drain:
     cordon_by: the value of the cordon annotation (which module cordons); timeout: seconds for one `evict()`
     (evictions refused by a budget plus waiting for the pods to go); grace_period: the evicted pods' grace
     period (None: each pod's own); sleep: seconds between two tries or checks; warn(text): pods that use
-    GPUs but are not evicted (DaemonSet, static pods); progress(text): what the drain is doing.
+    GPUs but are not evicted (DaemonSet and static pods, those `skip_pods` selects); progress(text): what the
+    drain is doing; skip_pods: label selector of GPU pods never evicted; when_budget_blocks: "wait" (a budget's
+    refusal is tried again until the timeout) or "fail" (the first refusal ends the drain). Timeout, grace
+    period, skip_pods and when_budget_blocks come from the inventory's drain policy (`for_settings`).
     """
+
+    @classmethod
+    def for_settings(cls, client, cordon_by: str, settings, **kwargs) -> "Drain":
+        """A drain as plan/eviction.DrainSettings says (the inventory's policy with a module's options on top)."""
+        return cls(
+            client,
+            cordon_by,
+            timeout=settings.timeout,
+            grace_period=settings.grace_period,
+            skip_pods=settings.skip_pods,
+            when_budget_blocks=settings.when_budget_blocks,
+            **kwargs,
+        )
 
     def __init__(
         self,
@@ -60,11 +76,15 @@ class Drain:
         pause: Callable[[float], None] = time.sleep,
         warn: Optional[Callable[[str], None]] = None,
         progress: Optional[Callable[[str], None]] = None,
+        skip_pods: Optional[str] = None,
+        when_budget_blocks: str = "wait",
     ) -> None:
         self.client = client
         self.cordon_by = cordon_by
         self.timeout = float(timeout)
         self.grace_period = grace_period
+        self.skip_pods = skip_pods
+        self.when_budget_blocks = when_budget_blocks
         self.sleep = float(sleep)
         self.clock = clock
         self.pause = pause
@@ -102,8 +122,12 @@ class Drain:
 
     def gpu_pods(self, node_name: str) -> List[dict]:
         """The pods a drain of the node would evict (read only: what check mode reports)."""
-        evict, _wait_for, _skipped = plan_eviction.pods_to_evict(self.pods_on(node_name), node_name)
-        return [pod for pod, _why in evict]
+        return self.pod_plan(node_name)[0]
+
+    def pod_plan(self, node_name: str) -> Tuple[List[dict], List[dict]]:
+        """(the pods a drain of the node would evict, the GPU pods it leaves alone), read only."""
+        evict, _wait_for, skipped = plan_eviction.pods_to_evict(self.pods_on(node_name), node_name, self.skip_pods)
+        return [pod for pod, _why in evict], [pod for pod, _why in skipped]
 
     # ---- cordon -----------------------------------------------------------------------------------------
     def _patch_node(self, name: str, patch: dict) -> None:
@@ -176,6 +200,14 @@ class Drain:
             except K8sError as err:
                 if not plan_eviction.eviction_refused(err.status, err.message):
                     raise
+                if self.when_budget_blocks == "fail":
+                    raise DrainError(
+                        "pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s), and the "
+                        "drain policy says when_budget_blocks: fail, so the drain stopped at once. The node stays "
+                        "cordoned and nothing was removed or reconfigured; scale the workload or relax the budget "
+                        "and run again, or set drain.when_budget_blocks: wait in the inventory to wait for it"
+                        % (plan_eviction.pod_ref(pod), err.message)
+                    ) from None
                 refusal[:] = [err.message]
                 return False, "refused: %s" % err.message
             self.writes += 1
@@ -184,8 +216,9 @@ class Drain:
         if not self._waiter(deadline).until(probe):
             raise DrainError(
                 "pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s) and "
-                "still refused after %ds. Scale the workload or relax the budget, or raise drain_timeout, "
-                "then run again" % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429", self.timeout)
+                "still refused after %ds. Scale the workload or relax the budget, or raise drain.timeout in "
+                "the inventory, then run again"
+                % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429", self.timeout)
             )
         self.progress("evicted pod %s" % plan_eviction.pod_ref(pod))
 
@@ -198,7 +231,7 @@ class Drain:
         evicted: List[str] = []
         pending: Dict[str, str] = {}  # uid -> ns/name
         for name in node_names:
-            evict, wait_for, skipped = plan_eviction.pods_to_evict(self.pods_on(name), name)
+            evict, wait_for, skipped = plan_eviction.pods_to_evict(self.pods_on(name), name, self.skip_pods)
             for pod, why in skipped:
                 self.warn("node %s: pod %s uses GPUs but is not evicted: %s" % (name, plan_eviction.pod_ref(pod), why))
             for pod, _why in wait_for:
@@ -223,7 +256,7 @@ class Drain:
         if not self._waiter(deadline).until(probe):
             raise DrainError(
                 "pods evicted from %s are still there after %ds: %s. Check their finalizers and "
-                "termination grace periods (drain_grace_period shortens it), then run again"
+                "termination grace periods (drain.grace_period in the inventory shortens it), then run again"
                 % (", ".join(node_names), self.timeout, ", ".join(sorted(pending.values())))
             )
 

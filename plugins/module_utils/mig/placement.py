@@ -222,6 +222,33 @@ def place_around(gpu, layout, occupied):
     return [Instance(p.name, s, p.memory_slices, p.profile_id, p.compute_slices) for p, s in found]
 
 
+def more_instances(gpu, profile, occupied=0, kept=None):
+    """How many more instances of `profile` fit beside what a GPU already holds, placed where they can go.
+
+    `occupied`: bit mask of the memory slices taken (by allocated instances); `kept`: those instances as
+    {profile: count}, for the compute slices, per-profile maximum and media engines they use. Free slices the
+    profile cannot start on (or that are too few in a row) count for nothing: this is what can be allocated
+    now, not the free memory. 0 for an unknown profile.
+    """
+    model = _resolve(gpu)
+    prof = profile_by_name(model, profile)
+    if prof is None:
+        return 0
+    kept = {n: c for n, c in (kept or {}).items() if c}
+    used = sum(profile_by_name(model, n).compute_slices * c for n, c in kept.items() if profile_by_name(model, n))
+    fitted = 0
+    # More instances never fit where fewer did not, so the first count that fails ends the search.
+    for count in range(1, prof.max_instances - kept.get(profile, 0) + 1):
+        if used + prof.compute_slices * count > model.mig.compute_slices:
+            break
+        if engine_shortfall(model, dict(kept, **{profile: kept.get(profile, 0) + count})):
+            break
+        if _search([prof] * count, model.mig.memory_slices, occupied)[0] is None:
+            break
+        fitted = count
+    return fitted
+
+
 def _explain(model, layout, profs, deepest):
     placed, occupied = deepest
     blocked = profs[placed]

@@ -33,6 +33,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.paths import po
 from ansible_collections.gpupool.core.plugins.module_utils.model.sharing_checks import sharing_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE, is_dns_label
 from ansible_collections.gpupool.core.plugins.module_utils.model.taint_checks import taint_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import tenant_problems
 
 Problem = Tuple[str, str]
 Check = Callable[..., List[Problem]]
@@ -77,7 +78,8 @@ def gate_problems(cluster, root: str) -> List[Problem]:
     return _gate_problems(cluster, root)
 
 
-# In the order the problems are reported: the pool list, each pool's own settings, then what spans pools.
+# In the order the problems are reported: the pool list, each pool's own settings, what spans pools, then the
+# tenants (their templates stand on the pools' classes) and the driver gates all of them need.
 CHECKS: List[Check] = [
     pool_name_problems,
     empty_cluster_problems,
@@ -95,6 +97,7 @@ CHECKS: List[Check] = [
     compute_domain_problems,
     mig_mode_mix_problems,
     dra_driver_problems,
+    tenant_problems,
     gate_problems,
 ]
 

@@ -40,6 +40,14 @@ def derived_gates(cluster):
             continue
         for gate, key in pool_gates(pool).items():
             need.setdefault(gate, []).append("pools[%d] (%s).%s" % (i, pool.name, key))
+    # A claim template's sharing config is applied by the driver like a DeviceClass's: it needs the same gates.
+    for i, tenant in enumerate(cluster.tenants or []):
+        for k, template in enumerate(tenant.templates or []):
+            where = "tenants[%d] (%s).templates[%d] (%s).sharing" % (i, tenant.namespace, k, template.name)
+            if template.sharing is not None and template.sharing.time_slicing:
+                need.setdefault("TimeSlicingSettings", []).append(where + ".time_slicing")
+            if template.sharing is not None and template.sharing.mps:
+                need.setdefault("MPSSupport", []).append(where + ".mps")
     return need
 
 

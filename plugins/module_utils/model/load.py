@@ -18,6 +18,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes impo
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import EXAMPLES, pydantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import tenant_problems
 
 
 def load_cluster(data, root: str = "gpupool_cluster") -> Cluster:
@@ -44,7 +45,9 @@ def _problems_of_valid_pools(data: dict, root: str) -> List[Tuple[str, str]]:
 
     One pool's typo must not hide what is wrong with the others (a clash between two valid pools, a layout
     that does not fit): each pool is validated on its own, at its own index. When a setting outside the pools
-    is broken, the cross-pool checks have nothing sound to stand on and are left for the next run."""
+    is broken, the cross-pool checks have nothing sound to stand on and are left for the next run. So are the
+    tenants' checks: their templates name pools, and a template of a pool that failed validation would be
+    reported as naming an unknown pool."""
     pools = data.get("pools")
     if not isinstance(pools, list):
         return []
@@ -60,7 +63,9 @@ def _problems_of_valid_pools(data: dict, root: str) -> List[Tuple[str, str]]:
             continue
         pool._index = index
         valid.append(pool)
-    return semantic_problems(base.model_copy(update={"pools": valid}), root, skip=(empty_cluster_problems,))
+    return semantic_problems(
+        base.model_copy(update={"pools": valid}), root, skip=(empty_cluster_problems, tenant_problems)
+    )
 
 
 def _with_notes(problems: List[Tuple[str, str]], notes: Dict[str, str]) -> List[Tuple[str, str]]:

@@ -26,20 +26,32 @@ def pool_path(root: str, pool) -> str:
     return "%s.%s" % (root, pool_label(getattr(pool, "_index", None), pool.name))
 
 
+def tenant_path(root: str, index: int, namespace: object) -> str:
+    """'gpupool_cluster.tenants[0] (team-a)': a tenant is known by its namespace."""
+    return "%s.tenants[%d]%s" % (root, index, " (%s)" % namespace if isinstance(namespace, str) and namespace else "")
+
+
+def template_path(at: str, index: int, name: object) -> str:
+    """'<tenant>.templates[1] (two-h100)'."""
+    return "%s.templates[%d]%s" % (at, index, " (%s)" % name if isinstance(name, str) and name else "")
+
+
+# The key that names the entries of a list, for the lists whose entries people know by name.
+_ENTRY_NAME = {"pools": "name", "tenants": "namespace", "templates": "name"}
+
+
 def inventory_path(root: str, loc: Sequence[Union[str, int]], data: object = None) -> str:
-    """Render a key path; with the raw inventory `data`, a pool entry gets its name next to its index."""
+    """Render a key path; with the raw inventory `data`, a pool, tenant or template entry gets its name next to its
+    index."""
     out = root
     node = data
     parent = None
     for part in loc:
         if isinstance(part, int):
-            name = (
-                node[part].get("name")
-                if parent == "pools" and _has(node, part) and isinstance(node[part], dict)
-                else None
-            )
+            key = _ENTRY_NAME.get(parent)
+            name = node[part].get(key) if key and _has(node, part) and isinstance(node[part], dict) else None
             out += "[%d]" % part
-            if parent == "pools" and isinstance(name, str) and name:
+            if isinstance(name, str) and name:
                 out += " (%s)" % name
         elif re.match(r"^\w+$", str(part)):
             out += "." + str(part)

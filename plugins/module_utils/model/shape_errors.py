@@ -52,6 +52,10 @@ EXAMPLES: Dict[str, str] = {
     "node_labels": "node_labels: {example.com/team: ml}",
     "node_selector": "node_selector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}",
     "labels": "labels: {nvidia_gpu_enabled: 'true'}",
+    "tenants": "tenants: [{namespace: team-a, templates: [{name: one-t4, pool: gpu-t4}]}]",
+    "tenants[]": "- {namespace: team-a, templates: [{name: one-t4, pool: gpu-t4}]}",
+    "templates": "templates: [{name: a100-slice, pool: gpu-a100-mig, mig_profile: 3g.20gb}]",
+    "templates[]": "- {name: a100-slice, pool: gpu-a100-mig, mig_profile: 3g.20gb}",
     "drain": "drain: {timeout: 900, skip_pods: gpupool.io/drain=skip, when_budget_blocks: fail}",
 }
 
@@ -75,9 +79,8 @@ EXPECTED = {
 _UNION_MEMBER = re.compile(r"^(str|int|bool|float|none|dict\[.*\]|list\[.*\]|function-.*|literal\[.*\]|[A-Z]\w*)$")
 
 
-def _owner_at(loc: Sequence[Union[str, int]]):
-    """The pydantic model class that owns the key at `loc` (for typo hints and allowed keys)."""
-    model = Cluster
+def _owner_at(loc: Sequence[Union[str, int]], model=Cluster):
+    """The pydantic model class that owns the key at `loc` below `model` (for typo hints and allowed keys)."""
     for part in loc[:-1]:
         if isinstance(part, int):
             continue
@@ -115,7 +118,7 @@ def _clean_loc(loc, data):
     return tuple(out)
 
 
-def _example(loc) -> str:
+def _example(loc, model=Cluster) -> str:
     """A one-line example for the key at `loc`, or '' when none is known."""
     names = [p for p in loc if isinstance(p, str)]
     if not names:
@@ -125,7 +128,7 @@ def _example(loc) -> str:
         return EXAMPLES.get(key + "[]", "")
     if key in EXAMPLES:
         return EXAMPLES[key]
-    owner = _owner_at(loc)
+    owner = _owner_at(loc, model)
     field = owner.model_fields.get(key) if owner else None
     if (
         field is not None
@@ -139,10 +142,10 @@ def _example(loc) -> str:
     return ""
 
 
-def _type_message(kinds: List[str], loc, value) -> str:
+def _type_message(kinds: List[str], loc, value, model=Cluster) -> str:
     expected = " or ".join(dict.fromkeys(kinds))
     text = "must be %s" % expected
-    example = _example(loc)
+    example = _example(loc, model)
     if example:
         text += ", e.g. `%s`" % example
     text += "; %s" % got(value)
@@ -168,8 +171,8 @@ def _value_at(data, loc):
     return node
 
 
-def _unknown_key_message(loc) -> str:
-    owner = _owner_at(loc)
+def _unknown_key_message(loc, model=Cluster) -> str:
+    owner = _owner_at(loc, model)
     known = list(owner.model_fields) if owner else []
     key = str(loc[-1])
     close = difflib.get_close_matches(ascii_fold(key), known, n=1)
@@ -195,8 +198,9 @@ def _bound_message(error) -> str:
     return ""
 
 
-def pydantic_problems(err, root: str, data: object = None) -> List[Tuple[str, str]]:
-    """(path, message) for every error of a pydantic ValidationError raised on the raw inventory `data`."""
+def pydantic_problems(err, root: str, data: object = None, model=Cluster) -> List[Tuple[str, str]]:
+    """(path, message) for every error of a pydantic ValidationError raised on the raw inventory `data`
+    (validated as `model`: the Cluster, or a part such as a ClaimTemplate given on its own)."""
     problems: List[list] = []
     type_problem: Dict[tuple, list] = {}
     for error in err.errors():
@@ -210,9 +214,9 @@ def pydantic_problems(err, root: str, data: object = None) -> List[Tuple[str, st
                 problems.append(type_problem[loc])
             type_problem[loc][1].append(EXPECTED[kind])
         elif kind == "extra_forbidden":
-            problems.append([path, _unknown_key_message(loc)])
+            problems.append([path, _unknown_key_message(loc, model)])
         elif kind == "missing":
-            example = _example(loc)
+            example = _example(loc, model)
             problems.append([path, "required key is missing" + (", e.g. `%s`" % example if example else "")])
         elif kind == "literal_error":
             problems.append([path, _literal_message(error)])
@@ -225,5 +229,5 @@ def pydantic_problems(err, root: str, data: object = None) -> List[Tuple[str, st
             text = error["msg"].replace("Input should be", "must be").replace("Value error, ", "")
             problems.append([path, "%s; %s" % (text, got(error.get("input")))])
     for loc, entry in type_problem.items():
-        entry[1] = _type_message(entry[1], loc, _value_at(data, loc))
+        entry[1] = _type_message(entry[1], loc, _value_at(data, loc), model)
     return [(entry[0], entry[1]) for entry in problems]

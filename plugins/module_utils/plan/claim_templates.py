@@ -1,17 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""ResourceClaimTemplates over the pools' DeviceClasses, per tenant namespace."""
+"""ResourceClaimTemplates over the pools' DeviceClasses, per tenant namespace.
+
+What to build comes from the model (model/tenants.py: the inventory's tenants, or the module's options turned
+into the same entries); the model's checks (model/tenant_checks.py) run here too, so the builder is safe on
+its own.
+"""
 
 from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Sharing
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL, LABEL_KEY
-from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import (
+    claim_template_problems,
+    tenant_problems,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import (
+    inventory_entries,
+    is_mig_class,
+    option_entries,
+    template_class,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver_config import opaque, sharing_parameters
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
 from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import ownership_labels
@@ -52,123 +63,52 @@ def resource_claim_template(
     }
 
 
-def cluster_resource_claim_templates(
-    cluster, pools=None, namespaces=(), templates=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"
-):
-    """Templates per tenant namespace.
-
-    templates None: one per DeviceClass of each present pool in scope, named like the class, count 1.
-    Otherwise each entry: name, pool, optional device_class | mig_profile, count, allocation_mode,
-    sharing (pool_model.Sharing keys), match_attribute, namespaces (default: `namespaces`).
-    """
-    in_scope = select_pools(cluster, pools, root)
-    classes = cluster_device_classes(cluster, None, root)
-    by_pool = {}
-    for d in classes:
-        by_pool.setdefault(d.pool, []).append(d)
-    problems, out, seen = [], [], {}
-    for ns in namespaces or ():
-        if not DNS_LABEL.match(ns):
-            problems.append(("namespaces", "%r is not a valid namespace name" % ns))
-    if templates is None:
-        for pool in in_scope:
-            if pool.state != "present":
-                continue
-            for d in by_pool.get(pool.name, []):
-                name = d.obj["metadata"]["name"]
-                for ns in namespaces or ():
-                    obj = resource_claim_template(name, ns, pool.name, name, api_version)
-                    out.append(Desired(obj, pool.name, d.origin, {"device_class": name, "count": 1}))
-    else:
-        scope_names = [p.name for p in in_scope]
-        for i, t in enumerate(templates):
-            at = "templates[%d]" % i
-            pool_name = t.get("pool")
-            try:
-                pool = cluster.pool(pool_name)
-            except KeyError:
-                problems.append((at + ".pool", "pool %r not in %s.pools" % (pool_name, root)))
-                continue
-            if pool.name not in scope_names or pool.state != "present":
-                continue
-            device_class, problem = _template_class(pool, t, by_pool.get(pool.name, []))
-            if problem:
-                problems.append((at, problem))
-                continue
-            config = None
-            if t.get("sharing"):
-                try:
-                    sharing = Sharing.model_validate(t["sharing"])
-                except Exception as exc:  # pydantic ValidationError
-                    problems.append((at + ".sharing", _first_line(exc)))
-                    continue
-                if sharing.time_slicing and sharing.mps:
-                    problems.append((at + ".sharing", "time_slicing and mps cannot be used together; keep one"))
-                    continue
-                is_mig = _is_mig_class(pool, device_class, t, by_pool.get(pool.name, []))
-                config = sharing_parameters(sharing, mig=bool(is_mig))
-            match = t.get("match_attribute")
-            if match and not LABEL_KEY.match(match):
-                problems.append(
-                    (
-                        at + ".match_attribute",
-                        "%r is not a qualified attribute name such as resource.kubernetes.io/pcieRoot" % match,
-                    )
-                )
-                continue
-            count = t.get("count") or 1
-            mode = t.get("allocation_mode") or "ExactCount"
-            for ns in t.get("namespaces") or namespaces or ():
-                key = (ns, t["name"])
-                if key in seen:
-                    problems.append((at + ".name", "template %s/%s is also defined by %s" % (ns, t["name"], seen[key])))
-                    continue
-                seen[key] = at
-                obj = resource_claim_template(
-                    t["name"], ns, pool.name, device_class, api_version, count, mode, config, match
-                )
-                out.append(Desired(obj, pool.name, at, {"device_class": device_class, "count": count}))
-            if not (t.get("namespaces") or namespaces):
-                problems.append((at + ".namespaces", "no namespace: give namespaces for the module or the template"))
+def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):
+    """Desired templates of the entries whose pool is in scope; every entry is checked first."""
+    in_scope = {p.name for p in select_pools(cluster, pools, root)}
+    problems = claim_template_problems(cluster, entries, root)
     if problems:
         raise Problems(problems)
+    out = []
+    for entry in entries:
+        template = entry.template
+        if template.pool not in in_scope:
+            continue
+        device_class = template_class(cluster, template)[0]
+        config = sharing_parameters(template.sharing, mig=is_mig_class(device_class)) if template.sharing else None
+        obj = resource_claim_template(
+            template.name,
+            entry.namespace,
+            template.pool,
+            device_class.name,
+            api_version,
+            template.count,
+            template.allocation_mode,
+            config,
+            template.match_attribute,
+        )
+        out.append(Desired(obj, template.pool, entry.at, {"device_class": device_class.name, "count": template.count}))
     return out
 
 
-def _first_line(exc):
-    lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
-    return " ".join(lines[1:3]) if len(lines) > 1 else (lines[0] if lines else repr(exc))
+def tenant_claim_templates(cluster, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):
+    """The templates the inventory's tenants declare (gpupool_cluster.tenants), for the pools in scope."""
+    problems = tenant_problems(cluster, root)
+    if problems:
+        raise Problems(problems)
+    return build_templates(cluster, inventory_entries(cluster, root), pools, api_version, root)
 
 
-def _template_class(pool, t, pool_classes):
-    if t.get("device_class"):
-        if t.get("mig_profile"):
-            return None, "give device_class or mig_profile, not both"
-        return t["device_class"], None
-    if t.get("mig_profile"):
-        for d in pool_classes:
-            if d.info.get("role") == "mig" and d.info.get("profile") == t["mig_profile"]:
-                return d.obj["metadata"]["name"], None
-        gpu = pool.catalog_gpu
-        if gpu is None or profile_by_name(gpu, t["mig_profile"]) is None:
-            return None, "pool %s's GPU (%s) has no MIG profile %r" % (pool.name, pool.gpu.model, t["mig_profile"])
-        return None, (
-            "pool %s publishes no DeviceClass for MIG profile %r (its MIG mode is %s); add the profile "
-            "to the pool's mig.layout or name a device_class" % (pool.name, t["mig_profile"], pool.mig.mode)
-        )
-    for d in pool_classes:
-        if d.info.get("role") == "gpu":
-            return d.obj["metadata"]["name"], None
-    return None, (
-        "pool %s publishes no full-GPU DeviceClass (MIG layout on every GPU, or "
-        "device_classes.defaults: false); give mig_profile or device_class" % pool.name
-    )
+def cluster_resource_claim_templates(
+    cluster, pools=None, namespaces=(), templates=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"
+):
+    """Templates from the module's options, per tenant namespace.
 
-
-def _is_mig_class(pool, device_class, t, pool_classes):
-    if t.get("mig_profile"):
-        return True
-    for d in pool_classes:
-        if d.obj["metadata"]["name"] == device_class:
-            return d.info.get("role") == "mig" or bool(d.info.get("profile"))
-    return False
+    templates None: one per DeviceClass of each present pool in scope, named like the class, count 1.
+    Otherwise each entry is a ClaimTemplate of the model (name, pool, device_class | mig_profile, count,
+    allocation_mode, sharing, match_attribute) plus `namespaces` (default: `namespaces`).
+    """
+    entries, problems = option_entries(cluster, namespaces, templates)
+    if problems:
+        raise Problems(problems)
+    return build_templates(cluster, entries, pools, api_version, root)

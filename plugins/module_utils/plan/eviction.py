@@ -10,8 +10,10 @@ k8s/drain.py does the I/O (the one drain of the collection, used by nodegroup an
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import matches as selector_matches
+from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import parse as parse_selector
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     CORDON_ANNOTATION,
     EXTENDED_RESOURCE_DOMAIN,
@@ -51,14 +53,17 @@ def gpu_use(pod: Pod) -> Optional[str]:
 PodReasons = List[Tuple[Pod, str]]
 
 
-def pods_to_evict(pods: Iterable[Pod], node_name: str) -> Tuple[PodReasons, PodReasons, PodReasons]:
+def pods_to_evict(
+    pods: Iterable[Pod], node_name: str, skip_pods: Optional[str] = None
+) -> Tuple[PodReasons, PodReasons, PodReasons]:
     """Pods on `node_name` that must leave before the node's GPUs change or the node goes away.
 
     Returns (evict, wait_for, skipped): evict: [(pod, reason)]; wait_for: GPU pods already terminating;
     skipped: [(pod, why)] - GPU pods that eviction does not apply to (DaemonSet pods, which the MIG manager
-    pauses itself and which leave with their node; static/mirror pods). Finished pods (Succeeded/Failed)
-    hold no GPU and are ignored."""
+    pauses itself and which leave with their node; static/mirror pods) and those the drain policy's
+    `skip_pods` label selector names. Finished pods (Succeeded/Failed) hold no GPU and are ignored."""
     evict, wait_for, skipped = [], [], []
+    skip = parse_selector(skip_pods) if skip_pods else None
     for pod in sorted(pods, key=lambda p: (_meta(p).get("namespace") or "", _meta(p).get("name"))):
         if (pod.get("spec") or {}).get("nodeName") != node_name:
             continue
@@ -74,6 +79,8 @@ def pods_to_evict(pods: Iterable[Pod], node_name: str) -> Tuple[PodReasons, PodR
             skipped.append((pod, "static pod (cannot be evicted through the API)"))
         elif meta.get("deletionTimestamp"):
             wait_for.append((pod, why))
+        elif skip is not None and selector_matches(skip, meta.get("labels") or {}):
+            skipped.append((pod, "matches the drain policy's skip_pods (%s)" % skip_pods))
         else:
             evict.append((pod, why))
     return evict, wait_for, skipped
@@ -140,3 +147,37 @@ def merge_patches(*patches: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 def uncordon_patch() -> Dict[str, Any]:
     return {"metadata": {"annotations": {CORDON_ANNOTATION: None}}, "spec": {"unschedulable": None}}
+
+
+class DrainSettings(NamedTuple):
+    """What one drain does: the inventory's drain policy (model/drain_policy.py) with a module's options on top."""
+
+    enabled: bool
+    timeout: int
+    grace_period: Optional[int]
+    skip_pods: Optional[str]
+    when_budget_blocks: str  # wait | fail
+
+
+# A module called without the inventory (standalone) and without drain options does not drain.
+STANDALONE = DrainSettings(False, 600, None, None, "wait")
+
+
+def drain_settings(
+    policy=None, enabled: Optional[bool] = None, timeout: Optional[int] = None, grace_period: Optional[int] = None
+) -> DrainSettings:
+    """The inventory's policy for a pool (None: standalone use, STANDALONE) overridden by the module options
+    that were given (None: not given). The policy's defaults stay in the model: nothing is re-derived here."""
+    base = (
+        STANDALONE
+        if policy is None
+        else DrainSettings(
+            policy.enabled, policy.timeout, policy.grace_period, policy.skip_pods, policy.when_budget_blocks
+        )
+    )
+    changes = {
+        key: value
+        for key, value in (("enabled", enabled), ("timeout", timeout), ("grace_period", grace_period))
+        if value is not None
+    }
+    return base._replace(**changes)

@@ -19,6 +19,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import ass
 
 CLUSTERS_GROUP = "gpupool_clusters"
 NODES_GROUP = "gpupool_nodes"
+# The group site.yml's host IMEX play runs on (roles/imex): nodes of the multi-node NVLink pools.
+IMEX_NODES_GROUP = "gpupool_imex_nodes"
+NVLINK_MODES = ("compute_domain", "host_imex")
 
 
 def pool_group(pool_name: str) -> str:
@@ -48,7 +51,10 @@ def node_host(cluster, pool, name: str, address: Optional[str], source: str, rea
         variables["ansible_host"] = address
     if ready is not None:
         variables["gpupool_node_ready"] = ready
-    return {"name": name, "vars": variables, "groups": [pool_group(pool.name), NODES_GROUP]}
+    groups = [pool_group(pool.name), NODES_GROUP]
+    if pool.nvlink.mode in NVLINK_MODES:  # its host nvidia-imex service is masked or configured by mode
+        groups.append(IMEX_NODES_GROUP)
+    return {"name": name, "vars": variables, "groups": groups}
 
 
 def hosts_from_nodes(

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import birth_node_labels, birth_node_taints
 
 CLIENT_MAX_VERSION = (1, 14)
 NODEGROUP_MIN_VERSION = (1, 9)
@@ -168,7 +169,10 @@ def desired_from_pool(cluster, pool) -> Dict[str, Any]:
     Labels: the pool's own (``nodegroup.labels``) must hold on the nodegroup; the cluster's
     (``magnum.labels``) are sent under them when the nodegroup is created, and a later change of one of them
     is reported as drift, not refused (Magnum cannot relabel an existing nodegroup, and refusing would stop
-    every pool of the cluster for one cluster-wide setting)."""
+    every pool of the cluster for one cluster-wide setting).
+    Node labels and taints: the pool's, given to its nodes from birth (plan/nodes.birth_node_labels and
+    birth_node_taints) where the server speaks microversion 1.14; `plan_nodegroup` drops them on older servers
+    (``node_labels_if_supported``) instead of refusing, and node_pool sets them after the join there."""
     group = pool.nodegroup
     own = normalize_labels(group.labels) or {}
     inherited = normalize_labels(cluster.magnum.labels if cluster.magnum is not None else {}) or {}
@@ -184,8 +188,9 @@ def desired_from_pool(cluster, pool) -> Dict[str, Any]:
         "cluster_labels": {k: v for k, v in inherited.items() if k not in own} or None,
         "merge_labels": group.merge_labels,
         "role": group.role,
-        "node_labels": None,
-        "node_taints": None,
+        "node_labels": normalize_labels(birth_node_labels(pool)),
+        "node_taints": normalize_taints(birth_node_taints(pool)),
+        "node_labels_if_supported": True,
     }
 
 
@@ -313,6 +318,8 @@ def plan_nodegroup(desired, observed, cluster, version, state="present"):
     before = view(observed)
     if state == "absent":
         return _plan_absent(observed, before, where)
+    if desired.get("node_labels_if_supported") and version < NODE_LABELS_VERSION:
+        desired = dict(desired, node_labels=None, node_taints=None)
     _check_versions(desired, observed, version, where)
     if observed is None:
         return _plan_create(desired, cluster, version, where)

@@ -126,18 +126,23 @@ def allocated_devices(claims):
     return out
 
 
+def gpu_devices(devices):
+    """(owner, device, type, minor) of each whole-GPU ("gpu") and MIG ("mig") device the driver published; its
+    other devices (channels, daemons) are left out. The minor comes from the device name (gpu-<minor>...)."""
+    for owner, dev in devices:
+        name = dev.get("name") or ""
+        kind = _attr(dev, "type")
+        full, mig = _FULL.match(name), _MIG.match(name)
+        if (kind == "gpu" and full) or (kind == "mig" and mig):
+            yield owner, dev, kind, int((full or mig).group(1))
+
+
 def published_gpus(devices):
     """The node's GPUs as published: [{"minor", "index" (or None), "order", "layout"}] where layout is None
     for a full GPU or {profile: count} of its MIG devices; "order" sorts like NVML enumerates (PCI bus ID,
     else the minor)."""
     gpus = {}
-    for _pool, dev in devices:
-        name = dev.get("name") or ""
-        dtype = _attr(dev, "type")
-        full, mig = _FULL.match(name), _MIG.match(name)
-        if not ((dtype == "gpu" and full) or (dtype == "mig" and mig)):
-            continue
-        minor = int((full or mig).group(1))
+    for _pool, dev, dtype, minor in gpu_devices(devices):
         gpu = gpus.setdefault(minor, {"minor": minor, "index": None, "order": None, "layout": None})
         index = _attr(dev, "index" if dtype == "gpu" else "parentIndex")
         if index is not None:
@@ -160,13 +165,19 @@ def published_layout(devices, expected=None, gpus_per_node=None):
     GPU's place in NVML's enumeration order (PCI bus order). A GPU with MIG on and no instances
     publishes nothing, so when fewer GPUs than `gpus_per_node` are published the places are laid onto
     the indices `expected` has (which leaves out the same GPUs), in order."""
+    return {idx: g["layout"] for idx, g in indexed_gpus(devices, expected, gpus_per_node)}
+
+
+def indexed_gpus(devices, expected=None, gpus_per_node=None):
+    """[(GPU index, published GPU)] by the rule `published_layout` states: the published index, else the
+    place in enumeration order, laid onto `expected`'s indices when GPUs publish nothing."""
     gpus = published_gpus(devices)
     if gpus and all(g["index"] is not None for g in gpus):
-        return {g["index"]: g["layout"] for g in gpus}
+        return [(g["index"], g) for g in gpus]
     indices = list(range(len(gpus)))
     if expected is not None and len(gpus) != gpus_per_node and len(expected) == len(gpus):
         indices = sorted(expected)
-    return {idx: g["layout"] for idx, g in zip(indices, gpus)}
+    return list(zip(indices, gpus))
 
 
 def expected_layout(pool):

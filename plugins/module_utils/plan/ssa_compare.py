@@ -41,6 +41,15 @@ def strip(obj, keep_status=True):
     return out
 
 
+def diff_view(obj):
+    """The object as a diff shows it: without apiVersion and kind, which the diff's header names. An object read
+    from a LIST has neither (the list carries them), one returned by an apply has both: showing them would make
+    every diff look as if they changed."""
+    if not obj:
+        return obj or {}
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+
+
 def node_view(node):
     """What gpupool touches on a Node: labels, taints and the two annotations recording gpupool's."""
     if node is None:

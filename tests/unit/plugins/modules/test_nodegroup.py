@@ -802,7 +802,7 @@ def test_new_nodegroup_gets_the_cluster_labels_under_the_pools(api):
     assert post.json()["labels"] == {"a": "pool", "b": "cluster"} and post.json()["merge_labels"] is True
 
 
-def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api):
+def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api, kube):
     existing(
         api, ng(uuid=A, name="gpu-a"), ng(uuid=B, name="gpu-old"), ng(uuid="dw", name="default-worker", is_default=True)
     )
@@ -810,8 +810,10 @@ def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api):
     api.get(ng_url(A), status_code=404, json=errors(404, "Nodegroup could not be found."))
     result = run_pools(dict(inventory(pool("gpu-a", state="absent")), allow_empty=True))
     assert result["pools"]["gpu-a"]["changed"] and result["pools"]["gpu-a"]["nodegroup"] == {}
-    assert result["orphaned"] == ["gpu-old"]
+    assert result["orphaned"] == ["gpu-old"] and result["pruned"] == {}
     assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (CID, A))]
+    # the inventory's drain policy (on by default) looked for the nodes to drain first: gpu-a had none
+    assert result["pools"]["gpu-a"]["drain"]["victims"] == [] and kube.writes() == []
 
 
 def test_pools_selects_and_leaves_orphans_unreported(api):
@@ -870,3 +872,130 @@ def test_the_inventory_clouds_password_is_not_logged(api):
     assert "secret" not in json.dumps(result)
     refused = run_pools(inventory(pool("gpu-a", node_count=-1)))
     assert refused["failed"] and "secret" not in json.dumps(refused)
+
+
+# ------------------------------------------------------------------------------------------- drain policy, pruning
+def warned(result):
+    """The warnings of one run (Ansible 2.19 returns them as WarningSummary dicts)."""
+    return [w["event"]["msg"] if isinstance(w, dict) else w for w in result.get("warnings") or []]
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    """Ansible keeps a module's warnings in a process-wide table (and hands them to the controller's display
+    instead when an earlier test loaded controller code): start each of these tests with the table empty and in
+    module mode, so a warning checked here is in the result and was given by this test's runs."""
+    from ansible.module_utils import _internal
+    from ansible.module_utils.common import warnings as ansible_warnings
+
+    monkeypatch.setattr(_internal, "is_controller", False)
+    ansible_warnings._global_warnings.clear()
+    return ansible_warnings._global_warnings
+
+
+def test_the_inventorys_drain_policy_drains_a_shrink_and_the_diff_lists_nodes_and_pods(api, kube, fresh_warnings):
+    """No drain option: the pool's policy drains (on by default); skip_pods leaves the selected pod; --check --diff
+    shows the nodes that stay and, per node that goes, the pods evicted first."""
+    kube.pods[("ml", "job-2")] = k8s_pod("job-2", 2)
+    kube.pods[("ml", "probe-2")] = dict(
+        k8s_pod("probe-2", 2),
+        metadata={"name": "probe-2", "namespace": "ml", "uid": "uid-probe-2", "labels": {"gpupool.io/drain": "skip"}},
+    )
+    existing(api, ng(node_count=3))
+    cluster = dict(inventory(pool("gpu", node_count=2)), drain={"skip_pods": "gpupool.io/drain=skip"})
+    check = run_pools(cluster, check=True, diff=True)
+    assert check["changed"] and writes(api) == [] and kube.writes() == []
+    # node-0 has no GPU pod, node-1 one, node-2 one (and a skipped one): node-2 is the newest of the fewest
+    assert check["pools"]["gpu"]["drain"]["victims"] == ["k8s-gpu-abc-node-0"]
+    preview = check["diff"][1]
+    assert preview["before"] == {"nodes": ["k8s-gpu-abc-node-0", "k8s-gpu-abc-node-1", "k8s-gpu-abc-node-2"]}
+    assert preview["after"] == {
+        "nodes": ["k8s-gpu-abc-node-1", "k8s-gpu-abc-node-2"],
+        "drained before removal": {"k8s-gpu-abc-node-0": {"evict": []}},
+    }
+
+    kube.pods.pop(("ml", "web-0"))
+    kube.pods[("ml", "job-0")] = k8s_pod("job-0", 0)
+    kube.pods[("ml", "job-1b")] = k8s_pod("job-1b", 1)
+    check = run_pools(cluster, check=True, diff=True)
+    assert check["diff"][1]["after"]["drained before removal"] == {
+        "k8s-gpu-abc-node-2": {"evict": ["ml/job-2"], "skip": ["ml/probe-2"]}
+    }
+    assert check["pools"]["gpu"]["drain"]["skip"] == [
+        {"node": "k8s-gpu-abc-node-2", "namespace": "ml", "name": "probe-2"}
+    ]
+
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=2))
+    result = run_pools(cluster)
+    assert result["pools"]["gpu"]["drain"]["evicted"] == ["ml/job-2"], result
+    assert ("ml", "probe-2") in kube.pods and ("ml", "job-2") not in kube.pods
+    assert any(
+        "ml/probe-2 uses GPUs but is not evicted: matches the drain policy's skip_pods" in w for w in warned(result)
+    )
+
+
+def test_a_pool_that_turns_draining_off_is_resized_without_kubernetes_and_says_so(api, kube, fresh_warnings):
+    existing(api, ng(node_count=3))
+    cluster = inventory(dict(pool("gpu", node_count=2), drain={"enabled": False}))
+    check = run_pools(cluster, check=True)
+    assert check["changed"] and "drain" not in check["pools"]["gpu"] and kube.requests == []
+    assert any(
+        "the drain policy is off (drain.enabled: false), so Magnum removes the nodes of its choosing" in w
+        for w in warned(check)
+    )
+    # the option, when given, wins over the inventory
+    assert run_pools(cluster, check=True, drain=True)["pools"]["gpu"]["drain"]["victims"]
+
+
+def test_prune_deletes_only_the_orphaned_nodegroups_gpupool_made_after_a_drain(api, kube, fresh_warnings):
+    # gpu-old: the pool label in its node_labels (made by gpupool at 1.14); gpu: its nodes carry gpupool.io/pool=gpu;
+    # foreign: someone else's nodegroup, never touched
+    for name in kube.nodes:
+        kube.nodes[name]["metadata"]["labels"]["gpupool.io/pool"] = "gpu"
+    existing(
+        api,
+        ng(uuid=A, name="gpu-old", node_labels={"gpupool.io/pool": "gpu-old"}),
+        ng(uuid=NGID, name="gpu", node_count=3),
+        ng(uuid=B, name="foreign"),
+        ng(uuid="dw", name="default-worker", is_default=True),
+    )
+    cluster = dict(inventory(pool("gpu-keep", flavor="g1")), magnum=dict(inventory()["magnum"], prune_nodegroups=True))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(uuid="k", name="gpu-keep"))
+    check = run_pools(cluster, check=True, diff=True)
+    assert sorted(check["pruned"]) == ["gpu", "gpu-old"] and check["orphaned"] == ["foreign"]
+    assert check["pruned"]["gpu"]["pool"] == "gpu" and check["pruned"]["gpu-old"]["pool"] == "gpu-old"
+    assert sorted(check["pruned"]["gpu"]["drain"]["victims"]) == sorted(kube.nodes)
+    assert writes(api) == [] and kube.writes() == []
+    assert (
+        "Magnum nodegroup foreign of cluster k8s is not pruned although prune_nodegroups is on: gpupool cannot "
+        "tell that it made it (no gpupool.io/pool in its node_labels, and not every node of it carries "
+        "gpupool.io/pool=foreign). Delete it yourself if it belonged to a removed pool" in warned(check)
+    )
+
+    for ident in (A, NGID):
+        api.delete(ng_url(ident), status_code=204)
+        api.get(ng_url(ident), status_code=404, json=errors(404, "Nodegroup could not be found."))
+    api.get(ng_url("k"), json=ng(uuid="k", name="gpu-keep", node_count=1))
+    result = run_pools(cluster)
+    assert "failed" not in result, result
+    assert sorted(p for m, p in writes(api) if m == "DELETE") == sorted(
+        "/v1/clusters/%s/nodegroups/%s" % (CID, i) for i in (A, NGID)
+    )
+    assert all(kube.nodes[n]["spec"]["unschedulable"] for n in kube.nodes)  # drained (cordoned) before the delete
+    assert result["pruned"]["gpu"]["drain"]["evicted"] == ["ml/job-1"]
+
+
+def test_without_prune_an_orphan_is_only_reported(api, kube, fresh_warnings):
+    existing(
+        api,
+        ng(uuid=A, name="gpu-old", node_labels={"gpupool.io/pool": "gpu-old"}),
+        ng(uuid=NGID, name="gpu", node_count=1),
+    )
+    result = run_pools(inventory(pool("gpu")), check=True)
+    assert result["orphaned"] == ["gpu-old"] and result["pruned"] == {} and kube.requests == []
+    assert any(
+        w.startswith("Magnum nodegroup gpu-old of cluster k8s belongs to no pool of the inventory")
+        and "prune_nodegroups: true" in w
+        for w in warned(result)
+    )

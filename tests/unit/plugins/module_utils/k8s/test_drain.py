@@ -180,3 +180,42 @@ def test_gpu_pods_reads_only(clock):
     api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0"), pod("web", "n0", gpu=False)])
     assert [p["metadata"]["name"] for p in drain(api, clock).gpu_pods("n0")] == ["train"]
     assert api.writes() == []
+
+
+def test_when_budget_blocks_fail_stops_at_the_first_refusal_without_waiting(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0"), pod("zeta", "n0")])
+    api.budget_refusals[("ml", "train")] = 1
+    d = drain(api, clock, timeout=600, sleep=2.0, when_budget_blocks="fail")
+    with pytest.raises(DrainError) as err:
+        d.drain(["n0"])
+    assert str(err.value).startswith(
+        "pod ml/train cannot be evicted: its PodDisruptionBudget allows no disruption now (Cannot evict pod as it "
+        "would violate the pod's disruption budget.), and the drain policy says when_budget_blocks: fail, so the "
+        "drain stopped at once. The node stays cordoned"
+    )
+    assert clock.slept == [] and ("ml", "zeta") in api.pods  # nothing waited for, nothing more evicted
+    assert api.nodes["n0"]["spec"]["unschedulable"] is True
+
+
+def test_pods_the_policy_skips_are_named_and_left_alone(clock):
+    skipped_pod = pod("monitor", "n0")
+    skipped_pod["metadata"]["labels"] = {"gpupool.io/drain": "skip"}
+    api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0"), skipped_pod])
+    d = drain(api, clock, skip_pods="gpupool.io/drain=skip")
+    evict, skipped = d.pod_plan("n0")
+    assert [p["metadata"]["name"] for p in evict] == ["train"] and [p["metadata"]["name"] for p in skipped] == [
+        "monitor"
+    ]
+    assert d.evict(["n0"]) == ["ml/train"]
+    assert ("ml", "monitor") in api.pods
+    assert d.warnings == [
+        "node n0: pod ml/monitor uses GPUs but is not evicted: matches the drain policy's skip_pods "
+        "(gpupool.io/drain=skip)"
+    ]
+
+
+def test_for_settings_takes_the_inventory_policy(clock):
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import DrainSettings
+
+    d = Drain.for_settings(None, "mig-layout", DrainSettings(True, 42, 0, "a=b", "fail"))
+    assert (d.timeout, d.grace_period, d.skip_pods, d.when_budget_blocks) == (42.0, 0, "a=b", "fail")

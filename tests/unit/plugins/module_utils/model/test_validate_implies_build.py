@@ -57,6 +57,29 @@ def qualified_name(text):
     )
 
 
+def magnum_restricted_label(key):
+    """A label key Magnum refuses in node_labels: kubernetes.io / k8s.io namespaces, apart from the ones kubelet may
+    set itself (reference magnum-nodegroups.md §1; the kubelet list from k8s.io/kubelet's well_known_labels.go)."""
+    prefix = key.rpartition("/")[0]
+    if not (prefix in ("kubernetes.io", "k8s.io") or prefix.endswith((".kubernetes.io", ".k8s.io"))):
+        return False
+    if any(prefix == ns or prefix.endswith("." + ns) for ns in ("kubelet.kubernetes.io", "node.kubernetes.io")):
+        return False
+    return key not in {
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+    }
+
+
 def extended_resource_name(text):
     if "/" not in text or "kubernetes.io/" in text or text.startswith("requests."):
         return False
@@ -107,6 +130,19 @@ def pools(draw, index, magnum, dynamic):
             "extended_resource_names": draw(st.booleans()),
             "extra": [{"name": "%s-extra" % name, "min_memory": "8Gi"}],
         }
+    # Node labels a pool's nodes get (from birth through Magnum's node_labels where kubelet may set them)
+    labels = draw(
+        st.sampled_from(
+            [
+                {},
+                {"example.com/team": "ml"},
+                {"node-role.kubernetes.io/gpu": ""},
+                {"node.kubernetes.io/accelerator": "gpu", "k8s.io/zone": "a"},
+            ]
+        )
+    )
+    if labels:
+        pool["node_labels"] = labels
     return pool
 
 
@@ -135,6 +171,18 @@ def _second(data):
     if len(data["pools"]) < 2:
         data["pools"].append({"name": "pool-extra", "node_selector": {"a": "b"}, "gpu": {"model": "T4"}})
     return data["pools"][1]
+
+
+def _template(pool, data):
+    """The first template of the first tenant, asking for `pool`'s devices (a tenant is added when needed)."""
+    tenants = data.setdefault("tenants", [])
+    if not tenants:
+        tenants.append({"namespace": "team-a", "templates": []})
+    templates = tenants[0].setdefault("templates", [])
+    if not templates:
+        templates.append({"name": "two", "pool": pool["name"]})
+    templates[0]["pool"] = pool["name"]
+    return templates[0]
 
 
 # Each fault breaks one thing that only a check of the model catches, on the first pool (or the cluster).
@@ -191,6 +239,14 @@ FAULTS = {
     "dra-default-namespace": lambda p, d: d.update(dra_driver={"namespace": "default"}),
     "dra-leading-v": lambda p, d: d.update(dra_driver={"version": "v0.5.1"}),
     "mig-manager-names": lambda p, d: d.update(mig_manager={"config_map": "Bad_CM"}),
+    "template-name": lambda p, d: _template(p, d).update(name="Two_GPUs"),
+    "template-unknown-pool": lambda p, d: _template(p, d).update(pool="pool-none"),
+    "template-profile-not-published": lambda p, d: (
+        _static(p, {"3g.20gb": 2}),
+        _template(p, d).update(mig_profile="1g.5gb"),
+    ),
+    "template-pool-absent": lambda p, d: (p.update(state="absent"), _second(d), _template(p, d)),
+    "template-twice": lambda p, d: (lambda t: d["tenants"][0]["templates"].append(dict(t)))(_template(p, d)),
 }
 
 
@@ -201,6 +257,14 @@ def inventories(draw, faults=tuple(sorted(FAULTS))):
     data = {"name": "c", "pools": [draw(pools(i, magnum, dynamic)) for i in range(draw(st.integers(1, 4)))]}
     if magnum:
         data["magnum"] = {"cloud": "openstack", "cluster": "k8s", "labels": {"a": "b"}}
+    if draw(st.booleans()):
+        # Tenants: the defaults (one template per class) in one namespace, a template over each pool in another.
+        templates = [
+            {"name": "t-%s" % pool["name"], "pool": pool["name"]}
+            for pool in data["pools"]
+            if not (pool.get("mig") or {}).get("mode") == "static" and draw(st.booleans())
+        ]
+        data["tenants"] = [{"namespace": "team-a", "templates": templates}, {"namespace": "team-b"}]
     for fault in draw(st.lists(st.sampled_from(faults), max_size=2)):
         if data["pools"]:
             FAULTS[fault](data["pools"][0], data)
@@ -224,9 +288,16 @@ def build_everything(cluster):
             refused.append("DeviceClass name %r" % name)
         if spec.get("extendedResourceName") and not extended_resource_name(spec["extendedResourceName"]):
             refused.append("extendedResourceName %r" % spec["extendedResourceName"])
-    for d in plan_claim_templates.cluster_resource_claim_templates(cluster, None, ["team-a"]):
-        if not dns_subdomain(d.obj["metadata"]["name"]):
-            refused.append("ResourceClaimTemplate name %r" % d.obj["metadata"]["name"])
+    templates = plan_claim_templates.cluster_resource_claim_templates(cluster, None, ["team-a"])
+    templates += plan_claim_templates.tenant_claim_templates(cluster)
+    classes = {d.obj["metadata"]["name"] for d in plan_device_classes.cluster_device_classes(cluster)}
+    for d in templates:
+        meta = d.obj["metadata"]
+        if not (dns_subdomain(meta["name"]) and dns_label(meta["namespace"])):
+            refused.append("ResourceClaimTemplate %s/%s" % (meta["namespace"], meta["name"]))
+        wanted = d.obj["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
+        if wanted not in classes:  # the claim could never be allocated
+            refused.append("template %s asks for DeviceClass %s, which no pool publishes" % (meta["name"], wanted))
     for d in plan_compute_domains.cluster_compute_domains(cluster):
         meta, template = d.obj["metadata"], d.obj["spec"]["channel"]["resourceClaimTemplate"]["name"]
         if not (dns_subdomain(meta["name"]) and dns_label(meta["namespace"]) and dns_subdomain(template)):
@@ -256,7 +327,12 @@ def build_everything(cluster):
     for pool in cluster.pools:
         if pool.nodegroup is not None:
             desired = plan_nodegroup.desired_from_pool(cluster, pool)
-            plan_nodegroup.plan_nodegroup(desired, None, {"name": "k8s", "uuid": "u"}, "1.14", pool.state)
+            plan = plan_nodegroup.plan_nodegroup(desired, None, {"name": "k8s", "uuid": "u"}, "1.14", pool.state)
+            create = plan.actions[0].payload if plan.actions and plan.actions[0].kind == "create" else {}
+            for key, value in (create.get("node_labels") or {}).items():
+                # what Magnum lets kubelet set at registration (its node_labels check, restated here)
+                if not (qualified_name(key) and label_value(value)) or magnum_restricted_label(key):
+                    refused.append("Magnum node_labels %s=%s" % (key, value))
             if not label_value(desired["name"]):
                 refused.append("%s label value %r" % (model_names.NODEGROUP_LABEL, desired["name"]))
     return refused
@@ -338,6 +414,10 @@ CHECK_FAULTS = [
         ["unknown-profile", "layout-too-big", "layout-that-cannot-be-placed", "layout-index-out-of-range"],
     ),
     (model_checks.taint_problems, ["duplicate-taint", "taint-hidden-by-gpu-taint"]),
+    (
+        model_checks.tenant_problems,
+        ["template-name", "template-unknown-pool", "template-profile-not-published", "template-pool-absent"],
+    ),
 ]
 
 

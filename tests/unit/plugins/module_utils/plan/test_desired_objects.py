@@ -339,7 +339,7 @@ def test_explicit_templates_count_constraint_sharing_and_mig_profile():
             "name": "slice",
             "pool": "a100",
             "mig_profile": "3g.20gb",
-            "sharing": {"time_slicing": {"interval": "Long"}},
+            "sharing": {"time_slicing": {}},
             "namespaces": ["other"],
         },
         {"name": "all", "pool": "t4", "allocation_mode": "All", "sharing": {"mps": {"active_thread_percentage": 20}}},
@@ -812,6 +812,22 @@ def test_result_shapes():
     assert r.as_dict() == {"kind": "DeviceClass", "name": "t4", "action": "created", "changed": True, "pool": "t4"}
     assert r.diff()["before_header"] == "DeviceClass t4 (pool t4)"
     assert k8s_apply_engine.results_summary([r]) == {"created": 1}
+
+
+def test_diff_leaves_out_api_version_and_kind():
+    # A live object read from a LIST has no apiVersion/kind, the apply response has both: neither is a change.
+    r = k8s_apply_engine.Result("DeviceClass", "t4", None, "t4")
+    r.before = {"metadata": {"name": "t4"}, "spec": {"selectors": ["a"]}}
+    r.after = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "t4"},
+        "spec": {"selectors": ["b"]},
+    }
+    diff = r.diff()
+    assert diff["before"] == {"metadata": {"name": "t4"}, "spec": {"selectors": ["a"]}}
+    assert diff["after"] == {"metadata": {"name": "t4"}, "spec": {"selectors": ["b"]}}
+    assert plan_ssa_compare.diff_view(None) == {} and plan_ssa_compare.diff_view({"kind": "X"}) == {}
 
 
 def test_connection_options_order(monkeypatch):

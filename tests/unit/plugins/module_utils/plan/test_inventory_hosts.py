@@ -120,3 +120,24 @@ def test_magnum_addresses_become_hosts_of_the_nodegroups_pool(cluster):
     ]
     assert all(h["vars"]["gpupool_node_source"] == "magnum" and "gpupool_node_ready" not in h["vars"] for h in hosts)
     assert warnings == ["c1: pool gpu-h100: Magnum has no nodegroup h100-ng yet"]
+
+
+def test_nodes_of_multi_node_nvlink_pools_are_in_the_imex_group():
+    """site.yml's host IMEX play runs on gpupool_imex_nodes: an NVLink pool's nodes are there, others are not."""
+    declared = dict(CLUSTER)
+    declared["pools"] = CLUSTER["pools"][:1] + [
+        {
+            "name": "gpu-gb200",
+            "nodegroup": {"flavor": "g6.gb200x4", "node_count": 2},
+            "gpu": {"model": "GB200", "per_node": 4},
+            "nvlink": {"mode": "compute_domain", "compute_domain": {"name": "gb200-domain"}},
+        }
+    ]
+    nodes = [node("t4-0", {NG: "gpu-t4"}), node("gb-0", {NG: "gpu-gb200"}, "10.0.0.40")]
+    hosts, _warnings = ih.hosts_from_nodes(load_cluster(declared), nodes)
+    groups = {h["name"]: h["groups"] for h in hosts}
+    assert groups == {
+        "t4-0": ["pool_gpu_t4", "gpupool_nodes"],
+        "gb-0": ["pool_gpu_gb200", "gpupool_nodes", ih.IMEX_NODES_GROUP],
+    }
+    assert ih.IMEX_NODES_GROUP == "gpupool_imex_nodes"

@@ -604,9 +604,45 @@ def test_desired_from_pool_takes_the_models_defaults():
         "cluster_labels": None,
         "merge_labels": True,
         "role": "worker",
-        "node_labels": None,
-        "node_taints": None,
+        "node_labels": {"gpupool.io/pool": "gpu-a"},
+        "node_taints": [{"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}],
+        "node_labels_if_supported": True,
     }
+
+
+BIRTH = {
+    "node_labels": {"gpupool.io/pool": "gpu-a"},
+    "node_taints": [{"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}],
+}
+
+
+def test_new_nodes_carry_the_pools_labels_and_taints_from_birth_where_magnum_can():
+    cluster = inventory(
+        [
+            dict(
+                pool(),
+                node_labels={"example.com/team": "ml", "node-role.kubernetes.io/gpu": ""},
+                taints=[{"key": "example.com/dedicated", "value": "ml"}],
+            )
+        ]
+    )
+    desired = desired_from_pool(cluster, cluster.pools[0])
+    create = plan_nodegroup(desired, None, CLUSTER, (1, 14)).actions[0].payload
+    # node-role.kubernetes.io is not kubelet's to set, so Magnum would refuse it: node_pool sets it later
+    assert create["node_labels"] == {"example.com/team": "ml", "gpupool.io/pool": "gpu-a"}
+    assert create["node_taints"] == [
+        {"key": "example.com/dedicated", "value": "ml", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"},
+    ]
+    # before 1.14 the same pool is created without them (node_pool labels and taints after the join), no error
+    old = plan_nodegroup(desired, None, CLUSTER, (1, 12))
+    assert "node_labels" not in old.actions[0].payload and "node_taints" not in old.actions[0].payload
+    # an existing nodegroup made before gets them by JSON-patch, so the nodes it makes later have them too
+    patch = plan_nodegroup(desired, observed(name="gpu-a", node_count=1), CLUSTER, (1, 14))
+    assert [(a.kind, [op["path"] for op in a.payload]) for a in patch.actions] == [
+        ("patch", ["/node_labels", "/node_taints"])
+    ]
+    assert plan_nodegroup(desired, observed(name="gpu-a", node_count=1), CLUSTER, (1, 12)).actions == []
 
 
 def test_desired_from_pool_splits_the_pools_labels_from_the_clusters():
@@ -624,7 +660,7 @@ def test_create_sends_the_cluster_labels_under_the_pools():
 
 def test_a_changed_cluster_label_is_drift_with_a_note_not_a_problem():
     cluster = inventory([pool(labels={"own": "1"})], labels={"kube_tag": "v1.30"})
-    obs = observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"})
+    obs = observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}, **BIRTH)
     plan_ = plan_nodegroup(desired_from_pool(cluster, cluster.pools[0]), obs, CLUSTER, (1, 14))
     assert plan_.actions == [] and plan_.drift == {"kube_tag": {"nodegroup": "v1.29", "inventory": "v1.30"}}
     (note,) = plan_.notes
@@ -642,7 +678,9 @@ def test_the_pools_own_label_is_still_immutable():
 def test_without_merge_labels_cluster_labels_count_as_asked_for():
     cluster = inventory([pool(labels={"own": "1"}, merge_labels=False)], labels={"kube_tag": "v1.30"})
     desired = desired_from_pool(cluster, cluster.pools[0])
-    ok = plan_nodegroup(desired, observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}), CLUSTER, (1, 14))
+    ok = plan_nodegroup(
+        desired, observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}, **BIRTH), CLUSTER, (1, 14)
+    )
     assert ok.actions == [] and list(ok.drift) == ["kube_tag"]
     with pytest.raises(Problems, match="present but not asked for .merge_labels is false.: extra"):
         plan_nodegroup(
