@@ -212,7 +212,8 @@ mismatches:
       type: str
     kind:
       description:
-        - C(missing_nodes), C(extra_nodes), C(node_not_ready), C(mig_failed), C(mig_config_label), C(not_published),
+        - C(missing_nodes), C(extra_nodes), C(node_not_ready), C(taint_missing) (the node lacks one of its pool's
+          taints, so any pod may land there), C(mig_failed), C(mig_config_label), C(not_published),
           C(wrong_layout), C(node_in_two_pools), C(no_node_selector) or C(orphaned_node) (a node of a pool that
           left the inventory, see RV(orphaned); C(pool) is the pool it left).
       type: str

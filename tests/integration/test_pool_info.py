@@ -42,6 +42,10 @@ def cluster_data(sandbox):
 
 
 INFO = ("gpupool.core.pool_info", {"cluster": "{{ gpupool_cluster }}"})
+NODE_POOLS = (
+    "gpupool.core.node_pool",
+    {"cluster": "{{ gpupool_cluster }}", "pools": ["poolinfo-a100", "poolinfo-t4"]},
+)
 ROLLOUT = (
     "gpupool.core.mig_layout",
     {"cluster": "{{ gpupool_cluster }}", "pools": ["poolinfo-a100"], "wait_sleep": 0.2, "wait_timeout": 60},
@@ -101,6 +105,8 @@ def bed(sandbox, tmp_path_factory):
                                 }
                             }
                         },
+                        # as the dra_driver role makes it: the plugin tolerates the pools' taints
+                        "tolerations": [{"operator": "Exists"}],
                         "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}],
                     },
                 },
@@ -112,7 +118,9 @@ def bed(sandbox, tmp_path_factory):
     for name in T4_NODES:
         sandbox.nodes.register_node(name, "g2.xlarge", nodegroup="poolinfo-t4")
     play = h.GpupoolPlay(cp, tmp_path_factory.mktemp("pool-info"), cluster_data(sandbox))
-    (rollout,), _res, _window = play.run([ROLLOUT])
+    # the nodes as site.yml leaves them: labelled and tainted (a node without its pool's taint is a mismatch)
+    (labelled, rollout), _res, _window = play.run([NODE_POOLS, ROLLOUT])
+    assert not labelled.get("failed"), labelled.get("msg")
     assert not rollout.get("failed"), rollout.get("msg")
     yield {"cp": cp, "play": play, "sandbox": sandbox}
     for name in A100_NODES + T4_NODES:

@@ -33,7 +33,11 @@ import re
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import pool_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import node_matcher, node_ready
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
+    desired_node_taints,
+    node_matcher,
+    node_ready,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.orphans import orphan_message, orphan_rows
 
 GPU_DRIVER = "gpu.nvidia.com"
@@ -55,6 +59,7 @@ KINDS = (
     "compute_domain_missing",
     "compute_domain_not_ready",
     "node_not_ready",
+    "taint_missing",
     "mig_failed",
     "mig_config_label",
     "not_published",
@@ -391,6 +396,20 @@ def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
     return out, mismatches, {p.name: m.describe for p, m in matchers}
 
 
+def taint_text(taint) -> str:
+    """key=value:effect, as kubectl taint writes it."""
+    value = taint.get("value")
+    return "%s%s:%s" % (taint["key"], "=%s" % value if value else "", taint.get("effect", ""))
+
+
+def missing_taints(pool, node) -> list:
+    """The pool's taints (key, value and effect) the node does not carry."""
+    have = {
+        (t.get("key"), t.get("value") or "", t.get("effect")) for t in ((node.get("spec") or {}).get("taints") or [])
+    }
+    return [t for t in desired_node_taints(pool) if (t["key"], t.get("value") or "", t.get("effect")) not in have]
+
+
 def _mm(pool, node, kind, message, **extra):
     out = {"pool": pool, "node": node, "kind": kind, "message": message}
     out.update(extra)
@@ -460,6 +479,18 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
                     name,
                     "node_not_ready",
                     "node %s is NotReady; its GPUs cannot be used (check the kubelet and the machine)" % name,
+                )
+            )
+        for taint in missing_taints(pool, node):
+            # A GPU node without the pool's taint takes any pod: report it, never call it OK.
+            mismatches.append(
+                _mm(
+                    pool.name,
+                    name,
+                    "taint_missing",
+                    "node %s lacks the taint %s the pool declares, so pods that do not tolerate it can land "
+                    "there; run gpupool.core.node_pool (site.yml's node_pools step) to put it back"
+                    % (name, taint_text(taint)),
                 )
             )
         if row["mig_state"] == "failed":

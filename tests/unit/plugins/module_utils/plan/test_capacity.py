@@ -74,7 +74,11 @@ def load(mutate=None):
 def node(name, labels, ready=True, unschedulable=False):
     return {
         "metadata": {"name": name, "labels": labels},
-        "spec": {"unschedulable": unschedulable},
+        # as node_pools leaves it: the pools' default GPU taint
+        "spec": {
+            "unschedulable": unschedulable,
+            "taints": [{"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}],
+        },
         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
 

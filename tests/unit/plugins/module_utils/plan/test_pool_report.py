@@ -38,15 +38,22 @@ def cluster(mutate=None):
     return model_load.load_cluster(data)
 
 
-def node(name, labels=None, ready=True, config=None, state=None, unschedulable=False):
+GPU_TAINT = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}
+
+
+def node(name, labels=None, ready=True, config=None, state=None, unschedulable=False, taints=(GPU_TAINT,)):
+    """A node as gpupool leaves it (the pools' default GPU taint on), unless `taints` says otherwise."""
     labels = dict(labels or {})
     if config:
         labels[pr.CONFIG_LABEL] = config
     if state:
         labels[pr.STATE_LABEL] = state
+    spec = {"taints": [dict(t) for t in taints]}
+    if unschedulable:
+        spec["unschedulable"] = True
     return {
         "metadata": {"name": name, "labels": labels},
-        "spec": {"unschedulable": True} if unschedulable else {},
+        "spec": spec,
         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
 
@@ -387,3 +394,22 @@ def test_a_gpu_publishing_nothing_keeps_the_others_at_their_index():
     devs = [_dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb")]
     assert pr.published_layout(devs, expected={1: {"7g.40gb": 1}}, gpus_per_node=2) == {1: {"7g.40gb": 1}}
     assert pr.published_layout(devs) == {0: {"7g.40gb": 1}}
+
+
+def test_a_node_without_the_pools_taint_is_a_mismatch_not_ok():
+    """A removed GPU taint leaves the node open to any pod: reported with the taint and the fix. Someone else's
+    extra taint does not hide it, and a taint with another value is not the pool's."""
+    nodes = [
+        node("t4-0", {NG: "t4"}, taints=(GPU_TAINT, {"key": "x", "effect": "NoExecute"})),
+        node("t4-1", {NG: "t4"}, taints=()),
+        node("t4-2", {NG: "t4"}, taints=(dict(GPU_TAINT, value="false"),)),
+    ]
+    rep = pr.build_report(cluster(), nodes, [], [])
+    missing = [m for m in rep["mismatches"] if m["kind"] == "taint_missing"]
+    assert [m["node"] for m in missing] == ["t4-1", "t4-2"]
+    assert "node-role.kubernetes.io/gpu=true:NoSchedule" in missing[0]["message"]
+    assert "gpupool.core.node_pool" in missing[0]["message"]
+    # a pool that opts out of the GPU taint expects none
+    no_taint = cluster(lambda d: d["pools"][1].update(gpu_taint=False))
+    rep = pr.build_report(no_taint, [node("t4-1", {NG: "t4"}, taints=())], [], [])
+    assert not [m for m in rep["mismatches"] if m["kind"] == "taint_missing"]
