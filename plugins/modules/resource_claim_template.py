@@ -20,9 +20,9 @@ description:
     C(tenants) key the task fails and changes nothing."
   - Without O(templates), each namespace in O(namespaces) gets one template per DeviceClass of each pool in scope
     (the classes M(gpupool.core.device_class) publishes), named like the class, asking for one device.
-  - With O(templates), each entry names a pool and asks for O(templates[].count) devices of the pool's full-GPU class,
-    of the class of a MIG profile (O(templates[].mig_profile)) or of another of the pool's classes
-    (O(templates[].device_class)), with optional sharing configuration and a C(matchAttribute) constraint (for
+  - With O(templates), each entry names a pool and asks for C(count) devices of the pool's full-GPU class,
+    of the class of a MIG profile (C(mig_profile)) or of another of the pool's classes
+    (C(device_class)), with optional sharing configuration and a C(matchAttribute) constraint (for
     example all GPUs under one PCIe root).
   - Templates are checked by the inventory model, the same rules for O(templates) and C(gpupool_cluster.tenants) -
     the pool exists and is present, the class is one the pool publishes, sharing can be applied; any problem fails

@@ -26,7 +26,7 @@ def _cell(text: object) -> str:
 
 
 def _table(header: List[str], rows: List[List[object]]) -> List[str]:
-    out = ["| %s |" % " | ".join(header), "|%s|" % "|".join("---" for _ in header)]
+    out = ["| %s |" % " | ".join(header), "|%s|" % "|".join(["---"] * len(header))]
     out += ["| %s |" % " | ".join(_cell(c) for c in row) for row in rows]
     return out
 

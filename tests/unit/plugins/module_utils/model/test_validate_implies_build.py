@@ -185,6 +185,12 @@ def _template(pool, data):
     return templates[0]
 
 
+def _template_twice(pool, data):
+    """The same template declared a second time in its namespace."""
+    template = _template(pool, data)
+    data["tenants"][0]["templates"].append(dict(template))
+
+
 # Each fault breaks one thing that only a check of the model catches, on the first pool (or the cluster).
 FAULTS = {
     "pool-name-too-long-for-mig-config": lambda p, d: _static(p).update(name="g" * 58),
@@ -246,7 +252,7 @@ FAULTS = {
         _template(p, d).update(mig_profile="1g.5gb"),
     ),
     "template-pool-absent": lambda p, d: (p.update(state="absent"), _second(d), _template(p, d)),
-    "template-twice": lambda p, d: (lambda t: d["tenants"][0]["templates"].append(dict(t)))(_template(p, d)),
+    "template-twice": _template_twice,
 }
 
 

@@ -28,12 +28,12 @@ def pod(name, labels=None, gpu=True, **meta):
 def test_skip_pods_leaves_the_selected_gpu_pods_with_a_reason():
     pods = [pod("train"), pod("monitor", {"gpupool.io/drain": "skip"}), pod("web", {"gpupool.io/drain": "skip"}, False)]
     evict, wait_for, skipped = plan_eviction.pods_to_evict(pods, "n0", "gpupool.io/drain=skip")
-    assert [p["metadata"]["name"] for p, _ in evict] == ["train"] and wait_for == []
+    assert [p["metadata"]["name"] for p, _why in evict] == ["train"] and wait_for == []
     assert [(p["metadata"]["name"], why) for p, why in skipped] == [
         ("monitor", "matches the drain policy's skip_pods (gpupool.io/drain=skip)")
     ]
     # without a selector the same pod is evicted
-    assert [p["metadata"]["name"] for p, _ in plan_eviction.pods_to_evict(pods, "n0")[0]] == ["monitor", "train"]
+    assert [p["metadata"]["name"] for p, _why in plan_eviction.pods_to_evict(pods, "n0")[0]] == ["monitor", "train"]
 
 
 def test_settings_come_from_the_inventory_and_module_options_win():
