@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-from ansible_collections.gpupool.core.plugins.filter import run_summary as filter_run_summary
 from ansible_collections.gpupool.core.plugins.module_utils.plan import run_summary as plan_run_summary
 
 NODEGROUPS = {
@@ -145,11 +142,3 @@ def test_check_mode_planned_waves_failed_steps_and_a_quiet_run():
         "DeviceClass gpu-t4 updated",
         "DeviceClass gpu-old deleted",
     ]
-
-
-def test_filter_checks_its_input():
-    assert filter_run_summary.run_summary({"x": "not a result"}, "c")["lines"] == ["c: nothing changed"]
-    with pytest.raises(Exception, match="mapping of step name"):
-        filter_run_summary.run_summary(["x"], "c")
-    with pytest.raises(Exception, match="pool_info's result"):
-        filter_run_summary.run_summary({}, "c", "text")
