@@ -59,21 +59,3 @@ def removal_diff(
         }
     header = "%s: Kubernetes nodes" % where
     return {"before": {"nodes": sorted(nodes)}, "after": after, "before_header": header, "after_header": header}
-
-
-def waves_diff(
-    where: str,
-    waves: Sequence[Sequence[str]],
-    evict: Mapping[str, Iterable[Mapping[str, Any]]],
-    skip: Optional[Mapping[str, Iterable[Mapping[str, Any]]]] = None,
-    drain: bool = True,
-) -> Dict[str, Any]:
-    """The diff entry of a rolling change (MIG waves): per wave its nodes and the pods evicted from them first."""
-    rows = []
-    for index, wave in enumerate(waves):
-        row: Dict[str, Any] = {"wave": index + 1, "nodes": list(wave)}
-        if drain:
-            row["drained first"] = drained_nodes(wave, evict, skip)
-        rows.append(row)
-    header = "%s: rollout" % where
-    return {"before": {"waves": []}, "after": {"waves": rows}, "before_header": header, "after_header": header}

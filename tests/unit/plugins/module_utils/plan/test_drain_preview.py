@@ -31,18 +31,3 @@ def test_a_shrink_shows_the_nodes_that_go_and_the_pods_evicted_from_them_first()
 def test_without_a_drain_the_diff_says_which_pods_go_down_with_their_node():
     diff = plan_drain_preview.removal_diff("x", ["a", "b"], ["a", "b"], {"a": [pod("ml", "p")]}, drain=False)
     assert diff["after"] == {"nodes": [], "removed without a drain (drain.enabled is false)": {"a": ["ml/p"], "b": []}}
-
-
-def test_mig_waves_show_each_wave_and_its_evictions():
-    diff = plan_drain_preview.waves_diff(
-        "pool gpu-a100", [["a-0"], ["a-1"]], {"a-0": [pod("ml", "mig-0")], "a-1": [pod("ml", "mig-1")]}
-    )
-    assert diff["after"] == {
-        "waves": [
-            {"wave": 1, "nodes": ["a-0"], "drained first": {"a-0": {"evict": ["ml/mig-0"]}}},
-            {"wave": 2, "nodes": ["a-1"], "drained first": {"a-1": {"evict": ["ml/mig-1"]}}},
-        ]
-    }
-    assert plan_drain_preview.waves_diff("p", [["a-0"]], {}, drain=False)["after"] == {
-        "waves": [{"wave": 1, "nodes": ["a-0"]}]
-    }

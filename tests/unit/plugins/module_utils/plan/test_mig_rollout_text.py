@@ -82,3 +82,23 @@ def test_entries_in_words():
         "GPU 0, 1: no instance"
     )
     assert plan_mig_rollout_text.describe_entries(None) == "content unknown"
+
+
+def test_cordon_and_drain_per_pool_follow_each_pools_drain_policy():
+    """mig_layout passes its per-pool answers (each pool has its own drain policy): a pool that does not drain
+    gets no eviction step and the warning that says what that risks."""
+    plan, waves = rollout()
+    asked = []
+
+    def drains(pool):
+        asked.append(pool)
+        return False
+
+    text = plan_mig_rollout_text.rollout_text(
+        [plan], waves, {"gpupool-a100": NEW}, {"gpupool-a100": OLD}, lambda pool: True, drains, max_unavailable=2
+    )
+    lines = text.splitlines()
+    assert lines[1] == "  wave 1/2: cordon, set nvidia.com/mig.config, wait for the MIG manager, uncordon"
+    assert not [line for line in lines if line.strip().startswith("evict:")]
+    assert lines[-1].startswith("  (drain: false - GPU pods already on a node are not evicted")
+    assert asked == ["a100"]
