@@ -46,6 +46,27 @@ __all__ = [
 ]
 
 
+def destroy_actions(instance, compute_instances) -> list:
+    """Destroy a GPU instance: its compute instances first (NVML refuses to destroy a GPU instance that has any)."""
+    actions = [
+        {
+            "action": "destroy_compute_instance",
+            "gpu_instance_id": instance["gpu_instance_id"],
+            "compute_instance_id": ci["compute_instance_id"],
+        }
+        for ci in compute_instances
+    ]
+    actions.append(
+        {
+            "action": "destroy_gpu_instance",
+            "gpu_instance_id": instance["gpu_instance_id"],
+            "profile": instance["profile"],
+            "start": instance["start"],
+        }
+    )
+    return actions
+
+
 def catalog_model_for(product_name, pci_device_id=None):
     """Catalog entry for an NVML product name or PCI device id (0xDDDDVVVV), else None."""
     model = find_gpu(product_name) if product_name else None
@@ -289,22 +310,7 @@ def plan_gpu(index, model, observed, mig_enabled, layout, needs_reset=None):
 
     if not mig_enabled:
         for inst in instances:
-            for ci in inst.get("compute_instances") or []:
-                gp.actions.append(
-                    {
-                        "action": "destroy_compute_instance",
-                        "gpu_instance_id": inst["gpu_instance_id"],
-                        "compute_instance_id": ci["compute_instance_id"],
-                    }
-                )
-            gp.actions.append(
-                {
-                    "action": "destroy_gpu_instance",
-                    "gpu_instance_id": inst["gpu_instance_id"],
-                    "profile": inst["profile"],
-                    "start": inst["start"],
-                }
-            )
+            gp.actions += destroy_actions(inst, inst.get("compute_instances") or [])
         if current or pending:
             gp.actions.append({"action": "set_mig_mode", "enabled": False})
             gp.reset_required = bool(current and needs_reset)
@@ -358,22 +364,7 @@ def plan_gpu(index, model, observed, mig_enabled, layout, needs_reset=None):
                 }
             )
             continue
-        for ci in cis:
-            gp.actions.append(
-                {
-                    "action": "destroy_compute_instance",
-                    "gpu_instance_id": inst["gpu_instance_id"],
-                    "compute_instance_id": ci["compute_instance_id"],
-                }
-            )
-        gp.actions.append(
-            {
-                "action": "destroy_gpu_instance",
-                "gpu_instance_id": inst["gpu_instance_id"],
-                "profile": inst["profile"],
-                "start": inst["start"],
-            }
-        )
+        gp.actions += destroy_actions(inst, cis)
     # Destroy before create, so freed slices are available.
     gp.actions.sort(
         key=lambda a: {
