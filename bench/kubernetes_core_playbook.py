@@ -74,10 +74,12 @@ def objects(plan: ClusterPlan, cluster_data: dict) -> dict:
         MANAGED_BY,
         POOL_LABEL,
     )
-    from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import desired_node_taints
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as mig_rollout
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import desired_node_taints
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.compute_domains import (
+        cluster_compute_domains,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
 
     data = dict(cluster_data)
     if "magnum" in data:

@@ -33,8 +33,10 @@ DISCOVERED_GROUPS = ("resource.k8s.io", "resource.nvidia.com")
 def _objects(plan: ClusterPlan) -> int:
     """DeviceClasses + ComputeDomains + the MIG ConfigMap the cluster's pools want."""
     from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import cluster_device_classes
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.compute_domains import (
+        cluster_compute_domains,
+    )
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
 
     data = dict(plan.cluster)
     if "magnum" in data:

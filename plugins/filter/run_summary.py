@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The filter gpupool.core.run_summary: the end-of-run summary of one cluster (plan/run_summary.py renders it).
+"""The filter gpupool.core.run_summary: the end-of-run summary of one cluster (plan/report/run_summary.py renders it).
 
 A filter, not a module: the summary is made from results the play already holds (registered step results and
 the pool report), so it runs on the controller without a connection and without another API read.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpupool.core.plugins.module_utils.plan.run_summary import run_summary as render
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.run_summary import run_summary as render
 
 
 def run_summary(steps: object, cluster: str, report: object = None, check_mode: bool = False) -> dict:

@@ -130,7 +130,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
-from ansible_collections.gpupool.core.plugins.module_utils.plan.inventory_hosts import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.inventory_hosts import (
     CLUSTERS_GROUP,
     NODES_GROUP,
     groups_of,

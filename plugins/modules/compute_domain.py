@@ -136,8 +136,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.compute_domains import cluster_compute_domains
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import COMPUTE_DOMAIN
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.compute_domains import cluster_compute_domains
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 

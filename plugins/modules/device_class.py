@@ -121,11 +121,11 @@ diff:
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.device_classes import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import DEVICE_CLASS
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import (
     cluster_device_classes,
     without_extended_resource_names,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import DEVICE_CLASS
 
 PROBE_NAME = "gpupool-extended-resource-probe"
 

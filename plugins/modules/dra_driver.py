@@ -203,13 +203,13 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_vers
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan import gpu_operator as operator
-from ansible_collections.gpupool.core.plugins.module_utils.plan.dra_driver_release import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver import gpu_operator as operator
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.release import (
     GPU_DRIVER,
     rollout_status,
     upgrade_reasons,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.dra_driver_values import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.values import (
     desired_values,
     user_overrides,
     values_diff,

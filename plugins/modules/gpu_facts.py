@@ -206,7 +206,7 @@ ansible_facts:
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlModule
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
-from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_apply import catalog_model_for, effective_model
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_apply import catalog_model_for, effective_model
 
 
 def read(params):

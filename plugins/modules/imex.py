@@ -149,7 +149,7 @@ import os
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlModule
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
-from ansible_collections.gpupool.core.plugins.module_utils.plan import imex as plan
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver import imex as plan
 
 
 def host_path(root, path):

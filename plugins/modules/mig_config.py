@@ -204,7 +204,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.node_mig_reques
 from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlModule
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import mig_apply as nvml_mig
-from ansible_collections.gpupool.core.plugins.module_utils.plan.mig_apply import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_apply import (
     catalog_model_for,
     current_layout,
     effective_model,

@@ -213,12 +213,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy im
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import MANAGED_BY
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
-from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
-from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout_text as plan_mig_rollout_text
-from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import drain_settings
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import assign_nodes, node_matcher
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as plan_mig_rollout
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout_text as plan_mig_rollout_text
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import drain_settings
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import assign_nodes, node_matcher
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 
@@ -634,7 +634,7 @@ class Rollout:
             self.run_wave(plan, entry)
 
     def rollout_text(self):
-        """The waves as text for --diff (plan/mig_rollout_text.py); '' before the plan or without waves."""
+        """The waves as text for --diff (plan/mig/rollout_text.py); '' before the plan or without waves."""
         if not getattr(self, "cm", None) or not self.waves:
             return ""
         before = dict(((self.cm[1] or {}).get("mig-configs") or {}))

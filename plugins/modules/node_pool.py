@@ -156,9 +156,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8s
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import ORPHANED_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan import orphans as plan_orphans
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import orphans as plan_orphans
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
     assign_nodes,
     desired_node_labels,
     desired_node_taints,

@@ -439,9 +439,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum impo
     OperationFailed,
     WaitTimeout,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.drain_preview import removal_diff
-from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import drain_settings
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import (
     IN_PROGRESS_STATES,
     desired_from_pool,
     desired_state,
@@ -451,7 +449,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import
     plan_drain,
     plan_nodegroup,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.orphans import nodegroup_pool
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.drain_preview import removal_diff
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import drain_settings
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.orphans import nodegroup_pool
 
 # The value of gpupool.io/cordoned-by on nodes this module cordons (mig_layout uses its own), so neither module
 # uncordons the other's nodes.
@@ -482,7 +482,7 @@ class NodegroupsFailed(GpupoolError):
 
 class Target:
     """One nodegroup to converge: its key (the pool's name, or the nodegroup's standalone), the desired state
-    (plan/nodegroup.py's dict) and what happened to it."""
+    (plan/magnum/nodegroups.py's dict) and what happened to it."""
 
     def __init__(self, key, desired, state, pool=None, settings=None, pruned_pool=None):
         self.key, self.desired, self.state, self.pool = key, desired, state, pool

@@ -105,7 +105,7 @@ microversion:
 
 from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumModule
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import format_version
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import format_version
 
 
 class NodegroupInfoModule(MagnumModule):

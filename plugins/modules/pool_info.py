@@ -292,7 +292,6 @@ resource_api_version:
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.capacity import report_with_capacity
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
     COMPUTE_DOMAIN,
     DAEMON_SET,
@@ -300,8 +299,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.pool_report import summary
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report_markdown import cluster_markdown, pictures
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import report_with_capacity
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.markdown import cluster_markdown, pictures
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import summary
 
 
 class PoolInfoModule(KubernetesModule):

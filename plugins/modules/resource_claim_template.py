@@ -158,11 +158,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.claim_templates import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.claim_templates import (
     cluster_resource_claim_templates,
     tenant_claim_templates,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
 
 
 class ResourceClaimTemplateModule(KubernetesModule):

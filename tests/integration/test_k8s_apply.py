@@ -21,12 +21,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine impo
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, connect
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
-from ansible_collections.gpupool.core.plugins.module_utils.plan import claim_templates as plan_claim_templates
-from ansible_collections.gpupool.core.plugins.module_utils.plan import device_classes as plan_device_classes
 from ansible_collections.gpupool.core.plugins.module_utils.plan import kinds as plan_kinds
-from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
-from ansible_collections.gpupool.core.plugins.module_utils.plan import ownership as plan_ownership
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import strip
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import pool_nodes as plan_nodes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import claim_templates as plan_claim_templates
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import device_classes as plan_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import ownership as plan_ownership
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ssa_compare import strip
 from tests.integration import k8s_helpers as h
 
 pytestmark = pytest.mark.controlplane

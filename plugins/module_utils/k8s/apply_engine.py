@@ -20,12 +20,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
     gpupool_label_keys,
     node_patch,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ownership import is_owned, pool_of
-from ansible_collections.gpupool.core.plugins.module_utils.plan.ssa_compare import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import is_owned, pool_of
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ssa_compare import (
     diff_view,
     differences,
     label_owners,

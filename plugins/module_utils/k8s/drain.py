@@ -4,7 +4,7 @@
 """The one drain of the collection: cordon, evict the pods that use GPUs, wait for them to go, uncordon.
 
 Used by gpupool.core.nodegroup (nodes a shrink or a delete removes) and gpupool.core.mig_layout (nodes of a
-MIG wave). Which pods go and the request bodies are decided in plan/eviction.py; waiting goes through the
+MIG wave). Which pods go and the request bodies are decided in plan/nodes/eviction.py; waiting goes through the
 one `Waiter` (plan/waiting.py) with one deadline for the whole drain (`timeout`).
 
 Evictions go through the policy/v1 Eviction subresource, so PodDisruptionBudgets apply: a 429 answer
@@ -29,7 +29,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
-from ansible_collections.gpupool.core.plugins.module_utils.plan import eviction as plan_eviction
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 # An Eviction answered 429 is a PodDisruptionBudget refusing, waited out by the drain, not retried by the client.

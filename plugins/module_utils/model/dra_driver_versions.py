@@ -7,7 +7,7 @@ Everything that differs between driver versions lives here and nowhere else: the
 line knows (with their defaults), the rules its ``ValidateFeatureGates()`` enforces at start-up, the
 chart values keys that exist, the IMEX modes, and whether the webhook (and so cert-manager) is on by
 default. The inventory model refuses, before helm runs, what the chosen version would reject; the
-values derivation (plan/dra_driver_values.py) reads the same rows.
+values derivation (plan/driver/values.py) reads the same rows.
 
 Sources (facts only, read from kubernetes-sigs/dra-driver-nvidia-gpu; see also
 ../shared/reference/nvidia-dra-driver-published.md and nvidia-dra-mig-imex.md §1):

@@ -6,7 +6,7 @@
 Templates come from two places: the inventory (``gpupool_cluster.tenants``) and the options of
 gpupool.core.resource_claim_template (``namespaces`` + ``templates``). Both become `TemplateEntry`s of the
 same `ClaimTemplate` model, so one set of checks (model/tenant_checks.py) and one builder
-(plan/claim_templates.py) serve both; only the paths in messages differ.
+(plan/objects/claim_templates.py) serve both; only the paths in messages differ.
 """
 
 from __future__ import annotations

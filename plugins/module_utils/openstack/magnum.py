@@ -23,7 +23,7 @@ import json
 import time
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodegroup import (
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import (
     CLIENT_MAX_VERSION,
     IN_PROGRESS_STATES,
     choose_microversion,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The filter gpupool.core.run_summary checks what it is given (the summary itself: plan/test_run_summary.py).
+"""The filter gpupool.core.run_summary checks what it is given (the summary itself: plan/report/test_run_summary.py).
 
 Here, not beside the plan's tests: a filter is controller code and imports ansible, which ansible-test's
 module_utils unit context does not have."""

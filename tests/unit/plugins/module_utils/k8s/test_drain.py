@@ -215,7 +215,7 @@ def test_pods_the_policy_skips_are_named_and_left_alone(clock):
 
 
 def test_for_settings_takes_the_inventory_policy(clock):
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.eviction import DrainSettings
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import DrainSettings
 
     d = Drain.for_settings(None, "mig-layout", DrainSettings(True, 42, 0, "a=b", "fail"))
     assert (d.timeout, d.grace_period, d.skip_pods, d.when_budget_blocks) == (42.0, 0, "a=b", "fail")

@@ -8,7 +8,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import advisori
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import quantity_bytes
-from ansible_collections.gpupool.core.plugins.module_utils.plan import device_classes as plan_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import device_classes as plan_device_classes
 
 
 def cluster(*pools):

@@ -1,6 +1,6 @@
 """Tenants in the model: gpupool_cluster.tenants validated with key paths and fixes, and built into templates.
 
-Every refusal starts from a valid inventory and breaks one thing; the builder (plan/claim_templates.py) is fed
+Every refusal starts from a valid inventory and breaks one thing; the builder (plan/objects/claim_templates.py) is fed
 from the same model entries, so what validate accepts is what the role converges.
 """
 
@@ -14,7 +14,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import errors a
 from ansible_collections.gpupool.core.plugins.module_utils.model import gates as model_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.model import tenants as model_tenants
-from ansible_collections.gpupool.core.plugins.module_utils.plan import claim_templates as plan_claim_templates
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import claim_templates as plan_claim_templates
 
 BASE = {
     "name": "c1",

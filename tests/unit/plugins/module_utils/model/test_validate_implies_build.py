@@ -23,12 +23,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import errors a
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
-from ansible_collections.gpupool.core.plugins.module_utils.plan import claim_templates as plan_claim_templates
-from ansible_collections.gpupool.core.plugins.module_utils.plan import compute_domains as plan_compute_domains
-from ansible_collections.gpupool.core.plugins.module_utils.plan import device_classes as plan_device_classes
-from ansible_collections.gpupool.core.plugins.module_utils.plan import mig_rollout as plan_mig_rollout
-from ansible_collections.gpupool.core.plugins.module_utils.plan import nodegroup as plan_nodegroup
-from ansible_collections.gpupool.core.plugins.module_utils.plan import nodes as plan_nodes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum import nodegroups as plan_nodegroup
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as plan_mig_rollout
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import pool_nodes as plan_nodes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import claim_templates as plan_claim_templates
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import compute_domains as plan_compute_domains
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import device_classes as plan_device_classes
 
 # ---- the API server's rules, restated here from k8s.io/apimachinery/pkg/util/validation (not imported from
 # model/syntax.py: an oracle that shared the code under test could not catch its mistakes) -------------------

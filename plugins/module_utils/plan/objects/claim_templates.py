@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ResourceClaimTemplates over the pools' DeviceClasses, per tenant namespace.
+
+What to build comes from the model (model/tenants.py: the inventory's tenants, or the module's options turned
+into the same entries); the model's checks (model/tenant_checks.py) run here too, so the builder is safe on
+its own.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import (
+    claim_template_problems,
+    tenant_problems,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import (
+    inventory_entries,
+    is_mig_class,
+    option_entries,
+    template_class,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.driver_config import opaque, sharing_parameters
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import ownership_labels
+
+
+def resource_claim_template(
+    name,
+    namespace,
+    pool_name,
+    device_class,
+    api_version="resource.k8s.io/v1",
+    count=1,
+    allocation_mode="ExactCount",
+    config=None,
+    match_attribute=None,
+    request="gpu",
+):
+    """One ResourceClaimTemplate: one request for `count` devices of `device_class`."""
+    version = api_version.split("/")[-1]
+    exact = {"deviceClassName": device_class, "allocationMode": allocation_mode}
+    if allocation_mode == "ExactCount":
+        exact["count"] = int(count)
+    req = {"name": request}
+    if version == "v1beta1":
+        req.update(exact)  # v1beta1: the request is flat (no `exactly`)
+    else:
+        req["exactly"] = exact
+    devices = {"requests": [req]}
+    if match_attribute:
+        devices["constraints"] = [{"requests": [request], "matchAttribute": match_attribute}]
+    if config:
+        devices["config"] = [dict(opaque(config), requests=[request])]
+    return {
+        "apiVersion": api_version,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name)},
+        "spec": {"metadata": {"labels": {POOL_LABEL: pool_name}}, "spec": {"devices": devices}},
+    }
+
+
+def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):
+    """Desired templates of the entries whose pool is in scope; every entry is checked first."""
+    in_scope = {p.name for p in select_pools(cluster, pools, root)}
+    problems = claim_template_problems(cluster, entries, root)
+    if problems:
+        raise Problems(problems)
+    out = []
+    for entry in entries:
+        template = entry.template
+        if template.pool not in in_scope:
+            continue
+        device_class = template_class(cluster, template)[0]
+        config = sharing_parameters(template.sharing, mig=is_mig_class(device_class)) if template.sharing else None
+        obj = resource_claim_template(
+            template.name,
+            entry.namespace,
+            template.pool,
+            device_class.name,
+            api_version,
+            template.count,
+            template.allocation_mode,
+            config,
+            template.match_attribute,
+        )
+        out.append(Desired(obj, template.pool, entry.at, {"device_class": device_class.name, "count": template.count}))
+    return out
+
+
+def tenant_claim_templates(cluster, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):
+    """The templates the inventory's tenants declare (gpupool_cluster.tenants), for the pools in scope."""
+    problems = tenant_problems(cluster, root)
+    if problems:
+        raise Problems(problems)
+    return build_templates(cluster, inventory_entries(cluster, root), pools, api_version, root)
+
+
+def cluster_resource_claim_templates(
+    cluster, pools=None, namespaces=(), templates=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"
+):
+    """Templates from the module's options, per tenant namespace.
+
+    templates None: one per DeviceClass of each present pool in scope, named like the class, count 1.
+    Otherwise each entry is a ClaimTemplate of the model (name, pool, device_class | mig_profile, count,
+    allocation_mode, sharing, match_attribute) plus `namespaces` (default: `namespaces`).
+    """
+    entries, problems = option_entries(cluster, namespaces, templates)
+    if problems:
+        raise Problems(problems)
+    return build_templates(cluster, entries, pools, api_version, root)

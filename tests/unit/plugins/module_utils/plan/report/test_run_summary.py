@@ -1,0 +1,144 @@
+"""The end-of-run summary: what each step changed, from results shaped as the modules document them, and the table."""
+
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report import run_summary as plan_run_summary
+
+NODEGROUPS = {
+    "changed": True,
+    "pools": {
+        "gpu-t4": {
+            "name": "gpu-t4",
+            "changed": True,
+            "actions": [
+                {
+                    "action": "resize",
+                    "summary": "resize nodegroup 'gpu-t4' of cluster 'k8s' from 2 to 3 node(s) (bounds [1, 4])",
+                }
+            ],
+        },
+        "gpu-h100": {"name": "gpu-h100", "changed": False, "actions": []},
+        "gpu-l4": {"name": "gpu-l4", "failed": True, "msg": "Magnum refused the flavor\nmore"},
+    },
+}
+MIG = {
+    "changed": True,
+    "config_map": {"name": "gpupool-mig-parted-config", "namespace": "gpu-operator", "action": "updated"},
+    "waves": [
+        {
+            "pool": "gpu-a100",
+            "index": 0,
+            "nodes": ["a100-0"],
+            "actions": {"a100-0": "reconfigure"},
+            "evict": [{"namespace": "ml", "name": "train-0"}],
+            "evicted": ["ml/train-0"],
+            "result": "success",
+        },
+        {
+            "pool": "gpu-a100",
+            "index": 1,
+            "nodes": ["a100-1"],
+            "actions": {"a100-1": "configure"},
+            "evict": [],
+            "result": "success",
+        },
+    ],
+}
+CLASSES = {
+    "changed": True,
+    "objects": [
+        {"kind": "DeviceClass", "name": "gpu-t4", "action": "updated", "changed": True},
+        {"kind": "DeviceClass", "name": "gpu-h100", "action": "unchanged", "changed": False},
+        {"kind": "DeviceClass", "name": "gpu-old", "action": "deleted", "changed": True},
+    ],
+}
+TEMPLATES = {
+    "changed": True,
+    "objects": [
+        {"kind": "ResourceClaimTemplate", "name": "one-t4", "namespace": "ml", "action": "created", "changed": True}
+    ],
+}
+EXTRA = {"pool": "gpu-t4", "node": None, "kind": "extra_nodes", "message": "pool gpu-t4 has ..."}
+REPORT = {
+    "pools": {
+        "gpu-t4": {
+            "ready_nodes": 3,
+            "nodes": [{}, {}, {}],
+            "expected_nodes": 3,
+            "gpus": {"total": 3, "allocated": 1, "free": 2},
+            "mig_devices": {},
+            "mismatches": [EXTRA],
+            "capacity": {"allocatable": {"gpu": 2}, "templates": [], "left_out": []},
+        }
+    },
+    "mismatches": [EXTRA],
+}
+
+
+def test_every_change_is_one_line_under_its_step_then_the_table():
+    steps = {
+        "validate": {"changed": False},
+        "nodegroups": NODEGROUPS,
+        "node_pools": {"skipped": True},
+        "mig_layouts": MIG,
+        "device_classes": CLASSES,
+        "resource_claim_templates": TEMPLATES,
+        "compute_domains": {"changed": False, "objects": []},
+    }
+    out = plan_run_summary.run_summary("cern-gpu", steps, REPORT)
+    assert out["lines"][:10] == [
+        "cern-gpu: 7 changed, 1 failed",
+        "  nodegroups: resize nodegroup 'gpu-t4' of cluster 'k8s' from 2 to 3 node(s) (bounds [1, 4])",
+        "  nodegroups: FAILED: nodegroup of gpu-l4: Magnum refused the flavor",
+        "  mig_layouts: MIG ConfigMap gpu-operator/gpupool-mig-parted-config updated",
+        "  mig_layouts: MIG gpu-a100 wave 1/2: a100-0 (reconfigure); evicted ml/train-0 - success",
+        "  mig_layouts: MIG gpu-a100 wave 2/2: a100-1 (configure) - success",
+        "  device_classes: DeviceClass gpu-t4 updated",
+        "  device_classes: DeviceClass gpu-old deleted",
+        "  resource_claim_templates: ResourceClaimTemplate ml/one-t4 created",
+        "  pool    nodes Ready    whole GPUs free/total  MIG devices free/total  allocatable now",
+    ]
+    assert out["lines"][10] == "  gpu-t4  3/3 (wants 3)  2/3                    -                       2 whole GPU(s)"
+    assert out["lines"][11:] == [
+        "  1 mismatch(es) between the inventory and the cluster:",
+        "    - [extra_nodes] pool gpu-t4 has ...",
+    ]
+    assert out["data"]["changes"]["device_classes"] == ["DeviceClass gpu-t4 updated", "DeviceClass gpu-old deleted"]
+    assert out["data"]["capacity"]["gpu-t4"] == {
+        "nodes_ready": 3,
+        "nodes": 3,
+        "gpus": {"total": 3, "allocated": 1, "free": 2},
+        "mig_devices": {},
+        "allocatable": {"gpu": 2},
+        "mismatches": 1,
+    }
+
+
+def test_check_mode_planned_waves_failed_steps_and_a_quiet_run():
+    planned = dict(MIG, waves=[dict(MIG["waves"][0], result="planned")])
+    planned["waves"][0].pop("evicted")
+    out = plan_run_summary.run_summary(
+        "c",
+        {
+            "mig_layouts": planned,
+            "compute_domains": {"failed": True, "msg": "ComputeDomain ml/x (pool p): spec cannot be changed\nhint"},
+        },
+        check_mode=True,
+    )
+    assert out["lines"] == [
+        "c: 2 would change, 1 failed",
+        "  mig_layouts: MIG ConfigMap gpu-operator/gpupool-mig-parted-config updated",
+        "  mig_layouts: MIG gpu-a100 wave 1/1: a100-0 (reconfigure); evict ml/train-0 - planned",
+        "  compute_domains: FAILED: ComputeDomain ml/x (pool p): spec cannot be changed",
+    ]
+    assert plan_run_summary.run_summary("c", {"a": {"changed": False}, "b": None})["lines"] == ["c: nothing changed"]
+    # a change the extractors do not know still shows
+    assert plan_run_summary.step_changes("helm", {"changed": True}) == ["helm changed"]
+    # the DRA driver's release says why it changed; a loop's items are read one by one
+    assert plan_run_summary.step_changes(
+        "dra_driver", {"changed": True, "release": {"name": "dra"}, "reasons": ["not installed"]}
+    ) == ["DRA driver release dra: not installed"]
+    assert plan_run_summary.step_changes("x", {"changed": True, "results": [CLASSES, {"skipped": True}]}) == [
+        "DeviceClass gpu-t4 updated",
+        "DeviceClass gpu-old deleted",
+    ]
