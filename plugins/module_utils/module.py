@@ -1,20 +1,29 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Ansible glue: the one module base every gpupool module subclasses.
+"""The Ansible glue: the one step base every gpupool module and action plugin subclasses.
 
-Modelled on openstack.cloud's ``OpenStackModule`` and kubernetes.core's ``AnsibleK8SModule``: a module is a
+Modelled on openstack.cloud's ``OpenStackModule`` and kubernetes.core's ``AnsibleK8SModule``: a step is a
 class with class attributes (``argument_spec`` composed from the shared pieces in argument_specs.py,
 ``module_kwargs``, ``required_libraries``) and one ``run()`` that returns the result's keys. Everything
 else happens here, once:
 
 * libraries are checked before ``run()`` and a missing one fails with ``missing_required_lib``;
-* our errors become ``fail_json`` in one place (`GpupoolModule.__call__`): `Problems` with their
+* our errors become a failed result in one place (`GpupoolModule.execute`): `Problems` with their
   (path, message) list, any other `GpupoolError` with its sentence and details, plus what was already
   done (objects written before the failure), so a failed task still says what changed;
 * check mode is decided once: Kubernetes writes go to the server as dry runs (the engine sends
   ``dryRun=All``), and `may_wait` is false so waits and drains are skipped;
-* ``--diff``, ``changed`` and warnings are collected from the results.
+* ``--diff``, ``changed`` and warnings are collected from the results;
+* what a step waits for is said through `self.progress` (plan/progress.py): a line when it changes and a
+  heartbeat at least every 5 s.
+
+A step runs in one of two places, and the step does not know which (the *host* is the Ansible side):
+
+* in the controller, as an action plugin (plugins/plugin_utils/step_action.py builds a controller host):
+  every step that talks to the Kubernetes or Magnum API. No module round trip, and progress lines reach
+  the terminal, ansible-runner's event stream and AWX while the task runs;
+* as a module (`ModuleHost`: AnsibleModule, exit_json/fail_json), for what runs on GPU nodes (NVML, IMEX).
 
 Subclasses: `PoolModule` (cluster + pools, validated by the model before anything else),
 `KubernetesModule` (one converge runner over the server-side-apply engine), `MagnumModule`
@@ -37,6 +46,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
+from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
 
 
 def _openstack():
@@ -59,23 +69,57 @@ def _library(name: str) -> Tuple[str, Any]:
     raise KeyError(name)
 
 
+class ModuleHost:
+    """The Ansible side of a step that runs as a module: AnsibleModule parses the options, and the result
+    leaves through exit_json/fail_json. A module cannot print while it runs, so progress lines only reach
+    the result (``progress``) of the steps that return them."""
+
+    name = ""  # the inventory host is not known inside a module
+
+    def __init__(self, argument_spec: Dict[str, dict], module_kwargs: Dict[str, Any]) -> None:
+        self.ansible = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, **module_kwargs)
+        self.params = self.ansible.params
+        self.check_mode = self.ansible.check_mode
+        self.diff_mode = bool(self.ansible._diff)
+
+    def hide(self, secret: str) -> None:
+        self.ansible.no_log_values.add(secret)
+
+    def show(self, line: str) -> None:
+        """Modules cannot stream output (Ansible reads their stdout once, at the end)."""
+
+    def log(self, message: str) -> None:
+        self.ansible.log(message)
+
+    def finish(self, result: Dict[str, Any]) -> None:
+        for message in result.pop("warnings", []):
+            self.ansible.warn(message)
+        if result.get("failed"):
+            result.pop("failed")
+            self.ansible.fail_json(**result)
+        self.ansible.exit_json(**result)
+
+
 class GpupoolModule:
-    """Base of every gpupool module: subclass, set the class attributes, write `run()`."""
+    """Base of every gpupool step: subclass, set the class attributes, write `run()`."""
 
     argument_spec: Dict[str, dict] = {}  # the module's own options (may re-declare a shared option's default)
     shared: Tuple[dict, ...] = ()  # shared pieces from argument_specs.py, as the module's doc fragments list them
     module_kwargs: Dict[str, Any] = {}
     required_libraries: Tuple[str, ...] = ()
 
-    def __init__(self) -> None:
-        self.ansible = AnsibleModule(
-            argument_spec=self.full_argument_spec(), supports_check_mode=True, **self.module_kwargs
-        )
-        self.params = self.ansible.params
-        self.check_mode = self.ansible.check_mode
-        self.diff_mode = bool(self.ansible._diff)
+    def __init__(self, host: Any = None) -> None:
+        """host: the Ansible side (a controller host from an action plugin); None runs the step as a module."""
+        if host is None:
+            host = ModuleHost(self.full_argument_spec(), self.module_kwargs)
+        self.host = host
+        self.ansible = getattr(host, "ansible", None)  # AnsibleModule, for the steps that run as modules
+        self.params = host.params
+        self.check_mode = host.check_mode
+        self.diff_mode = bool(host.diff_mode)
         self.warnings: List[str] = []
-        # Any module given the inventory (validate too) hides its Magnum cloud's secrets before anything is
+        self.progress = Progress(host.show, prefix=host.name)
+        # Any step given the inventory (validate too) hides its Magnum cloud's secrets before anything is
         # printed, even when the inventory is refused.
         if "cluster" in self.params:
             self.hide_secrets(inventory_cloud(self.params.get("cluster")))
@@ -105,11 +149,15 @@ class GpupoolModule:
         """Passwords and credential secrets inside a cloud dict never reach the output (masked wherever they
         appear: the invocation at -vvv, returned data, messages)."""
         for secret in secrets_in(cloud):
-            self.ansible.no_log_values.add(secret)
+            self.host.hide(secret)
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+    def log(self, message: str) -> None:
+        """Detail for -vvv (retries, raw statuses): not a progress line."""
+        self.host.log(message)
 
     def require_at_least(self, **minimums: int) -> None:
         """Numeric options with a lower bound (an argument spec cannot say it), checked before any request."""
@@ -127,35 +175,37 @@ class GpupoolModule:
             if error is not None:
                 raise MissingLibrary(requirement, traceback=str(error))
 
-    # ---- the one place results and errors leave the module ----------------------------------------
-    def __call__(self) -> None:
+    # ---- the one place results and errors leave the step --------------------------------------------
+    def execute(self) -> Dict[str, Any]:
+        """Run the step; its result, or a failed result that says why and what was already done."""
         try:
             self.check_libraries()
             self.prepare()
             out = self.run() or {}
         except Problems as exc:
-            self.fail(exc.render(), problems=exc.as_list(), **exc.details)
+            return self.failure(exc.render(), problems=exc.as_list(), **exc.details)
         except MissingLibrary as exc:
-            self.fail(missing_required_lib(exc.library, reason=exc.reason), exception=exc.traceback)
+            return self.failure(missing_required_lib(exc.library, reason=exc.reason), exception=exc.traceback)
         except GpupoolError as exc:
-            self.fail(exc.describe(), **exc.details)
-        self.exit(**out)
-
-    def _flush_warnings(self) -> None:
-        for message in self.warnings:
-            self.ansible.warn(message)
-
-    def fail(self, msg: str, **extra: Any) -> None:
-        result = self.partial_result()
-        result.update(extra)
-        self._flush_warnings()
-        self.ansible.fail_json(msg=msg, **result)
-
-    def exit(self, **out: Any) -> None:
+            return self.failure(exc.describe(), **exc.details)
         result = self.partial_result()
         result.update(out)
-        self._flush_warnings()
-        self.ansible.exit_json(**result)
+        return self._with_warnings(result)
+
+    def __call__(self) -> None:
+        """Run as a module: exit_json or fail_json."""
+        self.host.finish(self.execute())
+
+    def failure(self, msg: str, **extra: Any) -> Dict[str, Any]:
+        result = self.partial_result()
+        result.update(extra)
+        result.update(failed=True, msg=msg)
+        return self._with_warnings(result)
+
+    def _with_warnings(self, result: Dict[str, Any]) -> Dict[str, Any]:
+        if self.warnings:
+            result["warnings"] = list(self.warnings)
+        return result
 
 
 def inventory_cloud(cluster: Any) -> Any:
@@ -175,10 +225,6 @@ class PoolModule(GpupoolModule):
     def full_argument_spec(cls) -> Dict[str, dict]:
         return compose(POOLS, *cls.shared, **cls.argument_spec)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.hide_secrets(inventory_cloud(self.params.get("cluster")))
-
     def prepare(self) -> None:
         super().prepare()
         # The model refuses a bad inventory before any connection is made.
@@ -197,8 +243,8 @@ class KubernetesModule(PoolModule):
     def full_argument_spec(cls) -> Dict[str, dict]:
         return compose(POOLS, AUTH, LEASE, *cls.shared, **cls.argument_spec)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, host: Any = None) -> None:
+        super().__init__(host)
         self.results: list = []
         self._engine: Optional[ApplyEngine] = None
 
@@ -260,8 +306,8 @@ class MagnumModule(GpupoolModule):
     def full_argument_spec(cls) -> Dict[str, dict]:
         return compose(OPENSTACK, *cls.shared, **cls.argument_spec)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, host: Any = None) -> None:
+        super().__init__(host)
         self.hide_secrets(self.params.get("cloud"))
         self.hide_secrets(inventory_cloud(self.params.get("cluster")))
 

@@ -47,18 +47,15 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
   - ansible.builtin.action_common_attributes.actiongroups
+  - gpupool.core.attributes.node
 attributes:
-  check_mode:
-    support: full
   diff_mode:
     support: none
   facts:
     support: full
-  platform:
-    platforms: posix
   action_group:
     membership:
-      - gpupool.core.nvml
+    - gpupool.core.nvml
 requirements:
   - nvidia-ml-py (C(import pynvml)) on the managed node
   - the NVIDIA driver (C(libnvidia-ml.so.1)) on the managed node

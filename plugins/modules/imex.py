@@ -85,13 +85,7 @@ options:
     default: true
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gpupool.core.attributes.node
 requirements:
   - systemd (C(systemctl)) on the node
   - nvidia-ml-py (C(import pynvml)) and the NVIDIA driver on the node, for the fabric check

@@ -68,18 +68,15 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.actiongroups
+  - gpupool.core.attributes.node
 attributes:
   check_mode:
-    support: full
     details: Returns the plan (the NVML calls it would make) without making any.
   diff_mode:
-    support: full
     details: Per GPU, MIG mode and C(profile@start) of every GPU instance, before and after.
-  platform:
-    platforms: posix
   action_group:
     membership:
-      - gpupool.core.nvml
+    - gpupool.core.nvml
 requirements:
   - nvidia-ml-py (C(import pynvml)) on the managed node
   - the NVIDIA driver (C(libnvidia-ml.so.1)) on the managed node

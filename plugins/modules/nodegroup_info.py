@@ -1,4 +1,3 @@
-#!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -41,17 +40,13 @@ options:
 extends_documentation_fragment:
   - gpupool.core.openstack
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.actiongroups
+  - gpupool.core.attributes.info
 attributes:
   action_group:
-    membership: [gpupool.core.openstack]
-  check_mode:
-    support: full
-    details: Only reads.
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
+    membership:
+    - gpupool.core.openstack
 seealso:
   - module: gpupool.core.nodegroup
 """
@@ -102,44 +97,3 @@ microversion:
   type: str
   sample: "1.12"
 """
-
-from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumModule
-from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import format_version
-
-
-class NodegroupInfoModule(MagnumModule):
-    argument_spec = dict(
-        cluster=dict(type="str", required=True),
-        name=dict(type="str"),
-        role=dict(type="str"),
-        detail=dict(type="bool", default=False),
-    )
-
-    def run(self):
-        p = self.params
-        client = MagnumClient(self.connect(), log=self.ansible.log)
-        version = client.negotiate()
-        cluster = client.get_cluster(p["cluster"])
-        cid = cluster["uuid"]
-        if p["name"]:
-            ng = client.get_nodegroup(cid, p["name"])
-            nodegroups = [ng] if ng and (not p["role"] or ng.get("role") == p["role"]) else []
-        else:
-            nodegroups = client.list_nodegroups(cid, p["role"])
-            if p["detail"]:
-                full = [client.get_nodegroup(cid, ng["uuid"]) for ng in nodegroups]
-                nodegroups = [ng for ng in full if ng]
-        return dict(
-            nodegroups=nodegroups,
-            microversion=format_version(version),
-            cluster={k: cluster.get(k) for k in ("uuid", "name", "status", "labels")},
-        )
-
-
-def main():
-    NodegroupInfoModule()()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,3 @@
-#!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -46,14 +45,11 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth.pools
   - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.info
 attributes:
   check_mode:
-    support: full
     details: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
 notes:
   - Permissions needed besides the gpupool ClusterRole's node rules are C(resourceslices) and C(resourceclaims)
     list (C(resource.k8s.io)). A cluster without the DRA API reports every node as not published, with a warning.
@@ -288,81 +284,3 @@ resource_api_version:
   type: str
   sample: resource.k8s.io/v1
 """
-
-from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import NODES
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
-from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
-    COMPUTE_DOMAIN,
-    DAEMON_SET,
-    NODE,
-    RESOURCE_CLAIM,
-    RESOURCE_SLICE,
-)
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import report_with_capacity
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.markdown import cluster_markdown, pictures
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import summary
-
-
-class PoolInfoModule(KubernetesModule):
-    shared = (NODES,)
-    argument_spec = dict(fail_on_mismatch=dict(type="bool", default=False), markdown=dict(type="bool", default=False))
-
-    def run(self):
-        p = self.params
-        nodes = self.engine.list(NODE)
-        version = self.engine.version(RESOURCE_SLICE, required=False)
-        if version is None:
-            self.warn(
-                "the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
-                "published; every node is reported as not published"
-            )
-            slices, claims = [], []
-        else:
-            slices = self.engine.list(RESOURCE_SLICE)
-            claims = self.engine.list(RESOURCE_CLAIM)
-        daemonsets = self.engine.list(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
-        cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
-        compute_domains = self.engine.list(COMPUTE_DOMAIN) if cd_version else []
-        report = report_with_capacity(
-            self.cluster,
-            nodes,
-            slices,
-            claims,
-            self.selected,
-            p["nodegroup_label"],
-            p["name_pattern"],
-            daemonsets=daemonsets,
-            compute_domains=compute_domains,
-            compute_domains_served=cd_version is not None,
-        )
-        text = summary(report)
-        out = dict(
-            pools=report["pools"],
-            mismatches=report["mismatches"],
-            totals=report["totals"],
-            driver=report["driver"],
-            orphaned=report["orphaned"],
-            ok=not report["mismatches"],
-            summary=text,
-            resource_api_version=("resource.k8s.io/%s" % version) if version else None,
-        )
-        if p["markdown"]:
-            out["markdown"] = cluster_markdown(self.cluster.name, report)
-            out["pictures"] = pictures(report)
-        if p["fail_on_mismatch"] and report["mismatches"]:
-            raise GpupoolError(
-                "%d mismatch(es) between the inventory and the cluster:\n%s" % (len(report["mismatches"]), text), **out
-            )
-        return out
-
-    def partial_result(self):
-        return {"changed": False}  # a report: it reads, never writes
-
-
-def main():
-    PoolInfoModule()()
-
-
-if __name__ == "__main__":
-    main()

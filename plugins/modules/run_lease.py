@@ -1,4 +1,3 @@
-#!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -66,14 +65,11 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.info
 attributes:
   check_mode:
-    support: full
     details: Reads the lease and reports what a real run would do; never writes.
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
 """
 
 EXAMPLES = r"""
@@ -121,80 +117,3 @@ waited:
   returned: when O(state=acquired)
   type: float
 """
-
-import socket
-import uuid
-
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import LeaseHeld, RunLease, microtime, utc_now
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
-from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
-
-
-def default_holder():
-    return "gpupool@%s/%s" % (socket.gethostname(), uuid.uuid4().hex[:8])
-
-
-class RunLeaseModule(KubernetesModule):
-    argument_spec = dict(
-        state=dict(type="str", choices=["acquired", "released"], default="acquired"),
-        name=dict(type="str", default="gpupool-run"),
-        namespace=dict(type="str", default="kube-system"),
-        holder=dict(type="str"),
-        duration=dict(type="int", default=1800),
-        wait=dict(type="int", default=0),
-        wait_sleep=dict(type="float", default=5.0),
-    )
-
-    def prepare(self):
-        super().prepare()
-        if self.params["state"] == "released" and not self.params["holder"]:
-            raise GpupoolError(
-                "state=released needs the holder that took the lease: pass holder, the holder value "
-                "the acquiring task returned"
-            )
-        self.params["holder"] = self.params["holder"] or default_holder()
-        self.params["run_lease"] = None  # this module handles the lease itself
-
-    def run(self):
-        p = self.params
-        lease = RunLease(
-            self.client,
-            p["namespace"],
-            p["name"],
-            p["holder"],
-            p["duration"],
-            run="started %s by cluster %s" % (microtime(utc_now()), self.cluster.name),
-            check_mode=self.check_mode,
-        )
-        if p["state"] == "released":
-            out = lease.release()
-            return dict(out, changed=out["action"] == "released")
-        outcome = {}
-
-        def probe():
-            try:
-                outcome.update(lease.acquire())
-                return True, "taken"
-            except LeaseHeld as exc:
-                outcome["held"] = exc
-                return False, exc.message
-
-        result = Waiter(max(0, p["wait"]), p["wait_sleep"]).until(probe)
-        if not result.done:
-            raise outcome["held"]
-        outcome.pop("held", None)
-        return dict(
-            outcome,
-            changed=outcome["action"] in ("created", "taken"),
-            waited=round(result.elapsed, 1),
-            lease={"name": p["name"], "namespace": p["namespace"], "holder": p["holder"], "duration": p["duration"]},
-        )
-
-
-def main():
-    RunLeaseModule()()
-
-
-if __name__ == "__main__":
-    main()

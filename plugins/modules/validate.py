@@ -1,4 +1,3 @@
-#!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -39,13 +38,8 @@ options:
     default: gpupool_cluster
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: all
+  - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.info
 requirements:
   - pydantic >= 2.6
 notes:
@@ -114,30 +108,3 @@ problems:
     - path: gpupool_cluster.pools[0].nodegroup.node_cout
       message: "unknown key 'node_cout'; did you mean 'node_count'?"
 """
-
-from ansible_collections.gpupool.core.plugins.module_utils.model.advisories import semantic_warnings
-from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
-from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
-from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
-
-
-class ValidateModule(GpupoolModule):
-    argument_spec = dict(
-        cluster=dict(type="raw", required=True),
-        var_name=dict(type="str", default="gpupool_cluster"),
-    )
-    required_libraries = ("pydantic",)
-
-    def run(self):
-        cluster = load_cluster(self.params["cluster"], root=self.params["var_name"])
-        for path, message in semantic_warnings(cluster, root=self.params["var_name"]):
-            self.warn("%s: %s" % (path, message))
-        return normalized_result(cluster)
-
-
-def main():
-    ValidateModule()()
-
-
-if __name__ == "__main__":
-    main()

@@ -11,9 +11,6 @@ The apiserver tests use a control plane of their own (they kill it); the fault f
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import subprocess
 import threading
 import time
@@ -63,16 +60,10 @@ def inventory(kubeconfig, t4_labels=None):
 
 
 def run_module(module, **args):
-    """A module's main() in-process with these arguments; returns its JSON result (fast: no ansible-playbook)."""
-    from ansible.module_utils.testing import patch_module_args
+    """A step in-process with these arguments, as its action plugin runs it (fast: no ansible-playbook)."""
+    from tests.unit.plugins.steps import run_action
 
-    out = io.StringIO()
-    with patch_module_args(args), contextlib.redirect_stdout(out):
-        try:
-            module.main()
-        except SystemExit:
-            pass
-    return json.loads(out.getvalue())
+    return run_action(module, **args)
 
 
 # ---- a control plane of our own, with Nodes registered as the node simulator does -------------------------
@@ -301,7 +292,7 @@ def proxy(own_cp, kubeconfig, tmp_path):
 
 
 def node_pool(kubeconfig, t4_labels, **args):
-    from ansible_collections.gpupool.core.plugins.modules import node_pool as module
+    from ansible_collections.gpupool.core.plugins.action import node_pool as module
 
     return run_module(module, cluster=inventory(kubeconfig, t4_labels), **args)
 
@@ -342,7 +333,7 @@ def test_5xx_that_persists_is_reported_with_what_to_do_and_nothing_half_written(
 
 # ---- Magnum: the API goes away during a resize or a create; 429, timeouts, *_FAILED ---------------------
 def ng(magnum, **args):
-    from ansible_collections.gpupool.core.plugins.modules import nodegroup
+    from ansible_collections.gpupool.core.plugins.action import nodegroup
 
     return run_module(nodegroup, cloud=magnum.cloud_name, cluster="k8s", name="gpu", **args)
 
@@ -420,7 +411,7 @@ def test_magnum_update_failed_is_reported_with_what_to_do(magnum):
 
 # ---- a MIG reconfiguration that never finishes ---------------------------------------------------------
 def test_mig_node_that_never_finishes_stops_the_rollout_at_its_wave(sandbox, tmp_path):
-    from ansible_collections.gpupool.core.plugins.modules import mig_layout
+    from ansible_collections.gpupool.core.plugins.action import mig_layout
 
     cp = sandbox.cp
     names = ["faults-mig-0", "faults-mig-1", "faults-mig-2"]

@@ -69,10 +69,6 @@ def bed(sandbox, tmp_path_factory):
         "ansible_connection": "local",
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",
         "dra_driver_helm_binary": str(binaries.find("helm").path),
-        # a heartbeat every second: an async step takes at least one poll interval, and the sandbox is fast
-        "nodegroups_poll": 1,
-        "dra_driver_poll": 1,
-        "mig_layouts_poll": 1,
     }
     core = client.CoreV1Api(sandbox.cp.api_client())
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=names["ns"])))

@@ -1,13 +1,11 @@
 """gpupool.core.nodegroup / nodegroup_info against the Magnum API emulator.
 
 The real module code and the unmodified openstacksdk talk HTTP to the emulator: two end-to-end runs
-through ansible-playbook, the rest by calling the modules' main() in-process (faster).
+through ansible-playbook, the rest by running the steps in-process as their action plugins do (faster).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -17,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpupool.core.plugins.modules import nodegroup, nodegroup_info
+from ansible_collections.gpupool.core.plugins.action import nodegroup, nodegroup_info
+from tests.unit.plugins.steps import run_action
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / ".build" / "collections"
@@ -25,20 +24,8 @@ WRITES = ("POST", "PATCH", "PUT", "DELETE")
 
 
 def run(module, check=False, diff=False, **args):
-    """main() of a module in-process with these arguments; returns its JSON result."""
-    from ansible.module_utils.testing import patch_module_args
-
-    if check:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    out = io.StringIO()
-    with patch_module_args(args), contextlib.redirect_stdout(out):
-        try:
-            module.main()
-        except SystemExit:
-            pass
-    return json.loads(out.getvalue())
+    """A step in-process with these arguments, as its action plugin runs it; returns its result."""
+    return run_action(module, _ansible_check_mode=check, _ansible_diff=diff, **args)
 
 
 def ng_task(magnum, **args):

@@ -113,7 +113,7 @@ def test_two_runs_at_once_one_converges_the_other_stops_naming_the_holder(contro
 
 
 def test_a_second_run_can_wait_for_the_first(control_plane, tmp_path):
-    from ansible_collections.gpupool.core.plugins.modules import run_lease
+    from ansible_collections.gpupool.core.plugins.action import run_lease
     from tests.integration.test_faults import run_module
 
     cp = control_plane

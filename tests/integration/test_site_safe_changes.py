@@ -92,9 +92,6 @@ class Site:
                                     "ansible_connection": "local",
                                     "ansible_python_interpreter": sys.executable,
                                     "gpupool_cluster": data,
-                                    # a heartbeat every second: an async step lasts at least one poll interval
-                                    "nodegroups_poll": 1,
-                                    "mig_layouts_poll": 1,
                                 }
                             }
                         }

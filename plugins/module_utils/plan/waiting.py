@@ -34,7 +34,9 @@ class Waiter:
     """Poll a probe every `sleep` seconds (growing by `backoff` up to `max_sleep`) for at most `timeout`.
 
     The probe returns (done, status text). Each round is logged as "<seconds>s: <status>"; `progress`,
-    when given, is called with each log line (a module turns it into output a person can follow).
+    when given, is called with the status after each round and again every `heartbeat` seconds of a longer
+    pause (a `plan.progress.Progress` turns that into lines a person can follow: one per change, a heartbeat
+    while nothing changes), so a wait that polls every 30 s still shows it is alive every 5 s.
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class Waiter:
         clock: Callable[[], float] = time.monotonic,
         pause: Callable[[float], None] = time.sleep,
         progress: Optional[Callable[[str], None]] = None,
+        heartbeat: float = 5.0,
     ) -> None:
         if timeout < 0 or sleep <= 0 or backoff < 1:
             raise ValueError("a wait needs timeout >= 0, sleep > 0 and backoff >= 1")
@@ -56,6 +59,7 @@ class Waiter:
         self.clock = clock
         self.pause = pause
         self.progress = progress
+        self.heartbeat = float(heartbeat)
 
     def until(self, probe: Probe) -> WaitResult:
         start = self.clock()
@@ -67,9 +71,21 @@ class Waiter:
             line = "%ds: %s" % (int(elapsed), status)
             log.append(line)
             if self.progress is not None:
-                self.progress(line)
+                self.progress(status)
             if done or elapsed >= self.timeout:
                 return WaitResult(bool(done), status, elapsed, log)
             # never sleep past the deadline, never spin faster than 0.2 s
-            self.pause(max(0.2, min(delay, self.timeout - elapsed)))
+            self._pause(max(0.2, min(delay, self.timeout - elapsed)), status)
             delay = min(delay * self.backoff, self.max_sleep)
+
+    def _pause(self, seconds: float, status: str) -> None:
+        """Sleep; with progress, in slices of `heartbeat` seconds, repeating the status between them."""
+        if self.progress is None or seconds <= self.heartbeat:
+            self.pause(seconds)
+            return
+        while seconds > 0:
+            step = min(seconds, self.heartbeat)
+            self.pause(step)
+            seconds -= step
+            if seconds > 0:
+                self.progress(status)

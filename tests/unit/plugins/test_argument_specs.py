@@ -68,15 +68,62 @@ def test_compose_allows_only_a_new_default_for_a_shared_option():
         argument_specs.compose(argument_specs.WAIT, argument_specs.WAIT)
 
 
-@pytest.mark.parametrize("path", sorted(MODULES.glob("*.py")), ids=lambda p: p.stem)
-def test_every_module_is_a_subclass_of_the_base_with_run(path):
+ACTIONS = MODULES.parent / "action"
+BASES = {"GpupoolModule", "PoolModule", "KubernetesModule", "MagnumModule", "MagnumPoolModule", "NvmlModule"}
+FRAGMENT_OF = {"gpupool.core.k8s_auth": "AUTH", "gpupool.core.openstack": "OPENSTACK"}
+FRAGMENT_OF.update(
+    ("gpupool.core.k8s_auth.%s" % piece.lower(), piece) for piece in FRAGMENTS if piece not in FRAGMENT_OF.values()
+)
+
+
+def step_classes(path: pathlib.Path) -> list:
     tree = ast.parse(path.read_text())
-    bases = {"GpupoolModule", "PoolModule", "KubernetesModule", "MagnumModule", "MagnumPoolModule", "NvmlModule"}
-    classes = [
+    return [
         n
         for n in tree.body
-        if isinstance(n, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in bases for b in n.bases)
+        if isinstance(n, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id in BASES for b in n.bases)
     ]
-    assert len(classes) == 1, "%s must define exactly one module class on the base" % path.name
+
+
+def module_doc(path: pathlib.Path) -> dict:
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["DOCUMENTATION"]:
+            return yaml.safe_load(node.value.value)
+    raise AssertionError("%s has no DOCUMENTATION" % path.name)
+
+
+@pytest.mark.parametrize("path", sorted(MODULES.glob("*.py")), ids=lambda p: p.stem)
+def test_every_step_is_one_subclass_of_the_base_with_run(path):
+    """A step that talks to an API is an action plugin (its module file only documents it); a step that runs on
+    GPU nodes is a module. Either way: exactly one class on the base, with run(), and no AnsibleModule of its own."""
+    action = ACTIONS / path.name
+    code = action if action.exists() else path
+    if action.exists():
+        assert step_classes(path) == [], (
+            "%s runs as an action plugin: its module file is documentation only" % path.name
+        )
+        assert "class ActionModule(StepAction)" in action.read_text()
+    classes = step_classes(code)
+    assert len(classes) == 1, "%s must define exactly one step class on the base" % code.name
     assert any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in classes[0].body)
-    assert "AnsibleModule(" not in path.read_text(), "%s builds its own AnsibleModule" % path.name
+    assert "AnsibleModule(" not in code.read_text(), "%s builds its own AnsibleModule" % code.name
+
+
+@pytest.mark.parametrize("path", sorted(ACTIONS.glob("*.py")), ids=lambda p: p.stem)
+def test_an_action_plugins_options_are_the_ones_its_module_documents(path):
+    """ansible-test validates a module's argument spec against its docs only for code it can run as a module;
+    for a documentation stub this test does it: every option, with its type, default, choices and aliases."""
+    import importlib
+
+    action = importlib.import_module("ansible_collections.gpupool.core.plugins.action.%s" % path.stem)
+    spec = action.ActionModule.step.full_argument_spec()
+    doc = module_doc(MODULES / path.name)
+    options = {}
+    for fragment in doc.get("extends_documentation_fragment") or []:
+        if fragment in FRAGMENT_OF:
+            options.update(yaml.safe_load(FRAGMENTS[FRAGMENT_OF[fragment]])["options"])
+    for name, option in (doc.get("options") or {}).items():  # as ansible-doc merges: the module's keys win
+        options[name] = dict(options.get(name) or {}, **option)
+    assert sorted(options) == sorted(spec), "options of %s differ between its docs and its argument spec" % path.stem
+    for name in spec:
+        assert normalize(documented(options[name])) == normalize(specified(spec[name])), (path.stem, name)

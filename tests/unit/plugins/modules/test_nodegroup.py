@@ -7,8 +7,6 @@ openstacksdk/keystoneauth code runs; only the HTTP transport is mocked.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
@@ -16,12 +14,12 @@ import pytest
 requests_mock = pytest.importorskip("requests_mock")
 pytest.importorskip("openstack")
 
-from ansible.module_utils import basic  # noqa: E402
 
+from ansible_collections.gpupool.core.plugins.action import nodegroup, nodegroup_info  # noqa: E402
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound  # noqa: E402
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection as openstack_client
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum as magnum_api
-from ansible_collections.gpupool.core.plugins.modules import nodegroup, nodegroup_info  # noqa: E402
+from tests.unit.plugins.steps import run_action  # noqa: E402
 
 AUTH_URL = "https://identity.example.com/v3"
 MAGNUM = "https://magnum.example.com/v1"
@@ -168,32 +166,10 @@ def writes(m):
     return [(r.method, r.path) for r in magnum_calls(m) if r.method in WRITES]
 
 
-def _module_args(args):
-    """ansible.module_utils.testing.patch_module_args (ansible-core >= 2.19) or the classic way."""
-    try:
-        from ansible.module_utils.testing import patch_module_args
-
-        return patch_module_args(args)
-    except ImportError:
-        from unittest import mock
-
-        return mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode())
-
-
 def run(module, check=False, diff=False, **args):
-    """Run the module's main() in-process; return its JSON result."""
+    """Run the step in-process as its action plugin does; return its result."""
     args = dict({"cloud": CLOUD}, **args)
-    if check:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    out = io.StringIO()
-    with _module_args(args), contextlib.redirect_stdout(out):
-        try:
-            module.main()
-        except SystemExit:
-            pass
-    return json.loads(out.getvalue())
+    return run_action(module, _ansible_check_mode=check, _ansible_diff=diff, **args)
 
 
 def ng_url(ident=NGID):
@@ -699,19 +675,8 @@ def pool(name, state="present", **group):
 
 
 def run_pools(cluster, check=False, diff=False, **args):
-    """The module with the inventory as cluster (the cloud comes from it, not from the cloud option)."""
-    out_args = dict(args, cluster=cluster)
-    if check:
-        out_args["_ansible_check_mode"] = True
-    if diff:
-        out_args["_ansible_diff"] = True
-    out = io.StringIO()
-    with _module_args(out_args), contextlib.redirect_stdout(out):
-        try:
-            nodegroup.main()
-        except SystemExit:
-            pass
-    return json.loads(out.getvalue())
+    """The step with the inventory as cluster (the cloud comes from it, not from the cloud option)."""
+    return run_action(nodegroup, _ansible_check_mode=check, _ansible_diff=diff, cluster=cluster, **args)
 
 
 A = "5d12f6fd-0000-4f5e-9b8c-00000000000a"

@@ -29,8 +29,26 @@ def test_returns_as_soon_as_the_probe_is_done_and_logs_each_round():
         lambda: next(answers)
     )
     assert result.done and bool(result) and result.status == "3/3 Ready"
-    assert result.log == ["0s: 1/3 Ready", "5s: 2/3 Ready", "10s: 3/3 Ready"] == seen
+    assert result.log == ["0s: 1/3 Ready", "5s: 2/3 Ready", "10s: 3/3 Ready"]
+    assert seen == ["1/3 Ready", "2/3 Ready", "3/3 Ready"]
     assert t.sleeps == [5, 5]
+
+
+def test_a_long_pause_repeats_the_status_every_heartbeat_for_progress():
+    """A wait that polls every 12 s still tells its progress reporter something every 5 s."""
+    t = FakeTime()
+    answers = iter([(False, "UPDATE_IN_PROGRESS"), (True, "UPDATE_COMPLETE")])
+    seen = []
+    Waiter(timeout=60, sleep=12, clock=t.clock, pause=t.pause, progress=seen.append).until(lambda: next(answers))
+    assert t.sleeps == [5, 5, 2]
+    assert seen == ["UPDATE_IN_PROGRESS"] * 3 + ["UPDATE_COMPLETE"]
+
+
+def test_without_progress_a_pause_is_one_sleep():
+    t = FakeTime()
+    answers = iter([(False, "x"), (True, "y")])
+    Waiter(timeout=60, sleep=12, clock=t.clock, pause=t.pause).until(lambda: next(answers))
+    assert t.sleeps == [12]
 
 
 def test_times_out_with_the_last_status_and_never_sleeps_past_the_deadline():

@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpupool.core.node_pool, run in the controller (its documentation: plugins/modules/node_pool.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY, NODES, WAIT
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ConvergeError, Result
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import ORPHANED_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import orphans as plan_orphans
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
+    assign_nodes,
+    desired_node_labels,
+    desired_node_taints,
+    gpupool_label_keys,
+    node_matcher,
+    node_ready,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
+from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
+
+
+class NodePoolModule(KubernetesModule):
+    shared = (APPLY, NODES, WAIT)
+    argument_spec = dict(
+        set_gpu_present=dict(type="bool", default=True),
+        release_orphans=dict(type="bool", default=False),
+        min_ready=dict(type="int"),
+        wait_sleep=dict(type="float", default=10.0),
+    )
+
+    def __init__(self, host=None):
+        super().__init__(host)
+        self.p = self.params
+        self.node_results = {}  # node name -> Result (latest)
+        self.assigned = {}
+        self.ready = {}
+        self.orphaned = {}  # node name -> {name, pool, reason}
+
+    def prepare(self):
+        super().prepare()
+        self.scope = self.selected
+        self.present = [pool for pool in self.scope if pool.state == "present"]
+        for pool in self.present:  # a pool whose nodes cannot be found fails before any request
+            node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"])
+
+    def run(self):
+        self.converge_nodes()
+        info = {}
+        if self.p["wait"] and self.may_wait:
+            short = self.wait(info)
+            if short:
+                raise GpupoolError(
+                    "timed out after %ds waiting for Ready nodes: %s. Check the nodegroups (openstack coe nodegroup "
+                    "list), that the nodes joined (kubectl get nodes -L %s) and their kubelets"
+                    % (
+                        self.p["wait_timeout"],
+                        "; ".join(
+                            "pool %s has %d of %d (nodes found: %s)"
+                            % (
+                                pool.name,
+                                self.ready.get(pool.name, 0),
+                                self.wanted_ready(pool),
+                                ", ".join(n["metadata"]["name"] for n in self.assigned.get(pool.name, [])) or "none",
+                            )
+                            for pool in short
+                        ),
+                        self.p["nodegroup_label"],
+                    ),
+                    wait_log=info["wait_log"],
+                    pools=self.pools_info(),
+                )
+        info["pools"] = self.pools_info()
+        info["orphaned"] = [self.orphaned[name] for name in sorted(self.orphaned)]
+        return info
+
+    def partial_result(self):
+        self.results = sorted(self.node_results.values(), key=lambda r: r.name)
+        return super().partial_result()
+
+    def converge_nodes(self):
+        """One pass: LIST nodes, converge labels/taints of every node in scope. Returns the node list."""
+        nodes = self.engine.list(NODE)
+        self.assigned = assign_nodes(self.present, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
+        errors = []
+        member = {}
+        for pool in self.present:
+            for node in self.assigned[pool.name]:
+                member[node["metadata"]["name"]] = pool.name
+                labels = desired_node_labels(pool, node, gpupool_label_keys(node), self.p["set_gpu_present"])
+                errors += self._one(node, labels, desired_node_taints(pool), pool.name, "updated")
+                if plan_orphans.lifts_orphan_cordon(node):
+                    errors += self._cordon(node, pool.name, plan_orphans.uncordon_patch(), "adopted")
+        scope = [pool.name for pool in self.scope] if self.p["pools"] else None
+        self.orphaned = {}
+        for node, left in plan_orphans.find_orphans(nodes, member, scope):
+            if self.p["release_orphans"]:
+                errors += self._one(node, {}, [], left, "released")
+                if plan_orphans.lifts_orphan_cordon(node):
+                    errors += self._cordon(node, left, plan_orphans.uncordon_patch(), "released")
+                continue
+            name = node["metadata"]["name"]
+            self.orphaned[name] = {"name": name, "pool": left, "reason": plan_orphans.orphan_reason(left, self.cluster)}
+            labels = plan_orphans.orphan_labels(node, gpupool_label_keys(node), left)
+            errors += self._one(node, labels, None, left, "orphaned")
+            if plan_orphans.needs_orphan_cordon(node):
+                errors += self._cordon(node, left, plan_orphans.orphan_cordon_patch(), "orphaned")
+            if self.node_results[name].changed:
+                self.warn(
+                    "node %s: %s, so it is kept cordoned with gpupool's taints and labelled %s=true instead "
+                    "of being handed back schedulable; see the pool report for how to remove or reuse it"
+                    % (name, self.orphaned[name]["reason"], ORPHANED_LABEL)
+                )
+        self.ready = {pool.name: sum(1 for n in self.assigned[pool.name] if node_ready(n)) for pool in self.present}
+        if errors:
+            raise ConvergeError("\n".join(errors), list(self.node_results.values()))
+        return nodes
+
+    def _one(self, node, labels, taints, pool, action):
+        name = node["metadata"]["name"]
+        try:
+            res = self.engine.converge_node(node, labels, taints, pool=pool)
+        except K8sError as err:
+            res = Result("Node", name, None, pool)
+            res.action = "failed"
+            res.error = self.engine.explain(NODE, res, err, None)
+            self._record(res)
+            return [res.error]
+        if res.changed and action in ("released", "orphaned"):
+            res.action = action
+        self._record(res)
+        return []
+
+    def _cordon(self, node, pool, patch, action):
+        """Cordon or uncordon one node (merge patch, dry run in check mode); the change joins the node's result."""
+        name = node["metadata"]["name"]
+        try:
+            self.engine.merge_patch(NODE, name, patch)
+        except K8sError as err:
+            res = Result("Node", name, None, pool)
+            res.action = "failed"
+            res.error = self.engine.explain(NODE, res, err, None)
+            self._record(res)
+            return [res.error]
+        res = self.node_results.get(name)
+        if res is None or res.action == "failed":
+            return []
+        unschedulable = bool(patch["spec"]["unschedulable"])
+        for view, value in ((res.before, not unschedulable), (res.after, unschedulable)):
+            if view is not None:
+                view.setdefault("spec", {})["unschedulable"] = value
+        res.changed, res.action = True, action
+        return []
+
+    def _record(self, res):
+        prev = self.node_results.get(res.name)
+        if prev is not None and prev.changed and not res.changed:
+            return  # keep the change an earlier pass made
+        self.node_results[res.name] = res
+
+    def wanted_ready(self, pool):
+        if self.p["min_ready"] is not None:
+            return self.p["min_ready"]
+        return pool.nodegroup.node_count if pool.nodegroup is not None else 1
+
+    def wait(self, info):
+        """Re-converge and count Ready nodes until every pool has enough; returns the pools still short."""
+
+        def probe():
+            if probe.rounds:  # run() has just converged: the first round only counts
+                self.converge_nodes()
+            probe.rounds += 1
+            short = [pool for pool in self.present if self.ready.get(pool.name, 0) < self.wanted_ready(pool)]
+            probe.short = short
+            return not short, ", ".join(
+                "%s %d/%d Ready (%d node(s) found)"
+                % (
+                    pool.name,
+                    self.ready.get(pool.name, 0),
+                    self.wanted_ready(pool),
+                    len(self.assigned.get(pool.name, [])),
+                )
+                for pool in self.present
+            )
+
+        probe.rounds = 0
+        result = Waiter(self.p["wait_timeout"], self.p["wait_sleep"]).until(probe)
+        info["wait_log"] = result.log
+        return probe.short
+
+    def pools_info(self):
+        out = {}
+        for pool in self.present:
+            out[pool.name] = {
+                "nodes": [n["metadata"]["name"] for n in self.assigned.get(pool.name, [])],
+                "ready": self.ready.get(pool.name, 0),
+                "selector": node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe,
+            }
+        return out
+
+
+class ActionModule(StepAction):
+    step = NodePoolModule
