@@ -11,7 +11,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import COMPUTE_DOMAIN
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.compute_domains import cluster_compute_domains
-from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 
@@ -68,7 +67,7 @@ class ComputeDomainModule(KubernetesModule):
             probe.waiting = waiting
             return not waiting, status
 
-        result = Waiter(self.params["wait_timeout"], self.params["wait_sleep"]).until(probe)
+        result = self.wait_for("ComputeDomains", probe, self.params["wait_timeout"], self.params["wait_sleep"])
         info["wait_log"] = result.log
         if not result.done:
             raise GpupoolError(

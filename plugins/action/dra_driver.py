@@ -36,7 +36,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
     NODE,
     RESOURCE_SLICE,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 KNOWN_CRDS = ("computedomains.resource.nvidia.com", "computedomaincliques.resource.nvidia.com")
@@ -181,6 +180,7 @@ class DraDriverModule(KubernetesModule):
             self.info["msg"] = "dra_driver.enabled is false: the DRA driver is left alone"
             return self.info
         line = line_for(s.version)  # the model accepted it
+        self.info["desired"] = {"release": s.release_name, "namespace": s.namespace, "version": s.version}
         helm = self.open_helm()
         try:
             ref = self.chart_ref()
@@ -260,9 +260,9 @@ class DraDriverModule(KubernetesModule):
             probe.status = rollout_status(daemonsets, deployments, self.pool_nodes(), slice_nodes)
             return probe.status["done"], probe.status["message"]
 
-        result = Waiter(
-            self.params["wait_timeout"], self.params["wait_sleep"], progress=self.info["progress"].append
-        ).until(probe)
+        subject = "DRA driver rollout"
+        result = self.wait_for(subject, probe, self.params["wait_timeout"], self.params["wait_sleep"])
+        self.info["progress"] = result.log
         self.info["rollout"] = probe.status
         if not result.done:
             raise GpupoolError(

@@ -76,6 +76,7 @@ class Rollout:
             settings,
             sleep=max(0.1, min(self.p["wait_sleep"], 2.0)),
             warn=self.module.warn,
+            progress=self.module.progress,
         )
 
     def drains(self, pool_name):
@@ -282,8 +283,17 @@ class Rollout:
                     self.drainer.uncordon(row["name"])
                 self.changed = True
 
+    @staticmethod
+    def subject(plan, entry):
+        """How progress lines name a wave: MIG wave 1/2 of gpu-a100-mig."""
+        return "MIG wave %d/%d of %s" % (entry["index"] + 1, len(plan["waves"]), plan["pool"])
+
     def run_wave(self, plan, entry):
         wave = entry["nodes"]
+        self.module.progress.start(
+            self.subject(plan, entry),
+            "%s %s" % (", ".join(wave), "cordon, drain, then MIG" if self.drains(plan["pool"]) else "MIG"),
+        )
         config, digest = plan["config_name"], plan["digest"]
         actions = entry["actions"]
         entry["started"] = time.time()
@@ -321,7 +331,7 @@ class Rollout:
                 ):
                     self.patch_node(name, plan_mig_rollout.label_patch(config, digest))
                     entry["labelled"][name] = time.time()
-            states = self.wait(wave, config, entry)
+            states = self.wait(wave, config, entry, self.subject(plan, entry))
         except (K8sError, DrainError, Stop) as err:
             entry["result"] = "error"
             entry["finished"] = time.time()
@@ -342,10 +352,14 @@ class Rollout:
         if bad:
             self.failed_nodes += bad
             entry["result"] = "timeout" if all(states[n] == "timeout" for n in bad) else "failed"
+            self.module.progress.done(
+                self.subject(plan, entry), "stopped: %s" % ", ".join("%s %s" % (n, states[n]) for n in bad)
+            )
             raise Stop(self.failure_message(plan, entry, bad, states))
         entry["result"] = "success"
+        self.module.progress.done(self.subject(plan, entry), "done: %s success" % ", ".join(wave))
 
-    def wait(self, wave, config, entry):
+    def wait(self, wave, config, entry, subject):
         """Watch one wave: ONE LIST of the nodes labelled with the config per round (not a GET per node), polled
         after 1 s and then less and less often, up to wait_sleep; a wave node missing from the LIST (deleted,
         or relabelled by someone else) is read on its own to tell which."""
@@ -365,10 +379,17 @@ class Rollout:
                     states[name] = "success"
                 elif prog in ("failed", "gone", "relabelled"):
                     states[name] = prog
-            return len(states) == len(wave), "%d/%d node(s) of the wave finished" % (len(states), len(wave))
+            seen = {n: listed.get(n) or now.get(n) for n in wave}
+            return len(states) == len(wave), plan_mig_rollout.wave_status(wave, seen, config)
 
         first = min(1.0, self.p["wait_sleep"])
-        Waiter(self.p["wait_timeout"], first, backoff=1.5, max_sleep=self.p["wait_sleep"]).until(probe)
+        Waiter(
+            self.p["wait_timeout"],
+            first,
+            backoff=1.5,
+            max_sleep=self.p["wait_sleep"],
+            progress=lambda status: self.module.progress.update(subject, status),
+        ).until(probe)
         for name in wave:
             if name not in states:
                 node = now.get(name) or {}

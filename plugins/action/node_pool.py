@@ -21,7 +21,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes
     node_matcher,
     node_ready,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 
@@ -189,7 +188,7 @@ class NodePoolModule(KubernetesModule):
             )
 
         probe.rounds = 0
-        result = Waiter(self.p["wait_timeout"], self.p["wait_sleep"]).until(probe)
+        result = self.wait_for("Ready pool nodes", probe, self.p["wait_timeout"], self.p["wait_sleep"])
         info["wait_log"] = result.log
         return probe.short
 

@@ -174,7 +174,9 @@ class NodegroupModule(MagnumPoolModule):
         cloud = None if self.standalone else self.cluster.magnum.cloud
         if cloud is not None and self.params["cloud"] is not None and self.params["cloud"] != cloud:
             self.warn("the cloud option is ignored: the cloud of the inventory (gpupool_cluster.magnum.cloud) is used")
-        self.client = MagnumClient(self.connect(cloud), log=self.log, poll_max=max(0.25, self.params["wait_sleep"]))
+        self.client = MagnumClient(
+            self.connect(cloud), log=self.log, progress=self.progress, poll_max=max(0.25, self.params["wait_sleep"])
+        )
         version = self.client.negotiate()
         self.microversion = format_version(version)
         ident = self.params["cluster"] if self.standalone else self.cluster.magnum.cluster
@@ -302,7 +304,7 @@ class NodegroupModule(MagnumPoolModule):
         second read when they are cordoned."""
         if target.drain is None:
             target.drain = Drain.for_settings(
-                self.k8s(), CORDON_BY, target.settings, warn=self.warn, progress=self.client.log
+                self.k8s(), CORDON_BY, target.settings, warn=self.warn, progress=self.progress
             )
         return target.drain
 

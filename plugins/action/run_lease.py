@@ -11,7 +11,6 @@ import uuid
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import LeaseHeld, RunLease, microtime, utc_now
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
-from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 
@@ -64,7 +63,9 @@ class RunLeaseModule(KubernetesModule):
                 outcome["held"] = exc
                 return False, exc.message
 
-        result = Waiter(max(0, p["wait"]), p["wait_sleep"]).until(probe)
+        result = self.wait_for(
+            "run lease %s/%s" % (p["namespace"], p["name"]), probe, max(0, p["wait"]), p["wait_sleep"]
+        )
         if not result.done:
             raise outcome["held"]
         outcome.pop("held", None)

@@ -47,6 +47,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.inventory impor
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
 from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
+from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Probe, Waiter, WaitResult
 
 
 def _openstack():
@@ -150,6 +151,16 @@ class GpupoolModule:
         appear: the invocation at -vvv, returned data, messages)."""
         for secret in secrets_in(cloud):
             self.host.hide(secret)
+
+    def wait_for(self, subject: str, probe: Probe, timeout: float, sleep: float, **options: Any) -> WaitResult:
+        """The one Waiter, saying what it waits for: a line per change of the probe's status under `subject`,
+        a heartbeat every 5 s, and a last line when it is over (nothing at all if it was over at once)."""
+        result = Waiter(timeout, sleep, progress=lambda status: self.progress.update(subject, status), **options).until(
+            probe
+        )
+        if result.done:
+            self.progress.done(subject, result.status)
+        return result
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:

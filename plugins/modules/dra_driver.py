@@ -140,6 +140,12 @@ release:
   type: dict
   sample: {name: dra-driver-nvidia-gpu, namespace: dra-driver-nvidia-gpu, chart: dra-driver-nvidia-gpu,
            version: 0.5.1, revision: 3, status: deployed}
+desired:
+  description: The release the inventory asks for (name, namespace, chart version); the run summary words an install or
+    upgrade with it.
+  returned: state=present or absent
+  type: dict
+  sample: {release: dra-driver-nvidia-gpu, namespace: dra-driver-nvidia-gpu, version: 0.5.1}
 reasons:
   description: Why an install or upgrade was (or would be) done; empty when the release was as wanted.
   returned: always

@@ -30,6 +30,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
+from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
 # An Eviction answered 429 is a PodDisruptionBudget refusing, waited out by the drain, not retried by the client.
@@ -46,8 +47,9 @@ class Drain:
     cordon_by: the value of the cordon annotation (which module cordons); timeout: seconds for one `evict()`
     (evictions refused by a budget plus waiting for the pods to go); grace_period: the evicted pods' grace
     period (None: each pod's own); sleep: seconds between two tries or checks; warn(text): pods that use
-    GPUs but are not evicted (DaemonSet and static pods, those `skip_pods` selects); progress(text): what the
-    drain is doing; skip_pods: label selector of GPU pods never evicted; when_budget_blocks: "wait" (a budget's
+    GPUs but are not evicted (DaemonSet and static pods, those `skip_pods` selects); progress: the step's
+    `plan.progress.Progress`, told what the drain does and waits for (the nodes being drained, the pods still to
+    go, a budget that refuses); skip_pods: label selector of GPU pods never evicted; when_budget_blocks: "wait" (a budget's
     refusal is tried again until the timeout) or "fail" (the first refusal ends the drain). Timeout, grace
     period, skip_pods and when_budget_blocks come from the inventory's drain policy (`for_settings`).
     """
@@ -75,7 +77,7 @@ class Drain:
         clock: Callable[[], float] = time.monotonic,
         pause: Callable[[float], None] = time.sleep,
         warn: Optional[Callable[[str], None]] = None,
-        progress: Optional[Callable[[str], None]] = None,
+        progress: Optional[Progress] = None,
         skip_pods: Optional[str] = None,
         when_budget_blocks: str = "wait",
     ) -> None:
@@ -89,7 +91,7 @@ class Drain:
         self.clock = clock
         self.pause = pause
         self.warn = warn or (lambda text: None)
-        self.progress = progress or (lambda text: None)
+        self.progress = progress if progress is not None else Progress(lambda line: None)
         self.writes = 0  # cordons, uncordons and evictions sent
         self.seen: Dict[str, dict] = {}  # nodes as last listed, by name
 
@@ -167,7 +169,7 @@ class Drain:
                     node = self.node(name)
                     continue
                 if state == "cordoned":
-                    self.progress("cordoned node %s" % name)
+                    self.progress.say("cordoned node %s" % name)
             return state
         raise DrainError(
             "node %s kept changing while gpupool cordoned it (%d attempts); run again, and if it "
@@ -176,16 +178,23 @@ class Drain:
 
     def uncordon(self, name: str) -> None:
         self._patch_node(name, plan_eviction.uncordon_patch())
-        self.progress("uncordoned node %s" % name)
+        self.progress.say("uncordoned node %s" % name)
 
     # ---- evict ------------------------------------------------------------------------------------------
-    def _waiter(self, deadline: float) -> Waiter:
-        return Waiter(max(0.0, deadline - self.clock()), sleep=self.sleep, clock=self.clock, pause=self.pause)
+    def _waiter(self, deadline: float, subject: str) -> Waiter:
+        return Waiter(
+            max(0.0, deadline - self.clock()),
+            sleep=self.sleep,
+            clock=self.clock,
+            pause=self.pause,
+            progress=lambda status: self.progress.update(subject, status),
+        )
 
-    def _evict_one(self, pod: dict, deadline: float) -> None:
+    def _evict_one(self, pod: dict, deadline: float, subject: str, left: int) -> None:
         meta = pod["metadata"]
         path = self.client.path("", "v1", "pods", meta["namespace"], meta["name"], "eviction")
         refusal = []
+        done_text = "evicted pod %s, %d to go" % (plan_eviction.pod_ref(pod), left - 1)
 
         def probe():
             try:
@@ -209,18 +218,21 @@ class Drain:
                         % (plan_eviction.pod_ref(pod), err.message)
                     ) from None
                 refusal[:] = [err.message]
-                return False, "refused: %s" % err.message
+                return False, "pod %s: its PodDisruptionBudget allows no disruption now (%s), trying again" % (
+                    plan_eviction.pod_ref(pod),
+                    err.message,
+                )
             self.writes += 1
-            return True, "evicted"
+            return True, done_text
 
-        if not self._waiter(deadline).until(probe):
+        if not self._waiter(deadline, subject).until(probe):
             raise DrainError(
                 "pod %s cannot be evicted: its PodDisruptionBudget allows no disruption now (%s) and "
                 "still refused after %ds. Scale the workload or relax the budget, or raise drain.timeout in "
                 "the inventory, then run again"
                 % (plan_eviction.pod_ref(pod), refusal[0] if refusal else "429", self.timeout)
             )
-        self.progress("evicted pod %s" % plan_eviction.pod_ref(pod))
+        self.progress.update(subject, done_text)  # shown once: the waiter said it already after a refusal
 
     def evict(self, node_names: Sequence[str]) -> List[str]:
         """Evict the GPU pods of the nodes and wait until they are gone; returns the evicted pods (ns/name).
@@ -228,32 +240,44 @@ class Drain:
         One deadline (`timeout`) covers the evictions and the wait. Pods already terminating are waited for
         too; DaemonSet and static pods that use GPUs are reported through `warn` and left alone."""
         deadline = self.clock() + self.timeout
+        subject = "draining %s" % ", ".join(node_names)
         evicted: List[str] = []
         pending: Dict[str, str] = {}  # uid -> ns/name
+        chosen = []
         for name in node_names:
             evict, wait_for, skipped = plan_eviction.pods_to_evict(self.pods_on(name), name, self.skip_pods)
             for pod, why in skipped:
                 self.warn("node %s: pod %s uses GPUs but is not evicted: %s" % (name, plan_eviction.pod_ref(pod), why))
             for pod, _why in wait_for:
                 pending[pod["metadata"].get("uid")] = plan_eviction.pod_ref(pod)
-            for pod, _why in evict:
-                self._evict_one(pod, deadline)
-                evicted.append(plan_eviction.pod_ref(pod))
-                pending[pod["metadata"].get("uid")] = plan_eviction.pod_ref(pod)
+            chosen += [pod for pod, _why in evict]
+        if not chosen and not pending:
+            return evicted
+        self.progress.start(subject, "%d GPU pod(s) to evict, %d terminating" % (len(chosen), len(pending)))
+        for index, pod in enumerate(chosen):
+            self._evict_one(pod, deadline, subject, len(chosen) - index)
+            evicted.append(plan_eviction.pod_ref(pod))
+            pending[pod["metadata"].get("uid")] = plan_eviction.pod_ref(pod)
         if pending:
-            self._wait_gone(node_names, pending, deadline)
+            self._wait_gone(node_names, pending, deadline, subject)
+        self.progress.done(subject, "drained: %d GPU pod(s) evicted" % len(evicted))
         return evicted
 
-    def _wait_gone(self, node_names: Sequence[str], pending: Dict[str, str], deadline: float) -> None:
+    def _wait_gone(self, node_names: Sequence[str], pending: Dict[str, str], deadline: float, subject: str) -> None:
         def probe():
             live = set()
             for name in node_names:
                 live.update(p["metadata"].get("uid") for p in self.pods_on(name))
             for uid in [u for u in pending if u not in live]:
                 del pending[uid]
-            return not pending, "%d evicted pod(s) still there" % len(pending)
+            if not pending:
+                return True, "the evicted pods are gone"
+            return False, "%d evicted pod(s) still terminating: %s" % (
+                len(pending),
+                ", ".join(sorted(pending.values())[:3]) + (", ..." if len(pending) > 3 else ""),
+            )
 
-        if not self._waiter(deadline).until(probe):
+        if not self._waiter(deadline, subject).until(probe):
             raise DrainError(
                 "pods evicted from %s are still there after %ds: %s. Check their finalizers and "
                 "termination grace periods (drain.grace_period in the inventory shortens it), then run again"

@@ -136,8 +136,10 @@ class MagnumClient:
         poll_max=15.0,
         client_max=CLIENT_MAX_VERSION,
         log=None,
+        progress=None,
     ):
         self.conn = conn
+        self.progress = progress  # plan.progress.Progress: what a wait waits for, while it waits
         self._adapter = None
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
         self.poll_initial, self.poll_max = poll_initial, poll_max
@@ -348,9 +350,10 @@ class MagnumClient:
         return self.request("POST", "/clusters/%s/actions/resize" % cluster_id, body, ok=(200, 202)).json()
 
     # ------------------------------------------------------------------------------ waiting
-    def waiter(self, timeout):
+    def waiter(self, timeout, subject=None):
         """The one Waiter (plan/waiting.py): polls from poll_initial, growing by half up to poll_max.
-        Clock and sleep are looked up at each call, so tests can replace them."""
+        Clock and sleep are looked up at each call, so tests can replace them. With a subject, each status is
+        a progress line (a line per change, a heartbeat every 5 s)."""
 
         def clock():
             return _clock()
@@ -365,6 +368,9 @@ class MagnumClient:
             max_sleep=max(self.poll_initial, self.poll_max),
             clock=clock,
             pause=pause,
+            progress=(lambda status: self.progress.update(subject, status))
+            if self.progress is not None and subject
+            else None,
         )
 
     def wait(self, cluster_id, ident, expect, timeout, what, initial_status=None):
@@ -404,9 +410,16 @@ class MagnumClient:
                     status=status,
                     detail=ng.get("status_reason"),
                 )
-            return verdict == "done", status or "not found"
+            count = ng.get("node_count") if ng else None
+            return verdict == "done", "%s%s" % (
+                status or "not found",
+                ", %s node(s)" % count if count is not None else "",
+            )
 
-        if self.waiter(timeout).until(probe):
+        waited = self.waiter(timeout, subject=what).until(probe)
+        if waited:
+            if self.progress is not None:
+                self.progress.done(what, waited.status)
             return state["ng"]
         ng = state["ng"]
         status = ng.get("status") if ng else None
@@ -432,9 +445,9 @@ class MagnumClient:
             if ng is None or ng.get("status") not in IN_PROGRESS_STATES:
                 return True, "settled"
             self.log("%s is %s, waiting for it to settle before planning" % (what, ng.get("status")))
-            return False, ng.get("status")
+            return False, "%s (another operation), waiting for it to settle before planning" % ng.get("status")
 
-        if self.waiter(timeout).until(probe):
+        if self.waiter(timeout, subject=what).until(probe):
             return state["ng"]
         raise WaitTimeout(
             "Timed out after %ds waiting for %s to leave %s; run the task again later."

@@ -7,7 +7,7 @@ A step says what it waits for under a *subject* ("node gpu-a100-0", "MIG wave 1/
 rollout"): `Progress.update(subject, status)`. A line goes out when the status of a subject changes, and at
 least every `heartbeat` seconds while it does not (with the time spent so far, so a silent minute never looks like
 a hang); repeating an unchanged status more often prints nothing. `Progress.done(subject, status)` prints the
-last line of a subject. Every line names the cluster the step works on (``prefix``): with ``--forks`` several
+last line of a subject that was shown at all (unless it is the line shown last). Every line names the cluster the step works on (``prefix``): with ``--forks`` several
 clusters print at once.
 
 Pure: the clock is injected and `emit` is whatever shows a line (the controller's display in an action plugin,
@@ -68,11 +68,11 @@ class Progress:
             self._show(subject, status, state, now)
 
     def done(self, subject: str, status: str) -> None:
-        """The last line of a subject (always shown), after which its clock is forgotten."""
-        now = self.clock()
-        state = self._subjects.get(subject) or _Subject(now)
-        self._show(subject, status, state, now)
-        self._subjects.pop(subject, None)
+        """The last line of a subject, after which its clock is forgotten. Nothing when nothing was said of it
+        (a wait that was over at the first look): a run with nothing to wait for prints no progress."""
+        state = self._subjects.pop(subject, None)
+        if state is not None and state.emitted_at is not None and state.status != status:
+            self._show(subject, status, state, self.clock())
 
     def say(self, text: str) -> None:
         """A one-off line that belongs to no wait (a node cordoned, a pod evicted)."""

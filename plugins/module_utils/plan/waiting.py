@@ -36,7 +36,8 @@ class Waiter:
     The probe returns (done, status text). Each round is logged as "<seconds>s: <status>"; `progress`,
     when given, is called with the status after each round and again every `heartbeat` seconds of a longer
     pause (a `plan.progress.Progress` turns that into lines a person can follow: one per change, a heartbeat
-    while nothing changes), so a wait that polls every 30 s still shows it is alive every 5 s.
+    while nothing changes), so a wait that polls every 30 s still shows it is alive every 5 s. A wait that is
+    over at the first look tells progress nothing: there was nothing to wait for.
     """
 
     def __init__(
@@ -70,7 +71,8 @@ class Waiter:
             elapsed = self.clock() - start
             line = "%ds: %s" % (int(elapsed), status)
             log.append(line)
-            if self.progress is not None:
+            # nothing to wait for (done at the first look): no progress line, a no-op run stays quiet
+            if self.progress is not None and not (done and len(log) == 1):
                 self.progress(status)
             if done or elapsed >= self.timeout:
                 return WaitResult(bool(done), status, elapsed, log)

@@ -107,7 +107,7 @@ def rollout_status(
     if missing:
         waiting.append(
             "%d pool node(s) without the plugin's ResourceSlices: %s"
-            % (len(missing), ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+            % (len(missing), ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else ""))
         )
     done = not waiting
     if done:

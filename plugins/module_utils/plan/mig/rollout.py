@@ -297,6 +297,25 @@ def wave_progress(nodes_now, config_name):
     return out
 
 
+def wave_status(wave, nodes_now, config_name):
+    """One line for a person watching a wave: each node with the MIG manager's state for our config.
+
+    "success" and "failed" are the manager's answers; "pending"/"rebooting"/... whatever it says meanwhile; no
+    state yet reads "waiting for the MIG manager"; a node deleted or relabelled by someone else says so."""
+    parts = []
+    for name in wave:
+        node = nodes_now.get(name)
+        if node is None:
+            parts.append("%s gone" % name)
+            continue
+        st = node_state(node)
+        if st["config"] != config_name:
+            parts.append("%s relabelled %s=%s by someone else" % (name, CONFIG_LABEL, st["config"]))
+        else:
+            parts.append("%s %s" % (name, st["state"] or "waiting for the MIG manager"))
+    return ", ".join(parts)
+
+
 def read_document(text, where="the ConfigMap"):
     """The MIG manager ConfigMap's mig-parted document, or Problems naming what to fix before we may merge."""
     try:

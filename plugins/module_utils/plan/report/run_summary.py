@@ -76,13 +76,25 @@ def _wave_changes(result: dict) -> List[str]:
     return out
 
 
-def _release_changes(result: dict) -> List[str]:
-    """The DRA driver's Helm release: why it was (or would be) installed or upgraded."""
-    if not result.get("changed"):
+def _release_changes(result: dict, check_mode: bool = False) -> List[str]:
+    """The DRA driver's Helm release, in the words of `helm install`/`upgrade`: what, where, and why."""
+    reasons = list(result.get("reasons") or [])
+    if not result.get("changed") or not reasons:
         return []
+    desired = result.get("desired") or {}
     release = result.get("release") or {}
-    name = "DRA driver release %s" % release.get("name") if release.get("name") else "DRA driver release"
-    return ["%s: %s" % (name, reason) for reason in result.get("reasons") or []]
+    name = desired.get("release") or release.get("name") or "?"
+    where = desired.get("namespace") or release.get("namespace")
+    at = "release %s%s" % (name, " in namespace %s" % where if where else "")
+    version = desired.get("version") or release.get("version") or "?"
+    if reasons == ["state=absent"]:
+        return ["%s the DRA driver %s" % ("would uninstall" if check_mode else "uninstalled", at)]
+    if reasons == ["not installed"]:
+        return ["%s the DRA driver %s as %s" % ("would install" if check_mode else "installed", version, at)]
+    return [
+        "%s the DRA driver %s to %s because %s"
+        % ("would upgrade" if check_mode else "upgraded", at, version, "; ".join(reasons))
+    ]
 
 
 def _pod(ref: object) -> str:
@@ -95,19 +107,19 @@ EXTRACTORS = (_object_changes, _nodegroup_changes, _wave_changes, _release_chang
 FAILED = "FAILED: "  # how a failure line starts, so the count says changes and failures apart
 
 
-def step_changes(step: str, result: Optional[dict]) -> List[str]:
+def step_changes(step: str, result: Optional[dict], check_mode: bool = False) -> List[str]:
     """What one step changed (or would, in check mode), as lines."""
     if not isinstance(result, dict) or result.get("skipped"):
         return []
     lines: List[str] = []
     if isinstance(result.get("results"), list):  # a task with a loop: each item's result
         for item in result["results"]:
-            lines += step_changes(step, item)
+            lines += step_changes(step, item, check_mode)
         if result.get("failed") and not any(line.startswith(FAILED) for line in lines):
             lines.append(FAILED + _first_line(result.get("msg")))
         return lines
     for extract in EXTRACTORS:
-        lines += extract(result)
+        lines += extract(result, check_mode) if extract is _release_changes else extract(result)
     if result.get("failed"):
         lines.append(FAILED + _first_line(result.get("msg")))
     elif result.get("changed") and not lines:
@@ -123,7 +135,7 @@ def run_summary(
     steps: {step name: registered result} in run order; report: pool_info's result (pools with capacity)."""
     changes: Dict[str, List[str]] = {}
     for step, result in steps.items():
-        found = step_changes(step, result)
+        found = step_changes(step, result, check_mode)
         if found:
             changes[step] = found
     failures = sum(1 for found in changes.values() for line in found if line.startswith(FAILED))

@@ -219,3 +219,23 @@ def test_for_settings_takes_the_inventory_policy(clock):
 
     d = Drain.for_settings(None, "mig-layout", DrainSettings(True, 42, 0, "a=b", "fail"))
     assert (d.timeout, d.grace_period, d.skip_pods, d.when_budget_blocks) == (42.0, 0, "a=b", "fail")
+
+
+def test_a_drain_says_what_it_waits_for_a_line_per_change(clock):
+    """The nodes being drained, each pod evicted with how many are left, a budget's refusal, the end."""
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
+
+    api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("a", "n0"), pod("b", "n0")])
+    api.budget_refusals[("ml", "b")] = 1
+    lines = []
+    d = drain(api, clock, progress=Progress(lines.append, prefix="cern-gpu", clock=clock), sleep=1.0)
+    d.drain(["n0"])
+    assert lines == [
+        "cern-gpu: cordoned node n0",
+        "cern-gpu: draining n0: 2 GPU pod(s) to evict, 0 terminating [0s]",
+        "cern-gpu: draining n0: evicted pod ml/a, 1 to go [0s]",
+        "cern-gpu: draining n0: pod ml/b: its PodDisruptionBudget allows no disruption now "
+        "(Cannot evict pod as it would violate the pod's disruption budget.), trying again [0s]",
+        "cern-gpu: draining n0: evicted pod ml/b, 0 to go [1s]",
+        "cern-gpu: draining n0: drained: 2 GPU pod(s) evicted [1s]",
+    ]

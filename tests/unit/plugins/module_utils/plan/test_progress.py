@@ -47,19 +47,22 @@ def test_an_unchanged_status_is_repeated_every_heartbeat_with_the_time_spent():
     ]
 
 
-def test_subjects_keep_their_own_clocks_and_done_always_shows():
+def test_subjects_keep_their_own_clocks_and_done_closes_what_was_shown():
     progress, clock, lines = reporter()
     progress.start("nodegroup gpu-t4", "UPDATE_IN_PROGRESS, 1/2 nodes")
     clock.now += 3
     progress.update("node n1", "cordoned")
     clock.now += 1
     progress.done("nodegroup gpu-t4", "UPDATE_COMPLETE, 2/2 nodes")
-    progress.done("nodegroup gpu-t4", "UPDATE_COMPLETE, 2/2 nodes")
+    progress.done("nodegroup gpu-t4", "UPDATE_COMPLETE, 2/2 nodes")  # closed already: nothing
+    progress.done("nodegroup gpu-h100", "UPDATE_COMPLETE")  # never shown: nothing
+    progress.update("node n1", "uncordoned")
+    progress.done("node n1", "uncordoned")  # said last already: nothing
     assert lines == [
         "cern-gpu: nodegroup gpu-t4: UPDATE_IN_PROGRESS, 1/2 nodes [0s]",
         "cern-gpu: node n1: cordoned [0s]",
         "cern-gpu: nodegroup gpu-t4: UPDATE_COMPLETE, 2/2 nodes [4s]",
-        "cern-gpu: nodegroup gpu-t4: UPDATE_COMPLETE, 2/2 nodes [0s]",
+        "cern-gpu: node n1: uncordoned [1s]",
     ]
     assert progress.lines == lines
 

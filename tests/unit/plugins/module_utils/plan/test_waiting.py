@@ -44,6 +44,12 @@ def test_a_long_pause_repeats_the_status_every_heartbeat_for_progress():
     assert seen == ["UPDATE_IN_PROGRESS"] * 3 + ["UPDATE_COMPLETE"]
 
 
+def test_a_wait_over_at_the_first_look_tells_progress_nothing():
+    seen = []
+    Waiter(timeout=60, sleep=5, progress=seen.append).until(lambda: (True, "3/3 Ready"))
+    assert seen == []
+
+
 def test_without_progress_a_pause_is_one_sleep():
     t = FakeTime()
     answers = iter([(False, "x"), (True, "y")])

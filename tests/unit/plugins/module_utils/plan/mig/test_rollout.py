@@ -543,3 +543,17 @@ def test_parse_keeps_device_filters_of_others():
     doc = plan_mig_rollout.read_document(text)
     assert doc["mig-configs"]["theirs"][0]["device-filter"] == ["0x20B010DE"]
     assert mig_mig_parted.parse_document(plan_mig_rollout.write_document(doc)) == doc
+
+
+def test_wave_status_says_each_nodes_state_in_the_managers_words():
+    def labelled(config, state=None):
+        labels = {"nvidia.com/mig.config": config}
+        if state:
+            labels["nvidia.com/mig.config.state"] = state
+        return {"metadata": {"labels": labels}}
+
+    now = {"n0": labelled(CFG, "success"), "n1": labelled(CFG, "pending"), "n2": labelled(CFG), "n3": labelled("x")}
+    assert plan_mig_rollout.wave_status(["n0", "n1", "n2", "n3", "n4"], now, CFG) == (
+        "n0 success, n1 pending, n2 waiting for the MIG manager, "
+        "n3 relabelled nvidia.com/mig.config=x by someone else, n4 gone"
+    )

@@ -134,10 +134,22 @@ def test_check_mode_planned_waves_failed_steps_and_a_quiet_run():
     assert plan_run_summary.run_summary("c", {"a": {"changed": False}, "b": None})["lines"] == ["c: nothing changed"]
     # a change the extractors do not know still shows
     assert plan_run_summary.step_changes("helm", {"changed": True}) == ["helm changed"]
-    # the DRA driver's release says why it changed; a loop's items are read one by one
+    # the DRA driver's release says what happened in helm's words, where, and why; a loop's items one by one
+    desired = {"release": "dra", "namespace": "nvidia-dra", "version": "0.5.1"}
     assert plan_run_summary.step_changes(
-        "dra_driver", {"changed": True, "release": {"name": "dra"}, "reasons": ["not installed"]}
-    ) == ["DRA driver release dra: not installed"]
+        "dra_driver", {"changed": True, "desired": desired, "reasons": ["not installed"]}
+    ) == ["installed the DRA driver 0.5.1 as release dra in namespace nvidia-dra"]
+    assert plan_run_summary.step_changes(
+        "dra_driver", {"changed": True, "desired": desired, "reasons": ["not installed"]}, check_mode=True
+    ) == ["would install the DRA driver 0.5.1 as release dra in namespace nvidia-dra"]
+    upgrade = {"changed": True, "desired": desired, "reasons": ["version 0.4.1 -> 0.5.1", "2 value(s) differ: a, b"]}
+    assert plan_run_summary.step_changes("dra_driver", upgrade) == [
+        "upgraded the DRA driver release dra in namespace nvidia-dra to 0.5.1 because version 0.4.1 -> 0.5.1; "
+        "2 value(s) differ: a, b"
+    ]
+    assert plan_run_summary.step_changes(
+        "dra_driver", {"changed": True, "release": {"name": "dra", "namespace": "x"}, "reasons": ["state=absent"]}
+    ) == ["uninstalled the DRA driver release dra in namespace x"]
     assert plan_run_summary.step_changes("x", {"changed": True, "results": [CLASSES, {"skipped": True}]}) == [
         "DeviceClass gpu-t4 updated",
         "DeviceClass gpu-old deleted",
