@@ -139,9 +139,11 @@ class DraDriverModule(KubernetesModule):
         return ref.chart.rstrip("/").rsplit("/", 1)[-1]
 
     # ---- cluster reads -----------------------------------------------------------------------------------
-    def pool_nodes(self):
+    def pool_nodes(self, live=False):
+        """The present pools' nodes: from the run's view when planning, read now while waiting (live)."""
         present = {p.name for p in self.cluster.present_pools}
-        nodes = self.engine.list(NODE, label_selector=POOL_LABEL)
+        read = self.engine.list if live else self.engine.observe
+        nodes = read(NODE, label_selector=POOL_LABEL)
         return [n for n in nodes if ((n.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in present]
 
     def crd_exists(self, name):
@@ -249,17 +251,23 @@ class DraDriverModule(KubernetesModule):
         selector = "app.kubernetes.io/instance=%s" % s.release_name
 
         def probe():
-            daemonsets = self.engine.list(DAEMON_SET, s.namespace, label_selector=selector)
-            deployments = self.engine.list(DEPLOYMENT, s.namespace, label_selector=selector)
-            slices = self.engine.list(RESOURCE_SLICE) if self.engine.version(RESOURCE_SLICE, required=False) else []
+            # A release this step left alone is checked once from the run's view (the lists later steps read too);
+            # after an install or upgrade, and in every later round, the rollout is read as it is now.
+            live = self.changed or probe.rounds > 0
+            probe.rounds += 1
+            read = self.engine.list if live else self.engine.observe
+            daemonsets = read(DAEMON_SET, s.namespace, label_selector=selector)
+            deployments = read(DEPLOYMENT, s.namespace, label_selector=selector)
+            slices = read(RESOURCE_SLICE) if self.engine.version(RESOURCE_SLICE, required=False) else []
             slice_nodes = [
                 (sl.get("spec") or {}).get("nodeName")
                 for sl in slices
                 if (sl.get("spec") or {}).get("driver") == GPU_DRIVER
             ]
-            probe.status = rollout_status(daemonsets, deployments, self.pool_nodes(), slice_nodes)
+            probe.status = rollout_status(daemonsets, deployments, self.pool_nodes(live=live), slice_nodes)
             return probe.status["done"], probe.status["message"]
 
+        probe.rounds = 0
         subject = "DRA driver rollout"
         result = self.wait_for(subject, probe, self.params["wait_timeout"], self.params["wait_sleep"])
         self.info["progress"] = result.log

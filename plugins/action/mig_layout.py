@@ -113,7 +113,7 @@ class Rollout:
 
     # ---- plan -------------------------------------------------------------------------------------------
     def plan(self):
-        nodes = self.engine.list(NODE)
+        nodes = self.engine.observe(NODE)  # the run's view (k8s/run_view.py); the waves below read live
         self.nodes_by_name = {n["metadata"]["name"]: n for n in nodes}
         assigned = assign_nodes(self.static, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
         live, doc, owned = self.read_config_map()

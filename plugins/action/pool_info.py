@@ -27,7 +27,8 @@ class PoolInfoModule(KubernetesModule):
 
     def run(self):
         p = self.params
-        nodes = self.engine.list(NODE)
+        # the run's view (k8s/run_view.py): what node_pool, mig_layout and compute_domain listed, as written since
+        nodes = self.engine.observe(NODE)
         version = self.engine.version(RESOURCE_SLICE, required=False)
         if version is None:
             self.warn(
@@ -36,11 +37,11 @@ class PoolInfoModule(KubernetesModule):
             )
             slices, claims = [], []
         else:
-            slices = self.engine.list(RESOURCE_SLICE)
-            claims = self.engine.list(RESOURCE_CLAIM)
-        daemonsets = self.engine.list(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
+            slices = self.engine.observe(RESOURCE_SLICE)
+            claims = self.engine.observe(RESOURCE_CLAIM)
+        daemonsets = self.engine.observe(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
         cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
-        compute_domains = self.engine.list(COMPUTE_DOMAIN) if cd_version else []
+        compute_domains = self.engine.observe(COMPUTE_DOMAIN) if cd_version else []
         report = report_with_capacity(
             self.cluster,
             nodes,

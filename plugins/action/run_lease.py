@@ -9,6 +9,7 @@ import socket
 import uuid
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import LeaseHeld, RunLease, microtime, utc_now
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
@@ -52,6 +53,7 @@ class RunLeaseModule(KubernetesModule):
         )
         if p["state"] == "released":
             out = lease.release()
+            RunView(self.client.host, p["holder"]).forget()  # the run is over: its lists go with it
             return dict(out, changed=out["action"] == "released")
         outcome = {}
 

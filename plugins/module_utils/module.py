@@ -41,6 +41,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import RunLease
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import YAML_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
@@ -276,6 +277,8 @@ class KubernetesModule(PoolModule):
         lease = self.params.get("run_lease")
         if not lease:
             return
+        # the run is named by its lease: the steps of one run share their lists (k8s/run_view.py)
+        client.view = RunView(client.host, lease["holder"])
         run_lease = RunLease(
             client, lease["namespace"], lease["name"], lease["holder"], lease["duration"], check_mode=self.check_mode
         )
@@ -294,6 +297,13 @@ class KubernetesModule(PoolModule):
             raise
         self.results.extend(results)
         return results
+
+    def execute(self) -> Dict[str, Any]:
+        result = super().execute()
+        if self.progress.waited and self._engine is not None:
+            # The step waited for the world to move (a wave, a drain, a rollout): later steps read it again.
+            self._engine.client.view.forget()
+        return result
 
     def object_results(self) -> List[dict]:
         return [r.as_dict() for r in self.results]

@@ -92,7 +92,7 @@ def bed(sandbox, tmp_path_factory):
         )
     )
     sandbox.cp.kubectl("create", "namespace", names["ns"])
-    yield dict(names, inventory=str(inventory), tmp=tmp, sandbox=sandbox)
+    yield dict(names, inventory=str(inventory), tmp=tmp, sandbox=sandbox, chart_version=chart_version)
     # whatever a failed test left behind (teardown.yml deleted it otherwise): Magnum through openstacksdk
     import openstack
 
@@ -138,8 +138,13 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
     assert '"apiVersion"' not in res.stdout.split("TASK [gpupool.core.device_classes")[1].split("TASK [")[0]
 
     res, _window = run(bed, "site")
-    for noise in ("Validating arguments against arg spec", "included:"):
-        assert noise not in res.stdout
+    for noise in ("Validating arguments against arg spec", "included:", "ASYNC POLL", "Could not match supplied host"):
+        assert noise not in res.stdout + res.stderr
+    # what the steps waited for, live, as lines of their own under the step (not Ansible's async poll)
+    wave = "%s: MIG wave 1/1 of %s: " % (bed["cluster"], bed["a100"])
+    assert re.search(
+        r"^%s.* (waiting for the MIG manager|pending|success) \[\d+s\]$" % re.escape(wave), res.stdout, re.M
+    )
     tasks = re.findall(r"^TASK \[(.*?)\]", res.stdout, re.M)
     steps = tasks[tasks.index("Validate the inventory before anything is touched") :]
     assert steps == [
@@ -159,6 +164,9 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
     ]
     lines = summary(res)
     assert re.match(r"%s: \d+ changed$" % bed["cluster"], lines[0]), lines
+    assert "  dra_driver: installed the DRA driver %s as release dra-driver-nvidia-gpu in namespace " % bed[
+        "chart_version"
+    ] in "\n".join(lines), lines
     assert any(
         re.match(r"  mig_layouts: MIG %s wave 1/1: .* \(configure\) - success$" % bed["a100"], line) for line in lines
     ), lines
@@ -168,6 +176,23 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
         bed["sandbox"].cp.kubectl("get", "resourceclaimtemplates", "-n", bed["ns"], "-o", "json").stdout
     )["items"]
     assert sorted(t["metadata"]["name"] for t in templates) == ["a100-slice", "one-t4"]
+
+
+def test_a_second_site_run_changes_nothing_reads_each_kind_once_and_prints_no_progress(bed):
+    """The no-op: changed=0, zero writes, one line per step; the Nodes listed once for the whole run (node_pool
+    lists them, mig_layout and pool_info read the run's view), no LIST paged, nothing waited for."""
+    res, window = run(bed, "site")
+    assert res.recap[bed["cluster"]]["changed"] == 0, res.stdout[-3000:]
+    assert [e["objectRef"] for e in window.writes(user=ADMIN) if e["objectRef"]["resource"] != "leases"] == []
+    node_lists = window.select(verbs={"list"}, user=ADMIN, resource="nodes")
+    assert len(node_lists) == 1, [e["requestURI"] for e in node_lists]
+    lists = window.select(verbs={"list"}, user=ADMIN)
+    assert not any("continue=" in e["requestURI"] for e in lists)
+    # every kind at most once; helm's own release records (Secrets) are read by each helm command it runs
+    kinds = [(e["objectRef"].get("apiGroup", ""), e["objectRef"]["resource"]) for e in lists]
+    ours = [kind for kind in kinds if kind != ("", "secrets")]
+    assert len(ours) == len(set(ours)), sorted(kinds)
+    assert not re.search(r"\[\d+s\]$", res.stdout, re.M), res.stdout  # no progress lines: nothing to wait for
 
 
 def test_report_writes_markdown_and_one_picture_per_pool(bed):

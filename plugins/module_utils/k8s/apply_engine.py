@@ -215,6 +215,22 @@ class ApplyEngine:
                 return []
             return self.client.list(kind.group, self.version(kind), kind.plural, scope, label_selector)
 
+    def observe(self, kind, namespace=None, label_selector=None):
+        """The run's view of a kind (k8s/run_view.py): the run's one cluster-wide list of it, kept current with
+        gpupool's writes; a namespace and a label selector are matched here. For planning, never for waiting
+        (waits use `list`)."""
+        try:
+            items = self.client.observe(kind.group, self.version(kind), kind.plural, label_selector)
+        except NotFound:
+            self.client.forget_group(kind.group or "core")
+            self._versions.pop(kind, None)
+            if self.version(kind, required=False) is None:
+                return []
+            items = self.client.observe(kind.group, self.version(kind), kind.plural, label_selector)
+        if namespace and kind.namespaced:
+            items = [o for o in items if (o.get("metadata") or {}).get("namespace") == namespace]
+        return items
+
     def get(self, kind, name, namespace=None):
         try:
             return self.client.request("GET", self._path(kind, namespace, name))

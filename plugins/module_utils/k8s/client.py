@@ -35,7 +35,9 @@ import random
 import time
 import traceback
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView, kind_key
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
+from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import selector_matches
 
 try:
     from urllib.parse import quote, urlencode
@@ -211,6 +213,7 @@ class K8sClient:
         self._groups = {}
         self._gave_up = None  # the K8sError after which no request is sent any more (see request())
         self.discovery_cache = DiscoveryCache(self.host)
+        self.view = RunView(self.host, None)  # the run's view (k8s/run_view.py); no run, no view
         self.requests = 0  # requests sent (retries included): for tests and benchmarks
 
     # ---- raw --------------------------------------------------------------------------------
@@ -282,11 +285,15 @@ class K8sClient:
             raw = resp.data or b""
             if 200 <= status < 300:
                 if not raw:
-                    return {}
-                try:
-                    return json.loads(raw.decode("utf-8"))
-                except ValueError:
-                    return {"raw": raw.decode("utf-8", "replace")}
+                    out = {}
+                else:
+                    try:
+                        out = json.loads(raw.decode("utf-8"))
+                    except ValueError:
+                        return {"raw": raw.decode("utf-8", "replace")}
+                if method != "GET" and self.view.enabled:
+                    self._keep_view(method, path, query, body, out)
+                return out
             if status in retry_status and attempt <= self.retries and self._gave_up is None:
                 self._backoff(attempt, resp.headers.get("Retry-After"))
                 continue
@@ -294,6 +301,22 @@ class K8sClient:
             if status in RETRY_STATUS:
                 self._gave_up = err
             raise err
+
+    def _keep_view(self, method, path, query, body, out):
+        """A write gpupool made (not a dry run) keeps the run's view current: the answer is the object now."""
+        if (query or {}).get("dryRun") or (isinstance(body, dict) and body.get("dryRun")):
+            return
+        target = object_of(path)
+        if target is None:
+            return
+        key, namespace, name, subresource = target
+        if subresource not in (None, "status"):
+            return  # an eviction or a scale answers with something else than the object
+        if method == "DELETE":
+            if name:
+                self.view.drop(key, namespace, name)
+        elif isinstance(out, dict) and (out.get("metadata") or {}).get("name"):
+            self.view.record(key, out)
 
     def _backoff(self, attempt, retry_after):
         delay = min(8.0, 0.25 * (2 ** (attempt - 1)))
@@ -355,8 +378,10 @@ class K8sClient:
             base += "/" + subresource
         return base
 
-    def list(self, group, version, plural, namespace=None, label_selector=None, limit=500):
-        """Every object of a kind (in a namespace), paging with limit/continue."""
+    def list(self, group, version, plural, namespace=None, label_selector=None, limit=None):
+        """Every object of a kind (in a namespace), read now. One request, whatever the size (the physical limit
+        of a read is one LIST; `limit` pages with limit/continue where a caller wants pages). A cluster-wide list
+        becomes the run's view of the kind (k8s/run_view.py)."""
         items, token = [], None
         while True:
             doc = self.request(
@@ -367,7 +392,40 @@ class K8sClient:
             items.extend(doc.get("items") or [])
             token = (doc.get("metadata") or {}).get("continue")
             if not token:
-                return items
+                break
+        if namespace is None and not label_selector:
+            self.view.put(kind_key(group, plural), items)
+        return items
+
+    def observe(self, group, version, plural, label_selector=None):
+        """The run's view of a cluster-wide kind: listed once per run, then read from the view (kept current with
+        gpupool's own writes) by every later step; label selectors are matched here. Never for waiting: a wait
+        must see the world move, it uses `list`."""
+        items = self.view.get(kind_key(group, plural))
+        if items is None:
+            items = self.list(group, version, plural)
+        if label_selector:
+            return [o for o in items if selector_matches(label_selector, (o.get("metadata") or {}).get("labels") or {})]
+        return items
+
+
+def object_of(path):
+    """(view key, namespace, name, subresource) of an API path, None for what is not a resource path."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return None
+    plural, name = rest[0], rest[1] if len(rest) > 1 else None
+    subresource = rest[2] if len(rest) > 2 else None
+    return kind_key(group, plural), namespace, name, subresource
 
 
 DISCOVERY_TTL = 300.0

@@ -45,6 +45,7 @@ class Progress:
         self.clock = clock
         self._subjects: Dict[str, _Subject] = {}
         self.lines: List[str] = []  # everything shown, for the task's result
+        self.waited = False  # something was waited for: the world may have moved meanwhile
 
     def elapsed(self, subject: str) -> float:
         state = self._subjects.get(subject)
@@ -59,6 +60,7 @@ class Progress:
     def update(self, subject: str, status: str) -> None:
         """The subject's status now: shown if it changed, or if the last line is `heartbeat` seconds old."""
         now = self.clock()
+        self.waited = True
         state = self._subjects.get(subject)
         if state is None:
             state = self._subjects[subject] = _Subject(now)

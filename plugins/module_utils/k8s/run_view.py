@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run's view of the cluster: each kind listed once per run, shared by the steps of that run.
+
+Three steps of site.yml need the Nodes (node_pool labels them, mig_layout plans its waves, pool_info reports),
+two the ComputeDomains. Each step runs in its own worker process, so without a shared view each would LIST
+them again: at 2,000 nodes a LIST is about 10 MB of JSON the API server encodes and the controller decodes.
+Like a controller's informer cache, the first step that needs a kind lists it and every later step of the same
+run reads that list, kept current with what gpupool itself wrote (every write's answer replaces the object).
+
+When the view may be used (and when not):
+
+* only within one run: the run is named by its run lease (every Kubernetes task gets it through
+  ``module_defaults``); without a lease (an ad-hoc task) every read is live;
+* only until the world may have moved: a step that waited for something (a MIG wave, a drain, the driver
+  rollout, Magnum) forgets the view at its end, and a view older than `MAX_AGE` seconds is read again;
+* never for waiting: waits read live, always;
+* decisions taken from the view are guarded where it matters: node writes carry the resourceVersion the node
+  was read at, so a node that changed since is refused by the API server (409), read again and decided anew.
+
+One JSON file per kind under ``<temp>/gpupool-run-<uid>/<digest of API server and run>/`` (mode 0700); the run
+lease's release removes the run's folder, and folders of runs older than a day are removed on the way.
+GPUPOOL_RUN_VIEW=off switches it off (every read live).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+MAX_AGE = 60.0  # seconds a list may be reused by a later step of the same run
+STALE_RUNS = 86400.0  # folders of runs this old are someone's killed run: removed
+
+
+def _enabled() -> bool:
+    return os.environ.get("GPUPOOL_RUN_VIEW", "on").lower() not in ("0", "off", "false", "no")
+
+
+def kind_key(group: str, plural: str) -> str:
+    return "%s_%s" % (group or "core", plural)
+
+
+class RunView:
+    """Lists of this run, by kind (cluster-wide lists only: a namespaced or label-selected read is live)."""
+
+    def __init__(
+        self,
+        host: str,
+        run: Optional[str],
+        directory: Optional[str] = None,
+        max_age: float = MAX_AGE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.enabled = bool(run) and _enabled()
+        self.base = directory or os.path.join(tempfile.gettempdir(), "gpupool-run-%d" % os.getuid())
+        digest = hashlib.sha256(("%s\n%s" % (host, run or "")).encode("utf-8")).hexdigest()[:24]
+        self.directory = os.path.join(self.base, digest)
+        self.max_age = max_age
+        self.clock = clock
+        self.served = 0  # lists answered from the view (for tests and the bench)
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.directory, key + ".json")
+
+    def _load(self, key: str) -> Optional[dict]:
+        try:
+            with open(self._path(key)) as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) and isinstance(doc.get("items"), list) else None
+
+    def _save(self, key: str, doc: dict) -> None:
+        try:
+            if not os.path.isdir(self.directory):
+                self._sweep()
+                os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            tmp = "%s.%d.tmp" % (self._path(key), os.getpid())
+            with open(tmp, "w") as f:
+                json.dump(doc, f)
+            os.replace(tmp, self._path(key))  # atomic: a reader sees the old or the new list
+        except OSError:
+            pass  # a view that cannot be written is no view: reads stay live
+
+    def _sweep(self) -> None:
+        """Remove the folders of runs that were killed before their lease was released (a day old)."""
+        try:
+            for name in os.listdir(self.base):
+                path = os.path.join(self.base, name)
+                if self.clock() - os.path.getmtime(path) > STALE_RUNS:
+                    shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+    # ---- the view ------------------------------------------------------------------------------------
+    def get(self, key: str) -> Optional[List[dict]]:
+        """The run's list of a kind, or None (not listed yet in this run, too old, or no view)."""
+        if not self.enabled:
+            return None
+        doc = self._load(key)
+        if doc is None or self.clock() - float(doc.get("at", 0)) > self.max_age:
+            return None
+        self.served += 1
+        return doc["items"]
+
+    def put(self, key: str, items: List[dict]) -> None:
+        """A list just read from the API server becomes the run's view of the kind."""
+        if self.enabled:
+            self._save(key, {"at": self.clock(), "items": list(items)})
+
+    def record(self, key: str, obj: dict) -> None:
+        """gpupool wrote an object (the API server's answer): the view holds it as written."""
+        self._change(key, _ident(obj), obj)
+
+    def drop(self, key: str, namespace: Optional[str], name: str) -> None:
+        """gpupool deleted an object."""
+        self._change(key, (namespace or "", name), None)
+
+    def _change(self, key: str, ident: Tuple[str, str], obj: Optional[dict]) -> None:
+        if not self.enabled:
+            return
+        doc = self._load(key)
+        if doc is None:
+            return  # not in the view: nothing to keep current
+        items: Dict[Tuple[str, str], dict] = {_ident(o): o for o in doc["items"]}
+        if obj is None:
+            items.pop(ident, None)
+        else:
+            items[ident] = obj
+        doc["items"] = list(items.values())
+        self._save(key, doc)  # the list's age stays: the rest of it is as old as before
+
+    def forget(self) -> None:
+        """The world may have moved (a step waited for it), or the run ended: read everything again."""
+        if self.enabled:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _ident(obj: dict) -> Tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
