@@ -43,7 +43,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import con
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import RunLease
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import YAML_IMPORT_ERROR
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary, Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import (
+    Cancelled,
+    GpupoolError,
+    MissingLibrary,
+    Problems,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
@@ -200,6 +205,13 @@ class GpupoolModule:
             return self.failure(missing_required_lib(exc.library, reason=exc.reason), exception=exc.traceback)
         except GpupoolError as exc:
             return self.failure(exc.describe(), **exc.details)
+        except Cancelled as exc:
+            return self.failure(
+                "the run was stopped (%s) while this step ran; what it had done is kept and shown here (a node it "
+                "had cordoned stays cordoned, marked as gpupool's), and the next run continues from there"
+                % exc.signal_name,
+                cancelled=True,
+            )
         result = self.partial_result()
         result.update(out)
         return self._with_warnings(result)
@@ -303,7 +315,22 @@ class KubernetesModule(PoolModule):
         if self.progress.waited and self._engine is not None:
             # The step waited for the world to move (a wave, a drain, a rollout): later steps read it again.
             self._engine.client.view.forget()
+        if result.get("cancelled"):
+            result["run_lease_released"] = self.release_run_lease()
         return result
+
+    def release_run_lease(self) -> bool:
+        """A run stopped mid-step hands its lease back (the next run need not wait for it to expire); the
+        playbook's own release task never runs then. Best effort: without it the lease expires."""
+        lease = self.params.get("run_lease")
+        if not lease or self._engine is None or self.check_mode:
+            return False
+        try:
+            out = RunLease(self.client, lease["namespace"], lease["name"], lease["holder"], lease["duration"]).release()
+        except (GpupoolError, OSError):
+            return False
+        self._engine.client.view.forget()
+        return out.get("action") == "released"
 
     def object_results(self) -> List[dict]:
         return [r.as_dict() for r in self.results]

@@ -24,12 +24,16 @@ document, so a task is refused here exactly as the module would refuse it.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Set
+import signal
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Optional, Set
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Cancelled
 
 display = Display()
 
@@ -107,6 +111,28 @@ def run_step(
     return remove_values(result, host.no_log_values)
 
 
+@contextmanager
+def cancellable() -> Iterator[None]:
+    """While a step runs, SIGTERM (an AWX cancel, a `kill`) and SIGINT stop the step, not the process.
+
+    Ansible's worker would exit at once (os._exit) on the signal the controller forwards; a step caught in a drain
+    or a MIG wave would leave no word and keep its run lease until it expires. Instead the signal raises
+    `Cancelled` where the step is: it stops there, and the step base reports what was done and releases the run
+    lease. A second signal during that clean-up is ignored; SIGKILL cannot be caught (the lease then expires)."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise Cancelled(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class StepAction(ActionBase):
     """Subclass with ``step = <a GpupoolModule subclass>``; that is the whole action plugin."""
 
@@ -118,10 +144,11 @@ class StepAction(ActionBase):
 
     def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         super().run(tmp, task_vars)
-        return run_step(
-            self.step,
-            self._task.args,
-            check_mode=bool(self._task.check_mode),
-            diff_mode=bool(self._task.diff),
-            name=str((task_vars or {}).get("inventory_hostname") or ""),
-        )
+        with cancellable():
+            return run_step(
+                self.step,
+                self._task.args,
+                check_mode=bool(self._task.check_mode),
+                diff_mode=bool(self._task.diff),
+                name=str((task_vars or {}).get("inventory_hostname") or ""),
+            )

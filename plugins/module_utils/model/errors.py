@@ -27,6 +27,17 @@ class GpupoolError(Exception):
         return self.message
 
 
+class Cancelled(BaseException):
+    """The run was stopped (SIGTERM, as an AWX cancel sends, or SIGINT) while a step ran.
+
+    A BaseException, as KeyboardInterrupt is: no ``except Exception`` on the way (a retry loop, a client's error
+    mapping) may swallow it; the step base catches it, says what the step had done and hands the run lease back."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
 ProblemList = Iterable[Tuple[str, str]]
 
 

@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Running a step in the controller: options checked as a module would, secrets hidden, a cancel stops the step."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Cancelled
+from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
+from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import cancellable, plain, run_step
+
+
+class Echo(GpupoolModule):
+    """A step that returns its options and says something while it 'waits'."""
+
+    argument_spec = dict(
+        name=dict(type="str", required=True),
+        token=dict(type="str", no_log=True),
+        count=dict(type="int", default=2),
+    )
+
+    def run(self):
+        self.progress.update("echo", "waiting for %s" % self.params["name"])
+        self.warn("token is %s" % self.params["token"])
+        return {"seen": dict(self.params), "lines": list(self.progress.lines)}
+
+
+class Stopped(GpupoolModule):
+    def run(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("not reached: the signal stops the step")
+
+
+def test_options_are_checked_defaulted_and_secrets_masked_everywhere():
+    result = run_step(Echo, {"name": "n0", "token": "s3cret"}, name="cern-gpu")
+    assert result["seen"]["count"] == 2 and result["seen"]["name"] == "n0"
+    assert "s3cret" not in repr(result)
+    assert result["invocation"]["module_args"]["token"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+    assert result["lines"] == ["cern-gpu: echo: waiting for n0 [0s]"]
+
+
+def test_an_unknown_or_missing_option_is_refused_as_a_module_refuses_it():
+    result = run_step(Echo, {"name": "n0", "colour": "red"})
+    assert result["failed"] and "Unsupported parameters for (Echo) module: colour" in result["msg"]
+    assert run_step(Echo, {})["failed"]
+
+
+def test_plain_turns_subclasses_into_builtins():
+    class Tagged(str):
+        pass
+
+    out = plain({Tagged("k"): [Tagged("v"), 1, True, None, {"x": 2.5}]})
+    assert out == {"k": ["v", 1, True, None, {"x": 2.5}]}
+    assert type(next(iter(out))) is str and type(out["k"][0]) is str
+
+
+def test_a_sigterm_stops_the_step_where_it_is_and_the_step_says_so():
+    before = signal.getsignal(signal.SIGTERM)
+    with cancellable():
+        result = run_step(Stopped, {})
+    assert result["failed"] and result["cancelled"] is True
+    assert "the run was stopped (SIGTERM)" in result["msg"]
+    assert signal.getsignal(signal.SIGTERM) is before  # the worker's own handler is back
+
+
+def test_outside_a_step_the_signal_handlers_are_ansibles():
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(Cancelled):
+        with cancellable():
+            os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is before
