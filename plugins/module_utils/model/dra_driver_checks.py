@@ -8,8 +8,8 @@
   per-version table; feature gates per version are checked in gates.py from the same table;
 * `namespace`: a DNS label other than `default` (the chart fails there);
 * `release_name`: one Helm accepts;
-* `values`: no `namespace` key (the chart fails), only keys the version's chart has (helm would
-  silently ignore the others);
+* `values`: no `namespace` or `nvidiaCtkPath` key (the chart fails), only keys the version's chart has
+  (helm would silently ignore the others);
 * a pool with `nvlink.mode: host_imex` needs a version with host-managed IMEX (0.5).
 """
 
@@ -68,14 +68,14 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
             )
         )
     values = driver.values or {}
-    if "namespace" in values:
-        out.append(
-            (at + ".values.namespace", "the chart fails when a 'namespace' value is set; use %s.namespace instead" % at)
-        )
+    for key, why in sorted(versions.CHART_REFUSED_VALUES.items()):
+        if key in values:
+            out.append((at + ".values." + key, why.replace("gpupool_cluster.dra_driver", at)))
     line = driver_line(cluster)
     if line is None:
         return out
-    for key in versions.unknown_values(line, {k: v for k, v in values.items() if k != "namespace"}):
+    rest = {k: v for k, v in values.items() if k not in versions.CHART_REFUSED_VALUES}
+    for key in versions.unknown_values(line, rest):
         out.append(
             (
                 at + ".values." + key,
