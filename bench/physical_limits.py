@@ -4,14 +4,16 @@ Defined per cluster (each cluster is its own apiserver), then summed. docs/perfo
 each term; in short:
 
 no-op reads = one LIST per kind the converge must look at (Nodes, DeviceClasses, ComputeDomains,
-    ResourceSlices and ResourceClaims for the pool report), one GET of the MIG manager ConfigMap
+    ResourceSlices, ResourceClaims and DaemonSets - the DRA driver's plugin - for the pool report), one GET of the MIG manager ConfigMap
     when a pool has a static MIG layout, and one discovery GET per API group whose version the
     client must learn (resource.k8s.io, resource.nvidia.com). A LIST counts once whatever its
     size: one request can carry every item, so paging shows as overhead.
 no-op writes = 0.
 first-converge writes = one per object created (DeviceClass, ComputeDomain, the MIG ConfigMap),
-    one per pool node for its labels and taints together, and two per MIG node (a cordon that also
-    sets the MIG config label, and the uncordon once the MIG manager reports success).
+    one per pool node for its labels and taints together, and per MIG node: two when its pool's drain
+    policy is off (a cordon that also sets the MIG config label, and the uncordon once the MIG manager
+    reports success), three when it is on, as by default (the cordon; the label, which may only change
+    once the node's GPU pods are gone; the uncordon) - the cordon-aware limit.
 first-converge reads = the no-op reads plus one per MIG wave (one label-selected LIST, or one
     watch, observes a whole wave).
 one-pool change (one more node label on one pool) writes = one per node of that pool;
@@ -26,7 +28,9 @@ import math
 
 from bench.inventory_generator import ClusterPlan
 
-READ_KINDS = ("nodes", "deviceclasses", "computedomains", "resourceslices", "resourceclaims")
+# daemonsets: the pool report reads the DRA driver's kubelet plugin (which feature gates it runs with) since the
+# driver became part of site.yml (issue #13); one cluster-wide LIST, as for the others.
+READ_KINDS = ("nodes", "deviceclasses", "computedomains", "resourceslices", "resourceclaims", "daemonsets")
 DISCOVERED_GROUPS = ("resource.k8s.io", "resource.nvidia.com")
 
 
@@ -58,6 +62,12 @@ def waves(plan: ClusterPlan) -> int:
     )
 
 
+def mig_node_writes(plan: ClusterPlan) -> int:
+    """Writes per MIG node on a first converge: 3 with the drain policy on (the default), 2 without."""
+    drain = plan.cluster.get("drain", {})
+    return 3 if drain.get("enabled", True) else 2
+
+
 def noop_reads(plan: ClusterPlan) -> int:
     return len(READ_KINDS) + (1 if _has_mig(plan) else 0) + len(DISCOVERED_GROUPS)
 
@@ -70,7 +80,7 @@ def limits(plans: list[ClusterPlan], scenario: str, changed: tuple[str, str] | N
         if scenario == "first":
             reads += waves(plan)
             created = _objects(plan)
-            writes += created + len(plan.nodes) + 2 * plan.mig_nodes
+            writes += created + len(plan.nodes) + mig_node_writes(plan) * plan.mig_nodes
             objects += created + len(plan.nodes)
         elif scenario == "change" and changed and plan.name == changed[0]:
             writes += len(plan.pool_nodes(changed[1]))

@@ -72,6 +72,7 @@ RBAC_HINT = (
     "bound to it (see docs/rbac.md)"
 )
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+GA_ONLY_GROUPS = ("", "core", "apps", "coordination.k8s.io", "policy", "apiextensions.k8s.io")
 CONTENT_JSON = "application/json"
 CONTENT_APPLY = "application/apply-patch+yaml"
 CONTENT_MERGE = "application/merge-patch+json"
@@ -334,7 +335,8 @@ class K8sClient:
     def group_versions(self, group):
         """Versions the server serves for an API group, in the server's order ([] when not served)."""
         if group not in self._groups:
-            if group in ("", "core"):
+            if group in GA_ONLY_GROUPS:
+                # served at v1 by every release gpupool supports (apps/v1 since 1.9): nothing to discover
                 self._groups[group] = ["v1"]
             else:
                 cached = self.discovery_cache.get(group)
