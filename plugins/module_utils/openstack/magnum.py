@@ -221,6 +221,7 @@ class MagnumClient:
                     url=path,
                 )
             if adopt and (resp.status_code in ok + (406,) or resp.headers.get(MAX_HEADER)):
+                adopt = False
                 self._adopt(resp)  # a 406 whose range rules 1.9 out says so here, as negotiate() would
             if resp.status_code in ok:
                 return resp
