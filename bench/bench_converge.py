@@ -238,7 +238,7 @@ def _ratio(value: int, limit: int) -> str:
 def table(rows: list[dict]) -> str:
     head = (
         "| size (clusters/pools/nodes) | objects | tool | run | wall s | CPU s | peak MiB | reads (+discovery) "
-        "/ limit | writes / limit | objects modified | run lease requests | Magnum reads/writes | rc |"
+        "/ limit | writes / limit | objects modified | run lease requests | Magnum reads / limit, writes | rc |"
     )
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
     for r in rows:
@@ -258,7 +258,9 @@ def table(rows: list[dict]) -> str:
                 _ratio(r["writes"], r["limit"]["writes"]),
                 r["objects"],
                 r.get("lease", 0) if r["tool"] == "gpupool" else "-",
-                "%d/%d" % (r["magnum_reads"], r["magnum_writes"]) if r["magnum"] else "-",
+                "%s, %d" % (_ratio(r["magnum_reads"], r["limit"]["magnum_reads"]), r["magnum_writes"])
+                if r["magnum"]
+                else "-",
                 r["rc"],
             )
         )

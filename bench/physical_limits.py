@@ -18,8 +18,13 @@ first-converge reads = the no-op reads plus one per MIG wave (one label-selected
     watch, observes a whole wave).
 one-pool change (one more node label on one pool) writes = one per node of that pool;
     reads = the no-op reads.
-Magnum (when the inventory has it): one GET of the cluster's nodegroups per cluster and run
-    (Keystone's token request is not a Magnum request and is not counted).
+Magnum (when the inventory has it), once the nodegroups exist: one GET of the cluster's nodegroup list per
+    cluster and run (its response headers also carry the microversion range), plus one GET of each present
+    pool's nodegroup: Magnum's list view is abbreviated to uuid, name, flavor_id, node_count, role,
+    is_default, image_id, status and stack_id (magnum api/controllers/v1/nodegroup.py get_all, expand=False;
+    /work/shared/reference/magnum-nodegroups.md §1), so a pool's min/max_node_count, labels, node_labels
+    and node_taints can only be compared through the nodegroup's own view. Keystone's token request is not
+    a Magnum request and is not counted.
 """
 
 from __future__ import annotations
@@ -68,6 +73,11 @@ def mig_node_writes(plan: ClusterPlan) -> int:
     return 3 if drain.get("enabled", True) else 2
 
 
+def _nodegroups(plan: ClusterPlan) -> int:
+    """The present pools with a Magnum nodegroup (each one's full view is read)."""
+    return sum(1 for p in plan.cluster["pools"] if "nodegroup" in p and p.get("state", "present") == "present")
+
+
 def noop_reads(plan: ClusterPlan) -> int:
     return len(READ_KINDS) + (1 if _has_mig(plan) else 0) + len(DISCOVERED_GROUPS)
 
@@ -85,7 +95,7 @@ def limits(plans: list[ClusterPlan], scenario: str, changed: tuple[str, str] | N
         elif scenario == "change" and changed and plan.name == changed[0]:
             writes += len(plan.pool_nodes(changed[1]))
             objects += len(plan.pool_nodes(changed[1]))
-    magnum = len(plans) if "magnum" in plans[0].cluster else 0
+    magnum = sum(1 + _nodegroups(plan) for plan in plans) if "magnum" in plans[0].cluster else 0
     return {"reads": reads, "writes": writes, "objects": objects, "magnum_reads": magnum}
 
 

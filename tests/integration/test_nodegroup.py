@@ -36,6 +36,18 @@ def magnum_writes(magnum):
     return [(r["method"], r["path"]) for r in magnum.magnum_requests(writes_only=True)]
 
 
+def sent_versions(magnum):
+    """(the microversions the nodegroup step's list was sent at, those of every other call but GET /v1/).
+    The step's first call is its list, sent at 1.9 (what the nodegroup API needs); its headers give the
+    server's range, and every later call is sent at the negotiated version."""
+    lists, others = set(), set()
+    for r in magnum.magnum_requests():
+        if r["path"] != "/v1":
+            step_list = r["method"] == "GET" and r["path"] == "/v1/clusters/k8s/nodegroups"
+            (lists if step_list else others).add(r["headers"].get("OpenStack-API-Version"))
+    return lists, others
+
+
 # ------------------------------------------------------------------------------------- ansible-playbook
 def playbook(tmp_path, magnum, tasks, check=False, diff=False):
     """Run tasks on localhost with ansible-playbook; each registers ``r<i>``; returns the list of results."""
@@ -124,8 +136,7 @@ def test_playbook_lifecycle_create_idempotent_resize_patch_delete(tmp_path, magn
     assert [n["name"] for n in info["nodegroups"]] == ["default-master", "default-worker", "gpu-a100"]
     assert delete["changed"] and delete_again["changed"] is False
     assert magnum.nodes_of("k8s", "default-worker")  # untouched
-    headers = {r["headers"].get("OpenStack-API-Version") for r in magnum.magnum_requests() if r["path"] != "/v1"}
-    assert headers == {"container-infra 1.14"}
+    assert sent_versions(magnum) == ({"container-infra 1.9"}, {"container-infra 1.14"})
     assert [m for m, _ in magnum_writes(magnum)] == ["POST", "POST", "POST", "PATCH", "DELETE"]
 
 
@@ -161,9 +172,7 @@ def test_old_magnum_gets_its_own_maximum_and_the_short_service_name(magnum_facto
     emu = magnum_factory(release="2025.1")
     result = run(nodegroup, cloud=emu.cloud_name, cluster="k8s", name="gpu", node_count=0)
     assert result["changed"] and result["microversion"] == "1.11", result
-    assert {r["headers"].get("OpenStack-API-Version") for r in emu.magnum_requests() if r["path"] != "/v1"} == {
-        "container-infra 1.11"
-    }
+    assert sent_versions(emu) == ({"container-infra 1.9"}, {"container-infra 1.11"})
     refused = run(nodegroup, cloud=emu.cloud_name, cluster="k8s", name="gpu2", node_labels={"a": "b"})
     assert refused["failed"] and "only supports 1.11" in refused["msg"]
 
@@ -287,7 +296,7 @@ def test_info(magnum):
     assert all("labels" in n for n in workers["nodegroups"])
     one = run(nodegroup_info, cloud=magnum.cloud_name, cluster="k8s", name="gpu")
     assert one["nodegroups"][0]["node_addresses"]
-    assert magnum_writes(magnum) == [("POST", "/v1/clusters/%s/nodegroups" % magnum.cluster("k8s")["uuid"])]
+    assert magnum_writes(magnum) == [("POST", "/v1/clusters/k8s/nodegroups")]
 
 
 def test_cloud_dict_works_like_clouds_yaml(magnum):
@@ -421,6 +430,28 @@ def test_pools_converge_in_one_run_with_one_list_and_the_second_run_writes_nothi
     assert second["changed"] is False and third["changed"] is False, third
     assert magnum_writes(magnum) == [] and len(nodegroup_lists(magnum)) == 2
     assert magnum.password not in json.dumps(third)
+
+
+def test_a_no_op_reads_the_list_once_and_each_existing_nodegroup_once(magnum):
+    """Read once: a no-op of 4 pools asks Magnum for the cluster's nodegroup list once (its response headers carry
+    the server's microversion range) and for the full view of each pool's nodegroup once (the list view is
+    abbreviated: no min/max_node_count, labels, node_labels or node_taints to compare); no version document, no
+    cluster show, no write."""
+    cluster = inventory(
+        magnum,
+        pool("gpu-a"),
+        pool("gpu-b", node_count=2, max_node_count=3),
+        pool("gpu-c", node_count=0),
+        pool("gpu-d", min_node_count=1, max_node_count=2),
+        labels={"nvidia_gpu_enabled": True},
+    )
+    assert run(nodegroup, cluster=cluster)["changed"]
+    start = time.time()  # the emulator logs a request once answered: the first run's last poll may come late
+    again = run(nodegroup, cluster=cluster)
+    assert again["changed"] is False and "failed" not in again, again
+    requests = sorted((r["method"], r["path"]) for r in magnum.magnum_requests() if r["time"] >= start)
+    shows = [("GET", "/v1/clusters/k8s/nodegroups/%s" % name) for name in ("gpu-a", "gpu-b", "gpu-c", "gpu-d")]
+    assert requests == [("GET", "/v1/clusters/k8s/nodegroups")] + shows, requests
 
 
 def test_pools_one_failing_one_drifting_the_rest_converged_through_ansible_playbook(tmp_path, magnum):

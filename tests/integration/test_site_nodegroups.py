@@ -79,11 +79,12 @@ def site(sandbox, tmp_path, pool_list, labels):
     sandbox.magnum.clear_requests()
     start = time.time()  # the emulator logs a request when it is answered: the test's own reads may come late
     result = run_playbook(os.path.join(ROOT, "playbooks", "site.yml"), inventory(sandbox, pool_list, labels), tmp_path)
-    uuid = sandbox.cluster()["uuid"]
     requests = [r for r in sandbox.magnum.magnum_requests() if r["time"] >= start]
-    lists = [r for r in requests if r["method"] == "GET" and r["path"] == "/v1/clusters/%s/nodegroups" % uuid]
+    reads = sorted(r["path"] for r in requests if r["method"] == "GET")
+    # the step addresses the Magnum cluster as the inventory names it (gpupool_cluster.magnum.cluster)
+    lists = [r for r in reads if r == "/v1/clusters/%s/nodegroups" % sandbox.cluster_name]
     writes = [(r["method"], r["path"]) for r in requests if r["method"] in ("POST", "PATCH", "PUT", "DELETE")]
-    return result, lists, writes
+    return result, lists, writes, reads
 
 
 def step_results(stdout):
@@ -117,22 +118,26 @@ def test_site_yml_makes_one_nodegroup_call_per_cluster(sandbox, tmp_path):
     labels = {"nvidia_gpu_enabled": "true"}
     magnum = Magnum(sandbox)
     try:
-        first, lists, writes = site(sandbox, tmp_path / "first", pools(), labels)
+        first, lists, writes, reads = site(sandbox, tmp_path / "first", pools(), labels)
         assert first.rc == 0, first.stdout[-6000:] + first.stderr[-3000:]
         assert step_results(first.stdout) == [("changed", HOST, "")]
         assert len(lists) == 1, "one nodegroup list for the cluster"
         assert [m for m, _p in writes] == ["POST", "POST", "POST"]
         assert magnum.ours() == ["ngsite-a100", "ngsite-t4a", "ngsite-t4b"]
 
-        again, lists, writes = site(sandbox, tmp_path / "again", pools(), labels)
+        again, lists, writes, reads = site(sandbox, tmp_path / "again", pools(), labels)
         assert again.rc == 0 and again.changed(HOST) == 0, again.stdout[-6000:]
         assert step_results(again.stdout) == [("ok", HOST, "")]
         assert len(lists) == 1 and writes == []
+        # Read once: the list (its headers give the microversion) and each pool's nodegroup in full (the list
+        # view has no min/max_node_count or labels to compare) - no version document, no cluster read.
+        base = "/v1/clusters/%s/nodegroups" % sandbox.cluster_name
+        assert reads == [base] + sorted("%s/%s" % (base, p["name"]) for p in pools()), reads
 
         # A cluster-wide Magnum label changes: every nodegroup keeps its label (Magnum cannot relabel), the play
         # goes on and says so once per nodegroup, instead of failing every pool.
         drift = dict(labels, nvidia_driver_version="580")
-        drifted, lists, writes = site(sandbox, tmp_path / "drift", pools(), drift)
+        drifted, lists, writes, reads = site(sandbox, tmp_path / "drift", pools(), drift)
         assert drifted.rc == 0 and drifted.changed(HOST) == 0, drifted.stdout[-6000:]
         assert step_results(drifted.stdout) == [("ok", HOST, "")]
         assert writes == [] and len(lists) == 1
@@ -141,7 +146,7 @@ def test_site_yml_makes_one_nodegroup_call_per_cluster(sandbox, tmp_path):
 
         # Pools set to absent: drained (nodes cordoned first) and their nodegroups deleted, in the same one call;
         # the last pool is deleted by the clean-up below.
-        gone, lists, writes = site(sandbox, tmp_path / "gone", pools("absent"), labels)
+        gone, lists, writes, reads = site(sandbox, tmp_path / "gone", pools("absent"), labels)
         assert gone.rc == 0, gone.stdout[-6000:] + gone.stderr[-3000:]
         assert step_results(gone.stdout) == [("changed", HOST, "")]
         assert len(lists) == 1 and [m for m, _p in writes] == ["DELETE", "DELETE"]

@@ -26,6 +26,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import (
     CLIENT_MAX_VERSION,
     IN_PROGRESS_STATES,
+    NODEGROUP_MIN_VERSION,
     choose_microversion,
     evaluate_wait,
     format_version,
@@ -95,6 +96,15 @@ def _retry_after(resp):
         return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("Retry-After") or 0)))
     except (TypeError, ValueError):
         return 0.0
+
+
+def _cluster_not_found(ident, exc):
+    return MagnumNotFound(
+        "Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
+        "`openstack coe cluster list`." % (ident, exc.detail),
+        status=404,
+        detail=exc.detail,
+    )
 
 
 def error_detail(resp):
@@ -179,10 +189,18 @@ class MagnumClient:
         return self.adapter.request(path, method, **kwargs)
 
     def request(self, method, path, body=None, ok=(200,), version="negotiated"):
-        """One API call with retries; returns the response for a status in ``ok``, raises MagnumError."""
-        if version == "negotiated":
-            version = self.version
+        """One API call with retries; returns the response for a status in ``ok``, raises MagnumError.
+
+        The first call of a client that has not negotiated yet is sent at 1.9, the version the nodegroup API
+        needs anyway, and its response headers (Magnum puts its range on every response, 406 included) pick
+        the version of every later call: no request of its own for the version document."""
         write = method in ("POST", "PATCH", "PUT", "DELETE")
+        adopt = False
+        if version == "negotiated":
+            if self.version is None and write:
+                self.negotiate()  # never the case in this collection: every run reads before it writes
+            adopt = self.version is None
+            version = self.version or NODEGROUP_MIN_VERSION
         retryable = RETRY_WRITE if write else RETRY_READ
         attempt, delay = 0, self.backoff
         while True:
@@ -202,6 +220,9 @@ class MagnumClient:
                     method=method,
                     url=path,
                 )
+            if adopt and (resp.status_code in ok + (406,) or resp.headers.get(MAX_HEADER)):
+                adopt = False
+                self._adopt(resp)  # a 406 whose range rules 1.9 out says so here, as negotiate() would
             if resp.status_code in ok:
                 return resp
             if resp.status_code in retryable and attempt <= self.retries:
@@ -210,7 +231,7 @@ class MagnumClient:
                 _sleep(wait)
                 delay = min(delay * 2, self.max_backoff)
                 continue
-            raise self._http_error(method, path, resp, attempt)
+            raise self._http_error(method, path, resp, attempt, version)
 
     def _retry_note(self, method, path, attempt, delay, why):
         self.retried += 1
@@ -251,14 +272,14 @@ class MagnumClient:
                 return MagnumError("%s %s failed: %s" % (method, path, exc), method=method, url=path)
         return MagnumError("%s %s failed: %s: %s" % (method, path, type(exc).__name__, exc), method=method, url=path)
 
-    def _http_error(self, method, path, resp, attempt):
+    def _http_error(self, method, path, resp, attempt, version):
         detail = error_detail(resp)
         status = resp.status_code
         cls = {404: MagnumNotFound, 409: MagnumConflict}.get(status, MagnumError)
         text = "Magnum answered %s %s with HTTP %d: %s" % (method, path, status, detail)
         if status == 406:
             text += " (microversion %s was sent; the server supports %s to %s)" % (
-                format_version(self.version) if self.version else "none",
+                format_version(version) if version else "none",
                 self.server_min,
                 self.server_max,
             )
@@ -268,8 +289,12 @@ class MagnumClient:
 
     # ------------------------------------------------------------------------------ microversion
     def negotiate(self):
-        """Read the server's microversion range from the headers of GET /v1/ and pick ours."""
-        resp = self.request("GET", "/", version=None)
+        """Read the server's microversion range from the headers of GET /v1/ and pick ours (a client that
+        does not call it negotiates from the response to its first call instead)."""
+        return self._adopt(self.request("GET", "/", version=None))
+
+    def _adopt(self, resp):
+        """The version to send from now on: the highest both sides know, from the response's range headers."""
         maximum, minimum = resp.headers.get(MAX_HEADER), resp.headers.get(MIN_HEADER)
         if not maximum:
             raise MagnumError(
@@ -296,20 +321,19 @@ class MagnumClient:
         try:
             return self.request("GET", "/clusters/%s" % ident).json()
         except MagnumNotFound as exc:
-            raise MagnumNotFound(
-                "Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
-                "`openstack coe cluster list`." % (ident, exc.detail),
-                status=404,
-                detail=exc.detail,
-            )
+            raise _cluster_not_found(ident, exc)
 
     def list_nodegroups(self, cluster_id, role=None):
-        """Every nodegroup of a cluster (abbreviated list view), following the ``next`` links."""
+        """Every nodegroup of a cluster (abbreviated list view), following the ``next`` links. The cluster may
+        be named by its uuid or its name (Magnum resolves either); a 404 means the cluster is not there."""
         path = "/clusters/%s/nodegroups" % cluster_id + ("?role=%s" % role if role else "")
         items, seen = [], set()
         while path and path not in seen:
             seen.add(path)
-            data = self.request("GET", path).json()
+            try:
+                data = self.request("GET", path).json()
+            except MagnumNotFound as exc:
+                raise _cluster_not_found(cluster_id, exc)
             page = data.get("nodegroups") or []
             items.extend(page)
             path = data.get("next") if page else None  # absolute URL; keystoneauth uses it as is

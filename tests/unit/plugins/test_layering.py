@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The pipeline is visible in the folders, and imports only point down it.
 
-    mig/  ->  model/  ->  plan/  ->  k8s/ | openstack/ | nvml/  ->  module.py, argument_specs.py
+    mig/  ->  model/  ->  plan/  ->  k8s/ | openstack/ | nvml/  ->  runners/  ->  module.py, argument_specs.py
 
 A file may import from its own folder or from folders to its left, never to its right; the three I/O
 folders do not import each other. Libraries that talk to the outside world (kubernetes, urllib3,
 openstacksdk, pynvml, subprocess, sockets, HTTP clients) may only be imported by the I/O folders and
-the module glue: everything below is pure and unit-tested without a server.
+the module glue: everything below is pure and unit-tested without a server. runners/ sequences calls of
+more than one I/O folder (a Magnum converge that drains Kubernetes nodes) through those folders only: it
+imports no I/O library itself, and not the step base.
 """
 
 from __future__ import annotations
@@ -20,7 +22,17 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "module_utils"
 PACKAGE = "ansible_collections.gpupool.core.plugins.module_utils"
-RANK = {"mig": 0, "model": 1, "plan": 2, "k8s": 3, "openstack": 3, "nvml": 3, "module": 4, "argument_specs": 4}
+RANK = {
+    "mig": 0,
+    "model": 1,
+    "plan": 2,
+    "k8s": 3,
+    "openstack": 3,
+    "nvml": 3,
+    "runners": 4,
+    "module": 5,
+    "argument_specs": 5,
+}
 IO_LIBRARIES = (
     "kubernetes",
     "urllib3",
@@ -102,3 +114,15 @@ def test_the_rule_catches_upward_sideways_and_io_imports(tmp_path):
     assert len(model_bad) == 3 and "imports k8s" in model_bad[0] and "pynvml" in model_bad[1]
     k8s_bad = violations(k8s_file, tmp_path)
     assert len(k8s_bad) == 1 and "imports nvml" in k8s_bad[0]
+
+
+def test_a_runner_reaches_the_outside_only_through_the_io_folders(tmp_path):
+    """runners/ may use k8s/ and openstack/ together, but neither an I/O library nor the step base."""
+    (tmp_path / "runners").mkdir()
+    runner = tmp_path / "runners" / "bad.py"
+    runner.write_text(
+        "from %s.k8s.drain import Drain\nfrom %s.openstack.magnum import MagnumClient\n"
+        "from %s.module import GpupoolModule\nimport openstack\n" % (PACKAGE, PACKAGE, PACKAGE)
+    )
+    bad = violations(runner, tmp_path)
+    assert len(bad) == 2 and "imports module" in bad[0] and "I/O library openstack" in bad[1], bad

@@ -15,7 +15,7 @@ Facts (reference nvidia-dra-mig-imex.md §1.1, §1.10, §1.11 point 4; the DRA d
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
@@ -46,6 +46,16 @@ def driver_root(facts: Mapping[str, Any], configured: str, configured_explicitly
     if configured_explicitly or not facts.get("driver_container"):
         return configured
     return OPERATOR_DRIVER_ROOT
+
+
+def driver_root_warning(facts: Mapping[str, Any], configured: str, configured_explicitly: bool) -> Optional[str]:
+    """A warning when the operator runs its driver container but the inventory sets another driver root."""
+    if facts.get("driver_container") and configured_explicitly and configured != OPERATOR_DRIVER_ROOT:
+        return "the GPU Operator runs its driver container (root %s) but dra_driver.nvidia_driver_root is %s" % (
+            OPERATOR_DRIVER_ROOT,
+            configured,
+        )
+    return None
 
 
 def nodes_with_device_plugin(facts: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> List[str]:

@@ -6,6 +6,10 @@
 `upgrade_reasons` compares what helm reports (``helm get metadata``, ``helm get values``) with what the
 inventory wants; an empty list means no helm write at all (a second run changes nothing).
 
+The rest are the release step's smaller decisions and sentences (the helm it needs, the chart name helm
+records, the --diff of the values, the cert-manager preflight, the rollout's end); k8s/driver_release.py runs
+helm and reads the cluster.
+
 `rollout_status` is stricter than ``helm --wait``: the chart's kubelet-plugin DaemonSet has
 maxUnavailable 100%, so helm calls it ready with no plugin pod ready at all. Done here means: every
 Deployment of the release ready, the plugin DaemonSet updated and ready on every node it is scheduled
@@ -17,11 +21,114 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
+from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import parse_version
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.values import values_diff
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready
 
 GPU_DRIVER = "gpu.nvidia.com"
 PLUGIN_SUFFIX = "-kubelet-plugin"
+# helm --dry-run=server and helm get metadata, which the release step uses, came with helm 3.13
+MINIMUM_HELM = (3, 13)
+# the chart's CRDs, deleted with purge_crds when the chart cannot be read while uninstalling
+KNOWN_CRDS = ("computedomains.resource.nvidia.com", "computedomaincliques.resource.nvidia.com")
+RELEASE_FIELDS = ("name", "namespace", "chart", "version", "appVersion", "revision", "status")
+
+
+def helm_problem(version: str) -> Optional[str]:
+    """Why this helm (``helm version --short``, e.g. v3.14.4+g81c902a) cannot be used; None when it can. A
+    version helm words otherwise is given the benefit of the doubt."""
+    try:
+        major, minor = parse_version(version.lstrip("v").split("+")[0])[:2]
+    except ValueError:
+        return None
+    if (major, minor) >= MINIMUM_HELM:
+        return None
+    return "helm %s is too old: the module needs helm %d.%d or later (--dry-run=server, get metadata)" % (
+        version,
+        MINIMUM_HELM[0],
+        MINIMUM_HELM[1],
+    )
+
+
+def chart_name(chart: str, local_metadata: Optional[Mapping[str, Any]], version: str) -> str:
+    """The chart's name as helm records it for the release: a local chart's own (it must be the wanted version),
+    else the last part of the chart reference."""
+    if local_metadata is None:
+        return chart.rstrip("/").rsplit("/", 1)[-1]
+    if str(local_metadata.get("version")) != version:
+        raise Problems(
+            [
+                (
+                    "gpupool_cluster.dra_driver.chart",
+                    "the local chart %s is version %s but gpupool_cluster.dra_driver.version is %s; point chart at "
+                    "the %s chart or change the version" % (chart, local_metadata.get("version"), version, version),
+                )
+            ]
+        )
+    return local_metadata.get("name")
+
+
+def release_summary(metadata: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """What the result shows of ``helm get metadata`` (None: not installed)."""
+    if not metadata:
+        return None
+    return {k: metadata.get(k) for k in RELEASE_FIELDS}
+
+
+def values_diff_entry(
+    settings, metadata: Optional[Mapping[str, Any]], current: Optional[Mapping], desired: Mapping, chart: str
+) -> Dict[str, str]:
+    """The --diff entry of an install or upgrade: the release's values before (YAML), the desired ones after.
+    settings: the inventory's dra_driver (release_name, namespace, version)."""
+    return {
+        "before_header": "helm values of %s/%s%s"
+        % (
+            settings.namespace,
+            settings.release_name,
+            " (revision %s)" % metadata.get("revision") if metadata else " (not installed)",
+        ),
+        "after_header": "desired values (%s %s)" % (chart, settings.version),
+        "before": yaml.safe_dump(current or {}, sort_keys=True, default_flow_style=False),
+        "after": yaml.safe_dump(desired, sort_keys=True, default_flow_style=False),
+    }
+
+
+def cert_manager_refusal(missing: Sequence[str]) -> str:
+    """The preflight's refusal: the chart's cert-manager webhook needs cert-manager's CRDs."""
+    return (
+        "the chart's webhook (webhook.enabled=true, tls.mode cert-manager) needs cert-manager, but the "
+        "cluster has no %s: install cert-manager first, use webhook.tls.mode=secret, or set "
+        "dra_driver.values.webhook.enabled=false" % " and no ".join(missing)
+    )
+
+
+def present_pool_nodes(nodes: Sequence[Mapping[str, Any]], present: Sequence[str]) -> List[Mapping[str, Any]]:
+    """The nodes of the present pools (gpupool.io/pool names one of them)."""
+    wanted = set(present)
+    return [n for n in nodes if ((n.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) in wanted]
+
+
+def driver_slice_nodes(slices: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
+    """spec.nodeName of every ResourceSlice the GPU driver (gpu.nvidia.com) publishes."""
+    return [(s.get("spec") or {}).get("nodeName") for s in slices if (s.get("spec") or {}).get("driver") == GPU_DRIVER]
+
+
+def rollout_failure(timeout: int, status: Mapping[str, Any], namespace: str) -> str:
+    return (
+        "the DRA driver did not roll out within %ds: %s. Check the pods in namespace %s (kubectl -n %s get "
+        "pods); a pool node without the plugin usually has a taint the plugin does not tolerate or lacks "
+        "the pool label" % (timeout, status["message"], namespace, namespace)
+    )
+
+
+def rollout_warnings(status: Mapping[str, Any]) -> List[str]:
+    """What a finished rollout did not check: pool nodes that are not Ready."""
+    if not status["nodes_not_ready"]:
+        return []
+    return ["pool node(s) not Ready, not checked for the kubelet plugin: %s" % ", ".join(status["nodes_not_ready"])]
 
 
 def upgrade_reasons(

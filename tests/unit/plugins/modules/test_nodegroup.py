@@ -24,6 +24,9 @@ from tests.unit.plugins.steps import run_action  # noqa: E402
 AUTH_URL = "https://identity.example.com/v3"
 MAGNUM = "https://magnum.example.com/v1"
 CID = "0b7b2c9e-1f49-4bd1-8f5a-6b6c0e0f7a11"
+# The nodegroup step addresses the Magnum cluster as the inventory (or its cluster option) names it; Magnum
+# resolves a name or a uuid alike. nodegroup_info reads the cluster and uses its uuid.
+C = "k8s"
 NGID = "5d12f6fd-a0e8-4f5e-9b8c-3a9c3f6d2b1e"
 CLOUD = {
     "auth": {
@@ -139,11 +142,13 @@ def api(sleeps):
         yield m
 
 
-def listed(m, *nodegroups):
-    """The cluster's nodegroup list (Magnum's abbreviated list view) shows these."""
+def listed(m, *nodegroups, cluster=C):
+    """The cluster's nodegroup list (Magnum's abbreviated list view) shows these; like every Magnum response it
+    carries the server's microversion range."""
     m.get(
-        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        MAGNUM + "/clusters/%s/nodegroups" % cluster,
         json={"nodegroups": [{k: n.get(k) for k in LIST_FIELDS} for n in nodegroups], "next": None},
+        headers=mv_headers(),
     )
 
 
@@ -155,7 +160,7 @@ def existing(m, *nodegroups):
 
 
 def lists(m):
-    return [r for r in magnum_calls(m) if r.method == "GET" and r.path == "/v1/clusters/%s/nodegroups" % CID]
+    return [r for r in magnum_calls(m) if r.method == "GET" and r.path == "/v1/clusters/%s/nodegroups" % C]
 
 
 def magnum_calls(m):
@@ -172,8 +177,8 @@ def run(module, check=False, diff=False, **args):
     return run_action(module, _ansible_check_mode=check, _ansible_diff=diff, **args)
 
 
-def ng_url(ident=NGID):
-    return "%s/clusters/%s/nodegroups/%s" % (MAGNUM, CID, ident)
+def ng_url(ident=NGID, cluster=C):
+    return "%s/clusters/%s/nodegroups/%s" % (MAGNUM, cluster, ident)
 
 
 # ------------------------------------------------------------------------------------------- create
@@ -185,7 +190,7 @@ def test_create_waits_for_complete_and_sends_the_container_infra_header(api, sle
             {"status_code": 404, "json": errors(404, "Nodegroup gpu could not be found.")},
         ],
     )
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
     api.get(ng_url(), [{"json": ng(status="CREATE_IN_PROGRESS")}, {"json": ng()}])
     result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1", node_count=2, labels={"nvidia_gpu_enabled": True})
     assert result["changed"] is True, result
@@ -199,7 +204,12 @@ def test_create_waits_for_complete_and_sends_the_container_infra_header(api, sle
         "labels": {"nvidia_gpu_enabled": "true"},
         "merge_labels": True,
     }
-    for r in magnum_calls(api)[1:]:
+    first, later = magnum_calls(api)[0], magnum_calls(api)[1:]
+    assert (
+        first.path == "/v1/clusters/k8s/nodegroups" and first.headers["OpenStack-API-Version"] == "container-infra 1.9"
+    )
+    assert "/v1/clusters/k8s" in [r.path for r in later], "a create reads the cluster (its flavor, image, labels)"
+    for r in later:
         assert r.headers["OpenStack-API-Version"] == "container-infra 1.12", (r.method, r.url)
     assert sleeps, "the waiter polls with sleeps in between"
     assert any("CREATE_COMPLETE" in line for line in result["progress"])
@@ -214,34 +224,52 @@ def test_second_run_with_the_same_settings_changes_nothing(api):
 
 def test_microversion_follows_the_server_maximum(api):
     api.get(MAGNUM + "/", json={"id": "v1"}, headers=mv_headers("1.14", "container-infrastructure-management"))
-    api.get(ng_url("gpu"), json=ng(node_labels={}, node_taints=[]))
+    api.get(ng_url("gpu", CID), json=ng(node_labels={}, node_taints=[]))
     result = run(nodegroup_info, cluster="k8s", name="gpu")
     assert result["microversion"] == "1.14"
     assert magnum_calls(api)[-1].headers["OpenStack-API-Version"] == "container-infra 1.14"
 
 
+def test_a_no_op_reads_the_list_and_the_nodegroup_only(api):
+    """No version document and no cluster read: the list's headers give the microversion (the list is sent at
+    1.9, what the nodegroup API needs anyway), the nodegroup's full view the values to compare."""
+    existing(api, ng())
+    result = run(nodegroup, cluster="k8s", name="gpu", flavor="g1", node_count=2, labels={"nvidia_gpu_enabled": True})
+    assert result["changed"] is False and result["microversion"] == "1.12"
+    calls = [(r.method, r.path, r.headers["OpenStack-API-Version"]) for r in magnum_calls(api)]
+    assert calls == [
+        ("GET", "/v1/clusters/k8s/nodegroups", "container-infra 1.9"),
+        ("GET", "/v1/clusters/k8s/nodegroups/gpu", "container-infra 1.12"),
+    ]
+
+
 def test_server_without_nodegroup_api_is_reported(api):
-    api.get(MAGNUM + "/", json={"id": "v1"}, headers=mv_headers("1.8"))
+    api.get(
+        MAGNUM + "/clusters/k8s/nodegroups",
+        status_code=406,
+        json=errors(406, "Version 1.9 was requested but the minor version is not supported by this service."),
+        headers=mv_headers("1.8"),
+    )
     result = run(nodegroup, cluster="k8s", name="gpu")
-    assert result["failed"] and "nodegroups need 1.9" in result["msg"]
+    assert result["failed"] and "nodegroups need 1.9" in result["msg"], result["msg"]
 
 
 def test_no_maximum_header_is_reported(api):
-    api.get(MAGNUM + "/", json={"id": "v1"})
+    api.get(MAGNUM + "/clusters/k8s/nodegroups", json={"nodegroups": [], "next": None})
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["failed"] and "OpenStack-API-Maximum-Version" in result["msg"]
 
 
 def test_503_is_retried_with_backoff(api, sleeps):
+    existing(api, ng())
     api.get(
-        MAGNUM + "/clusters/k8s",
+        MAGNUM + "/clusters/k8s/nodegroups",
         [
             {"status_code": 503, "text": "busy"},
             {"status_code": 503, "text": "busy"},
-            {"json": CLUSTER, "headers": mv_headers()},
+            {"json": {"nodegroups": [{k: ng().get(k) for k in LIST_FIELDS}], "next": None}, "headers": mv_headers()},
         ],
     )
-    existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["changed"] is False and "failed" not in result
     assert sleeps[:2] == [0.5, 1.0]
@@ -252,7 +280,7 @@ def test_503_on_create_is_retried_and_a_409_then_means_it_was_ours(api):
     # not in the list when planned; there once the 409 makes the module look again
     api.get(ng_url("gpu"), json=ng())
     api.post(
-        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        MAGNUM + "/clusters/%s/nodegroups" % C,
         [
             {"status_code": 503, "text": "busy"},
             {"status_code": 409, "json": errors(409, "A node group with name gpu already exists in the cluster k8s.")},
@@ -266,7 +294,7 @@ def test_503_on_create_is_retried_and_a_409_then_means_it_was_ours(api):
 
 def test_500_on_a_write_is_not_retried(api):
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=500, json=errors(500, "Internal error."))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=500, json=errors(500, "Internal error."))
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["failed"] and "HTTP 500" in result["msg"] and "Internal error." in result["msg"]
     assert len(writes(api)) == 1
@@ -274,14 +302,14 @@ def test_500_on_a_write_is_not_retried(api):
 
 
 def test_retries_give_up_with_the_last_error(api):
-    api.get(MAGNUM + "/clusters/k8s", status_code=503, json=errors(503, "Service Unavailable."))
+    api.get(MAGNUM + "/clusters/k8s/nodegroups", status_code=503, json=errors(503, "Service Unavailable."))
     result = run(nodegroup, cluster="k8s", name="gpu")
     assert result["failed"] and "HTTP 503" in result["msg"] and "after 6 attempts" in result["msg"]
 
 
 def test_create_failed_is_reported_with_status_reason(api):
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
     api.get(
         ng_url(),
         [
@@ -301,7 +329,7 @@ def test_timeout_reports_the_last_status(api, monkeypatch):
     monkeypatch.setattr(magnum_api, "_clock", lambda: now[0])
     monkeypatch.setattr(magnum_api, "_sleep", lambda s: now.__setitem__(0, now[0] + s))
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
     api.get(ng_url(), json=ng(status="CREATE_IN_PROGRESS"))
     result = run(nodegroup, cluster="k8s", name="gpu", wait_timeout=30)
     assert result["failed"]
@@ -312,7 +340,7 @@ def test_timeout_reports_the_last_status(api, monkeypatch):
 
 def test_wait_false_returns_after_the_request(api, sleeps):
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(status="CREATE_IN_PROGRESS"))
     result = run(nodegroup, cluster="k8s", name="gpu", wait=False)
     assert result["changed"] and result["nodegroup"]["status"] == "CREATE_IN_PROGRESS"
     assert sleeps == []
@@ -321,7 +349,7 @@ def test_wait_false_returns_after_the_request(api, sleeps):
 def test_duplicate_name_409_is_reported(api):
     api.get(ng_url("gpu"), status_code=404, json=errors(404, "not found"))
     api.post(
-        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        MAGNUM + "/clusters/%s/nodegroups" % C,
         status_code=409,
         json=errors(409, "A node group with name gpu already exists in the cluster k8s."),
     )
@@ -331,20 +359,22 @@ def test_duplicate_name_409_is_reported(api):
 
 
 def test_cluster_not_found(api):
-    api.get(
-        MAGNUM + "/clusters/nope",
-        status_code=404,
-        json=errors(404, "Cluster nope could not be found."),
-        headers=mv_headers(),
-    )
-    result = run(nodegroup, cluster="nope", name="gpu")
-    assert result["failed"] and "Cluster 'nope' not found" in result["msg"] and "coe cluster list" in result["msg"]
+    """The step's first request is the list: Magnum answers 404 when the cluster is not there (nodegroup_info's
+    first one is the cluster itself)."""
+    for path in ("/clusters/nope/nodegroups", "/clusters/nope"):
+        api.get(
+            MAGNUM + path, status_code=404, json=errors(404, "Cluster nope could not be found."), headers=mv_headers()
+        )
+    for step in (nodegroup, nodegroup_info):
+        result = run(step, cluster="nope", name="gpu")
+        assert result["failed"] and "Cluster 'nope' not found" in result["msg"] and "coe cluster list" in result["msg"]
+    assert [r.path for r in magnum_calls(api)] == ["/v1/clusters/nope/nodegroups", "/v1/", "/v1/clusters/nope"]
 
 
 # ------------------------------------------------------------------------------------------- update
 def test_resize_up_goes_through_the_resize_action(api):
     existing(api, ng())
-    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % C, status_code=202, json={"uuid": CID})
     api.get(
         ng_url(),
         [
@@ -364,7 +394,7 @@ def test_resize_up_goes_through_the_resize_action(api):
 def test_out_of_bounds_resize_from_the_server_is_reported(api):
     existing(api, ng())
     api.post(
-        MAGNUM + "/clusters/%s/actions/resize" % CID,
+        MAGNUM + "/clusters/%s/actions/resize" % C,
         status_code=400,
         json=errors(400, "Resizing gpu outside the allowed range: min_node_count = 0, max_node_count = 3"),
     )
@@ -459,7 +489,7 @@ def test_delete_waits_for_404(api):
     )
     result = run(nodegroup, cluster="k8s", name="gpu", state="absent")
     assert result["changed"] and result["nodegroup"] == {}
-    assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (CID, NGID))]
+    assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (C, NGID))]
 
 
 def test_delete_of_missing_nodegroup_changes_nothing(api):
@@ -528,7 +558,7 @@ def test_shrink_with_drain_cordons_evicts_then_names_the_servers(api, kube):
 
     kube.request = request
     existing(api, ng(node_count=3))
-    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % C, status_code=202, json={"uuid": CID})
     api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=1))
     result = run(nodegroup, cluster="k8s", name="gpu", node_count=1, drain=True, kubeconfig="/dev/null")
     assert result["changed"], result
@@ -548,7 +578,7 @@ def test_shrink_evicts_the_gpu_pods_of_the_chosen_nodes_before_the_resize(api, k
     kube.pods[("ml", "job-2")] = k8s_pod("job-2", 2)
     kube.pods[("ml", "job-2c")] = k8s_pod("job-2c", 2)
     existing(api, ng(node_count=3))
-    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % C, status_code=202, json={"uuid": CID})
     api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=2))
     result = run(nodegroup, cluster="k8s", name="gpu", node_count=2, drain=True)
     # node-0 and node-1 have one GPU pod each, fewer than node-2's two; of those the newest goes
@@ -643,19 +673,21 @@ def test_info_lists_every_page(api):
 
 def test_info_detail_and_role(api):
     api.get(MAGNUM + "/clusters/%s/nodegroups" % CID, json={"nodegroups": [{"uuid": "b", "name": "w"}], "next": None})
-    api.get(ng_url("b"), json=ng(uuid="b", name="w", labels={"x": "1"}))
+    api.get(ng_url("b", CID), json=ng(uuid="b", name="w", labels={"x": "1"}))
     result = run(nodegroup_info, cluster="k8s", role="worker", detail=True)
     assert result["nodegroups"][0]["labels"] == {"x": "1"}
     assert "role=worker" in [r for r in magnum_calls(api) if r.path.endswith("/nodegroups")][0].url
 
 
 def test_info_missing_name_is_an_empty_list(api):
-    api.get(ng_url("nope"), status_code=404, json=errors(404, "not found"))
+    api.get(ng_url("nope", CID), status_code=404, json=errors(404, "not found"))
     assert run(nodegroup_info, cluster="k8s", name="nope")["nodegroups"] == []
 
 
 def test_406_explains_the_microversion(api):
-    api.get(ng_url("gpu"), status_code=406, json=errors(406, "Invalid service type for OpenStack-API-Version header"))
+    api.get(
+        ng_url("gpu", CID), status_code=406, json=errors(406, "Invalid service type for OpenStack-API-Version header")
+    )
     result = run(nodegroup_info, cluster="k8s", name="gpu")
     assert result["failed"] and "HTTP 406" in result["msg"] and "microversion 1.12 was sent" in result["msg"]
 
@@ -687,7 +719,7 @@ def test_one_call_converges_every_pool_with_one_list(api):
     # gpu-a exists and matches (model defaults: node_count 1, min 0, role worker), gpu-b is missing
     existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "cern_enabled": "true"}))
     api.post(
-        MAGNUM + "/clusters/%s/nodegroups" % CID,
+        MAGNUM + "/clusters/%s/nodegroups" % C,
         status_code=202,
         json=ng(uuid=B, name="gpu-b", status="CREATE_IN_PROGRESS"),
     )
@@ -727,7 +759,7 @@ def test_pool_inventory_with_nothing_to_do_writes_nothing(api):
 
 def test_a_failing_pool_does_not_hide_or_block_the_others(api):
     existing(api, ng(uuid=A, name="gpu-a", flavor_id="g1"), ng(uuid=B, name="gpu-b", node_count=1))
-    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % C, status_code=202, json={"uuid": CID})
     api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=3, status="UPDATE_COMPLETE"))
     result = run_pools(inventory(pool("gpu-a", flavor="g2", node_count=2), pool("gpu-b", node_count=3)))
     assert result["failed"] is True and result["changed"] is True
@@ -736,7 +768,7 @@ def test_a_failing_pool_does_not_hide_or_block_the_others(api):
     assert result["pools"]["gpu-b"]["changed"] is True and "failed" not in result["pools"]["gpu-b"]
     assert result["pools"]["gpu-b"]["nodegroup"]["node_count"] == 3
     assert result["msg"].startswith("The nodegroups of 1 pool(s) failed (gpu-a); 1 other pool(s) were converged")
-    assert writes(api) == [("POST", "/v1/clusters/%s/actions/resize" % CID)]
+    assert writes(api) == [("POST", "/v1/clusters/%s/actions/resize" % C)]
 
 
 def test_a_cluster_wide_label_change_is_drift_not_a_failure(api):
@@ -760,7 +792,7 @@ def test_a_pools_own_label_change_still_fails_that_pool(api):
 
 
 def test_new_nodegroup_gets_the_cluster_labels_under_the_pools(api):
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(uuid=A, name="gpu-a"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(uuid=A, name="gpu-a"))
     api.get(ng_url(A), json=ng(uuid=A, name="gpu-a", node_count=1))
     run_pools(inventory(pool("gpu-a", labels={"a": "pool"}), labels={"a": "cluster", "b": "cluster"}))
     (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
@@ -776,7 +808,7 @@ def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api, kube):
     result = run_pools(dict(inventory(pool("gpu-a", state="absent")), allow_empty=True))
     assert result["pools"]["gpu-a"]["changed"] and result["pools"]["gpu-a"]["nodegroup"] == {}
     assert result["orphaned"] == ["gpu-old"] and result["pruned"] == {}
-    assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (CID, A))]
+    assert writes(api) == [("DELETE", "/v1/clusters/%s/nodegroups/%s" % (C, A))]
     # the inventory's drain policy (on by default) looked for the nodes to drain first: gpu-a had none
     assert result["pools"]["gpu-a"]["drain"]["victims"] == [] and kube.writes() == []
 
@@ -890,7 +922,7 @@ def test_the_inventorys_drain_policy_drains_a_shrink_and_the_diff_lists_nodes_an
         {"node": "k8s-gpu-abc-node-2", "namespace": "ml", "name": "probe-2"}
     ]
 
-    api.post(MAGNUM + "/clusters/%s/actions/resize" % CID, status_code=202, json={"uuid": CID})
+    api.post(MAGNUM + "/clusters/%s/actions/resize" % C, status_code=202, json={"uuid": CID})
     api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=2))
     result = run_pools(cluster)
     assert result["pools"]["gpu"]["drain"]["evicted"] == ["ml/job-2"], result
@@ -926,7 +958,7 @@ def test_prune_deletes_only_the_orphaned_nodegroups_gpupool_made_after_a_drain(a
         ng(uuid="dw", name="default-worker", is_default=True),
     )
     cluster = dict(inventory(pool("gpu-keep", flavor="g1")), magnum=dict(inventory()["magnum"], prune_nodegroups=True))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % CID, status_code=202, json=ng(uuid="k", name="gpu-keep"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(uuid="k", name="gpu-keep"))
     check = run_pools(cluster, check=True, diff=True)
     assert sorted(check["pruned"]) == ["gpu", "gpu-old"] and check["orphaned"] == ["foreign"]
     assert check["pruned"]["gpu"]["pool"] == "gpu" and check["pruned"]["gpu-old"]["pool"] == "gpu-old"
@@ -945,7 +977,7 @@ def test_prune_deletes_only_the_orphaned_nodegroups_gpupool_made_after_a_drain(a
     result = run_pools(cluster)
     assert "failed" not in result, result
     assert sorted(p for m, p in writes(api) if m == "DELETE") == sorted(
-        "/v1/clusters/%s/nodegroups/%s" % (CID, i) for i in (A, NGID)
+        "/v1/clusters/%s/nodegroups/%s" % (C, i) for i in (A, NGID)
     )
     assert all(kube.nodes[n]["spec"]["unschedulable"] for n in kube.nodes)  # drained (cordoned) before the delete
     assert result["pruned"]["gpu"]["drain"]["evicted"] == ["ml/job-1"]

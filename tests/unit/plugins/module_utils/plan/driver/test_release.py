@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver import gpu_operator as op
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.release import (
+    cert_manager_refusal,
+    chart_name,
+    driver_slice_nodes,
+    helm_problem,
+    present_pool_nodes,
+    release_summary,
+    rollout_failure,
     rollout_status,
+    rollout_warnings,
     upgrade_reasons,
+    values_diff_entry,
 )
 
 META = {"name": "dra", "chart": "dra-driver-nvidia-gpu", "version": "0.5.1", "status": "deployed", "revision": 2}
@@ -96,3 +109,114 @@ def test_nodes_that_would_run_the_device_plugin():
     assert op.nodes_with_device_plugin(dict(facts, device_plugin=False), nodes) == []
     text = op.refusal(facts, ["b", "c"])
     assert "ClusterPolicy p" in text and "b, c" in text and "nvidia.com/gpu.deploy.device-plugin=false" in text
+
+
+# ------------------------------------------------------------------------------------------- the step's decisions
+@pytest.mark.parametrize(
+    "version, refused",
+    [("v3.14.4+g81c902a", False), ("v3.13.0", False), ("v4.0.1", False), ("v3.12.3+gabc", True), ("dev", False)],
+)
+def test_helm_older_than_3_13_is_refused(version, refused):
+    problem = helm_problem(version)
+    assert (problem is not None) is refused
+    if refused:
+        assert problem == (
+            "helm %s is too old: the module needs helm 3.13 or later (--dry-run=server, get metadata)" % version
+        )
+
+
+def test_chart_name_as_helm_records_it():
+    assert chart_name("oci://ghcr.io/nvidia/k8s-dra-driver-gpu/", None, "25.8.0") == "k8s-dra-driver-gpu"
+    assert chart_name("./charts/dra", {"name": "nvidia-dra-driver-gpu", "version": "25.8.0"}, "25.8.0") == (
+        "nvidia-dra-driver-gpu"
+    )
+    with pytest.raises(Problems) as refused:
+        chart_name("./charts/dra", {"name": "nvidia-dra-driver-gpu", "version": "25.3.0"}, "25.8.0")
+    assert refused.value.as_list() == [
+        {
+            "path": "gpupool_cluster.dra_driver.chart",
+            "message": "the local chart ./charts/dra is version 25.3.0 but gpupool_cluster.dra_driver.version is "
+            "25.8.0; point chart at the 25.8.0 chart or change the version",
+        }
+    ]
+
+
+def test_release_summary_keeps_what_the_result_shows():
+    assert release_summary(None) is None and release_summary({}) is None
+    assert release_summary(dict(META, appVersion="v0.5.1", namespace="nvidia", deployedAt="x")) == dict(
+        name="dra",
+        namespace="nvidia",
+        chart="dra-driver-nvidia-gpu",
+        version="0.5.1",
+        appVersion="v0.5.1",
+        revision=2,
+        status="deployed",
+    )
+
+
+class Settings:
+    namespace, release_name, version = "nvidia-dra", "dra", "0.5.1"
+
+
+def test_values_diff_entry_is_yaml_before_and_after():
+    entry = values_diff_entry(Settings, META, {"a": 1}, {"a": 2, "b": [1]}, "dra-driver-nvidia-gpu")
+    assert entry == {
+        "before_header": "helm values of nvidia-dra/dra (revision 2)",
+        "after_header": "desired values (dra-driver-nvidia-gpu 0.5.1)",
+        "before": "a: 1\n",
+        "after": "a: 2\nb:\n- 1\n",
+    }
+    fresh = values_diff_entry(Settings, None, None, {"a": 2}, "dra-driver-nvidia-gpu")
+    assert fresh["before_header"] == "helm values of nvidia-dra/dra (not installed)" and fresh["before"] == "{}\n"
+
+
+def test_cert_manager_refusal_names_what_is_missing():
+    text = cert_manager_refusal(["certificates.cert-manager.io", "issuers.cert-manager.io"])
+    assert "has no certificates.cert-manager.io and no issuers.cert-manager.io: install cert-manager" in text
+
+
+def test_pool_nodes_and_publishing_nodes():
+    cluster = load_cluster(
+        {
+            "name": "k",
+            "pools": [
+                {"name": "a", "gpu": {"model": "T4"}, "node_selector": {"x": "1"}},
+                {"name": "b", "state": "absent", "gpu": {"model": "T4"}, "node_selector": {"x": "2"}},
+            ],
+        }
+    )
+    nodes = [
+        {"metadata": {"name": n, "labels": {"gpupool.io/pool": p}}} for n, p in (("n1", "a"), ("n2", "b"), ("n3", "c"))
+    ]
+    present = [p.name for p in cluster.present_pools]
+    assert [n["metadata"]["name"] for n in present_pool_nodes(nodes + [{"metadata": {"name": "n4"}}], present)] == [
+        "n1"
+    ]
+    slices = [
+        {"spec": {"driver": "gpu.nvidia.com", "nodeName": "n1"}},
+        {"spec": {"driver": "compute-domain.nvidia.com", "nodeName": "n2"}},
+        {"spec": {"driver": "gpu.nvidia.com"}},
+    ]
+    assert driver_slice_nodes(slices) == ["n1", None]
+
+
+def test_rollout_end_texts():
+    status = {"message": "kubelet plugin 1/2 ready (2 updated)", "nodes_not_ready": []}
+    assert rollout_failure(600, status, "nvidia-dra").startswith(
+        "the DRA driver did not roll out within 600s: kubelet plugin 1/2 ready (2 updated). Check the pods in "
+        "namespace nvidia-dra (kubectl -n nvidia-dra get pods)"
+    )
+    assert rollout_warnings(status) == []
+    assert rollout_warnings(dict(status, nodes_not_ready=["n2", "n5"])) == [
+        "pool node(s) not Ready, not checked for the kubelet plugin: n2, n5"
+    ]
+
+
+def test_driver_root_warning_only_for_an_explicit_other_root_next_to_the_driver_container():
+    container = {"driver_container": True}
+    assert op.driver_root_warning(container, "/", True) == (
+        "the GPU Operator runs its driver container (root /run/nvidia/driver) but dra_driver.nvidia_driver_root is /"
+    )
+    assert op.driver_root_warning(container, "/", False) is None
+    assert op.driver_root_warning(container, "/run/nvidia/driver", True) is None
+    assert op.driver_root_warning({"driver_container": False}, "/", True) is None

@@ -14,19 +14,15 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroup
     choose_microversion,
     desired_from_pool,
     desired_state,
-    drain_candidate,
     evaluate_wait,
     format_version,
     normalize_labels,
     normalize_taints,
     orphaned_nodegroups,
     parse_version,
-    plan_drain,
     plan_nodegroup,
-    server_id,
     view,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import gpu_use
 
 CLUSTER = {"uuid": "c-1", "name": "k8s", "flavor_id": "m1", "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
 
@@ -495,88 +491,6 @@ def test_old_failure_is_ignored_until_the_new_operation_runs():
 def test_wait_compares_node_labels_normalized():
     expect = {"status": ["UPDATE_COMPLETE"], "fields": {"node_labels": {"a": "true"}}}
     assert evaluate_wait({"status": "UPDATE_COMPLETE", "node_labels": {"a": True}}, expect)[0] == "done"
-
-
-# ------------------------------------------------------------------------------------------- drain
-def node(name, gpu_pods=0, cordoned=False, provider="openstack:///srv-%s"):
-    return {
-        "name": name,
-        "provider_id": provider % name if provider and "%s" in provider else provider,
-        "unschedulable": cordoned,
-        "gpu_pods": [{"namespace": "ml", "name": "%s-p%d" % (name, i)} for i in range(gpu_pods)],
-    }
-
-
-def test_drain_prefers_cordoned_then_idle_then_newest():
-    nodes = [
-        node("k8s-gpu-abc-node-0", 0),
-        node("k8s-gpu-abc-node-1", 2),
-        node("k8s-gpu-abc-node-2", 1),
-        node("k8s-gpu-abc-node-3", 3, cordoned=True),
-        node("k8s-gpu-abc-node-4", 0),
-    ]
-    plan_ = plan_drain(nodes, 3)
-    assert plan_["victims"] == ["k8s-gpu-abc-node-3", "k8s-gpu-abc-node-4", "k8s-gpu-abc-node-0"]
-    assert plan_["nodes_to_remove"] == ["srv-k8s-gpu-abc-node-3", "srv-k8s-gpu-abc-node-4", "srv-k8s-gpu-abc-node-0"]
-    assert plan_["cordon"] == ["k8s-gpu-abc-node-4", "k8s-gpu-abc-node-0"]
-    assert [p["name"] for p in plan_["evict"]] == [
-        "k8s-gpu-abc-node-3-p0",
-        "k8s-gpu-abc-node-3-p1",
-        "k8s-gpu-abc-node-3-p2",
-    ]
-
-
-def test_drain_nothing_to_remove():
-    assert plan_drain([node("a")], 0) == {"victims": [], "nodes_to_remove": [], "cordon": [], "evict": []}
-
-
-def test_drain_needs_enough_registered_nodes():
-    with pytest.raises(Problems, match="only 1 of its nodes are registered"):
-        plan_drain([node("a")], 2)
-
-
-@pytest.mark.parametrize(
-    "provider, expected",
-    [
-        ("openstack:///abc", "abc"),
-        ("openstack://RegionOne/abc", "abc"),
-        ("aws:///i-1", None),
-        (None, None),
-        ("openstack:///", None),
-    ],
-)
-def test_server_id_from_provider_id(provider, expected):
-    assert server_id({"provider_id": provider}) == expected
-
-
-def test_node_without_provider_id_is_removed_by_name():
-    assert plan_drain([node("n-1", provider=None)], 1)["nodes_to_remove"] == ["n-1"]
-
-
-@pytest.mark.parametrize(
-    "spec, uses",
-    [
-        ({"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}, True),
-        ({"containers": [{"resources": {"requests": {"nvidia.com/mig-1g.10gb": 1}}}]}, True),
-        ({"initContainers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}], "containers": []}, True),
-        ({"containers": [{"name": "x"}], "resourceClaims": [{"name": "gpu"}]}, True),
-        ({"containers": [{"resources": {"limits": {"cpu": "1"}}}]}, False),
-        ({"containers": [{}]}, False),
-    ],
-)
-def test_the_drain_and_the_mig_rollout_share_one_gpu_pod_rule(spec, uses):
-    assert (gpu_use({"spec": spec}) is not None) is uses
-
-
-def test_drain_candidate_from_a_node_and_its_gpu_pods():
-    node_ = {"metadata": {"name": "n-1"}, "spec": {"providerID": "openstack:///abc", "unschedulable": True}}
-    pods = [{"metadata": {"namespace": "ml", "name": "train"}}]
-    assert drain_candidate(node_, pods) == {
-        "name": "n-1",
-        "provider_id": "openstack:///abc",
-        "unschedulable": True,
-        "gpu_pods": [{"namespace": "ml", "name": "train"}],
-    }
 
 
 # ------------------------------------------------------------------------------------------- from the model
