@@ -174,6 +174,27 @@ class Reasoner:
         self.declared = declared_offers(cluster)
         self.ledger = Ledger(supplies)
         self._published: Optional[Dict[str, List[tuple]]] = None
+        self._most: Dict[tuple, int] = {}
+        self._fragments: Dict[tuple, List[str]] = {}
+        self._totals: Dict[tuple, int] = {}
+        self._publishing: Dict[tuple, tuple] = {}
+
+    def most(self, pool: str, unit: str, attribute: Optional[str]) -> int:
+        key = (pool, unit, attribute)
+        if key not in self._most:
+            self._most[key] = _most_per_group(self.supplies[pool], unit, attribute)
+        return self._most[key]
+
+    def publishing(self, pool: str, unit: str) -> tuple:
+        """(usable nodes that publish `unit`, "name (why)" of the unusable ones that do)."""
+        key = (pool, unit)
+        if key not in self._publishing:
+            rows = [r for r in self.supplies[pool]["nodes"] if any(g["total"].get(unit) for g in r["gpus"].values())]
+            self._publishing[key] = (
+                [r["name"] for r in rows if r["usable"]],
+                ["%s (%s)" % (r["name"], r["why"]) for r in rows if not r["usable"]],
+            )
+        return self._publishing[key]
 
     def published(self) -> Dict[str, List[tuple]]:
         if self._published is None:  # only for classes the inventory does not declare
@@ -272,7 +293,7 @@ class Reasoner:
                 else "no node matches it"
             )
             return _result(request, "no_nodes", "pool %s has no nodes: %s" % (offer.pool, why), offer, True)
-        most = _most_per_group(supply, unit, attribute)
+        most = self.most(offer.pool, unit, attribute)
         if most == 0:
             return _result(
                 request,
@@ -292,13 +313,8 @@ class Reasoner:
                 offer,
                 True,
             )
-        usable = [r for r in supply["nodes"] if r["usable"] and any(g["total"].get(unit) for g in r["gpus"].values())]
+        usable, down = self.publishing(offer.pool, unit)
         if not usable:
-            down = [
-                "%s (%s)" % (r["name"], r["why"])
-                for r in supply["nodes"]
-                if any(g["total"].get(unit) for g in r["gpus"].values())
-            ]
             return _result(
                 request,
                 "nodes_unusable",
@@ -318,7 +334,9 @@ class Reasoner:
                 True,
                 node,
             )
-        fragments = _fragments(cluster_pool, supply, unit)
+        if (offer.pool, unit) not in self._fragments:  # from the published state: the same for every claim
+            self._fragments[(offer.pool, unit)] = _fragments(cluster_pool, supply, unit)
+        fragments = self._fragments[(offer.pool, unit)]
         if fragments:
             return _result(
                 request,
@@ -328,7 +346,11 @@ class Reasoner:
                 offer,
                 True,
             )
-        total = sum(g["total"].get(unit, 0) for r in supply["nodes"] for g in r["gpus"].values())
+        if (offer.pool, unit) not in self._totals:
+            self._totals[(offer.pool, unit)] = sum(
+                g["total"].get(unit, 0) for r in supply["nodes"] for g in r["gpus"].values()
+            )
+        total = self._totals[(offer.pool, unit)]
         return _result(
             request,
             "all_allocated",
