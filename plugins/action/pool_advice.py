@@ -21,7 +21,11 @@ from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import St
 
 class PoolAdviceModule(KubernetesModule):
     shared = (NODES,)
-    argument_spec = dict(inventory_file=dict(type="path"), pictures=dict(type="bool", default=True))
+    argument_spec = dict(
+        inventory_file=dict(type="path"),
+        pictures=dict(type="bool", default=True),
+        namespaces=dict(type="list", elements="str"),
+    )
 
     def run(self):
         p = self.params
@@ -51,6 +55,7 @@ class PoolAdviceModule(KubernetesModule):
             inventory_text=text,
             inventory_path=p["inventory_file"],
             pictures=p["pictures"],
+            namespaces=p["namespaces"],
         )
         return dict(result, resource_api_version="resource.k8s.io/%s" % version)
 

@@ -40,6 +40,11 @@ options:
     description: Draw RV(pictures), one SVG per changed pool.
     type: bool
     default: true
+  namespaces:
+    description:
+      - Only the claims of these namespaces (a tenant's view). Default - the claims of every namespace.
+    type: list
+    elements: str
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.lease
@@ -106,6 +111,9 @@ waiting:
     servable:
       description: Whether a change of its pool could serve it (the pool's advice then does).
       type: bool
+    no_change_serves:
+      description: Why no layout and no node count of its pool could serve it, or null.
+      type: str
     requests:
       description: Per request its C(device_class), C(count), C(match_attribute), C(pool), C(unit) (C(gpu) for
         whole GPUs, else the MIG profile), C(reason), C(message).

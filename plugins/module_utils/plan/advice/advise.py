@@ -102,10 +102,12 @@ def advise(
     inventory_path: Optional[str] = None,
     root: str = "gpupool_cluster",
     pictures: bool = True,
+    namespaces: Optional[List[str]] = None,
 ) -> Dict[str, Any]:
     """{"waiting": [per waiting claim: pods, requests, reason, message], "pools": {pool: {"demand", "options",
     "advice", "unserved", "cut_short"}}, "nothing_to_change", "snippet", "diff", "diff_note", "pictures",
-    "problems", "summary"} for the present pools in scope (default: all)."""
+    "problems", "summary"} for the present pools in scope (default: all) and the claims of `namespaces` (default:
+    every namespace)."""
     scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
     assigned = assign(scope, nodes, nodegroup_label, name_pattern)[0]
     by_node = slices_by_node(current_slices(slices))
@@ -115,7 +117,7 @@ def advise(
     reasoner = Reasoner(cluster, supplies, live, by_node)
     waiting = []
     for claim in read_claims(claims, pods):
-        if claim.allocated:
+        if claim.allocated or (namespaces and claim.namespace not in namespaces):
             continue
         row = reasoner.claim(claim)
         if row["requests"] and all(r["reason"] == "out_of_scope" for r in row["requests"]):

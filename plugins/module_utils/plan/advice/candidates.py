@@ -251,8 +251,8 @@ def search(
         "unserved": unserved,
         "cut_short": False,
     }
-    if ev.serves({}, 0):
-        result["serves_now"] = True
+    if not demand or ev.serves({}, 0):
+        result["serves_now"] = bool(demand)  # nothing left to serve is not "served now"
         return result
     names = [r["name"] for r in supply["nodes"]]
     current = ev.current

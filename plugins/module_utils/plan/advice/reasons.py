@@ -372,4 +372,5 @@ class Reasoner:
             "reason": first["reason"] if first else "no_requests",
             "message": first["message"] if first else "the claim has no device requests",
             "servable": bool(results) and all(r["servable"] for r in results),
+            "no_change_serves": None,  # set when no change of its pool could serve it (advise.py)
         }

@@ -62,7 +62,7 @@ def summary(cluster_name: str, result: Dict[str, Any]) -> str:
         pods = " (pods %s)" % _names(row["pods"]) if row["pods"] else ""
         lines.append("  - %s/%s%s: [%s] %s" % (row["namespace"], row["name"], pods, row["reason"], row["message"]))
     if result["nothing_to_change"]:
-        stuck = [n for n, p in result["pools"].items() if not p["serves_now"] and not p["advice"]]
+        stuck = [n for n, p in result["pools"].items() if p["demand"] and not p["serves_now"] and not p["advice"]]
         if stuck:
             lines.append("no change found that serves the waiting claims of pool(s) %s" % ", ".join(stuck))
         else:
@@ -70,6 +70,8 @@ def summary(cluster_name: str, result: Dict[str, Any]) -> str:
     for name, pool in result["pools"].items():
         for item in pool["unserved"]:
             lines.append("%s: %s cannot be served by a change: %s" % (name, item["claim"], item["why"]))
+        if not pool["demand"]:
+            continue
         if pool["serves_now"]:
             lines.append("%s: nothing to change (the free devices serve its waiting claims)" % name)
             continue
