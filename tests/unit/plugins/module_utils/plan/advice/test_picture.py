@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from xml.etree import ElementTree
+
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.picture import change_picture
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
@@ -16,7 +18,7 @@ def test_now_and_after_rows_with_the_new_instances_where_the_planner_places_them
     allocated = {(b.DRIVER, "a100-0", "gpu-0-mig-3g20gb-9-4"): "ml/held"}
     supply = pool_supply(pool, [b.node("a100-0", "a100")], by_node, allocated)
     svg = change_picture(pool, supply, Candidate("a100", {1: {"3g.20gb": 2}}, 1, ["a100-0"], [], 2, 1.0, 2))
-    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert ElementTree.fromstring(svg).tag == "{http://www.w3.org/2000/svg}svg"  # well-formed SVG
     assert "pool a100 now and after the advice (GPU 1: 2 x 3g.20gb, 1 more node(s))" in svg
     for label in (">a100-0 now<", ">a100-0 after<", ">new node 1<"):
         assert label in svg
