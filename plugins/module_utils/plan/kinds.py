@@ -55,3 +55,5 @@ CUSTOM_RESOURCE_DEFINITION = Kind(
 )
 # The NVIDIA GPU Operator's singleton configuration (read only: gpupool never writes it).
 CLUSTER_POLICY = Kind("ClusterPolicy", "nvidia.com", "clusterpolicies", False, ("v1",))
+# Read by the advisor (which pods wait on a claim, which a re-partition would evict); never written.
+POD = Kind("Pod", "", "pods", True, ("v1",))

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Advisor benchmark: why 5,000 claims wait and what to change, on 2,000 nodes - planning CPU only.
+
+Target (issue #20): the advice for 2,000 nodes and 5,000 claims takes at most 2 s of planning CPU
+(`plan.advice.advise.advise` on the API's plain dicts; no I/O). Prints the measurement and exits non-zero when the
+target is missed. Run: make bench (or python bench/bench_advice.py).
+
+The cluster: two pools of the example's shapes - 1,500 A100-40GB nodes (2 GPUs) with the static layout
+3g.20gb + 2 x 2g.10gb and 500 H100-80GB nodes of 4 whole GPUs, both with room to grow - with devices written as
+the NVIDIA DRA driver publishes them (memorySlice<N> capacities, a pcieRoot per GPU). Of the 5,000 claims 4,000
+are allocated (GPU 0 of every A100 node holds its 3g.20gb, two thirds also a 2g.10gb; three H100s of every node)
+and 1,000 wait: 3g.20gb, 1g.10gb (a profile the pool does not offer: the advice re-partitions GPU 1), whole GPUs
+(more than are free: the advice adds H100 nodes), pairs of whole GPUs under one pcieRoot (no change serves them),
+and a class nobody makes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
+
+TARGET_S = 2.0
+NODES = {"a100": 1500, "h100": 500}
+GPUS = {"a100": 2, "h100": 4}
+CLAIMS, WAITING = 5000, 1000
+DRIVER = "gpu.nvidia.com"
+ROOT = "resource.kubernetes.io/pcieRoot"
+A100_LAYOUT = [("3g.20gb", 9, 4, 4), ("2g.10gb", 14, 0, 2), ("2g.10gb", 14, 2, 2)]  # profile, GI id, start, size
+
+
+def inventory():
+    return {
+        "name": "bench",
+        "magnum": {"cloud": "bench", "cluster": "bench"},
+        "pools": [
+            {
+                "name": "a100",
+                "nodegroup": {"flavor": "g4.p2.40g", "node_count": 1500, "max_node_count": 1600},
+                "gpu": {"model": "A100-40GB", "per_node": 2},
+                "mig": {"mode": "static", "layout": {"3g.20gb": 1, "2g.10gb": 2}},
+            },
+            {
+                "name": "h100",
+                "nodegroup": {"flavor": "g5.h100x4", "node_count": 500, "max_node_count": 600},
+                "gpu": {"model": "H100-80GB", "per_node": 4},
+            },
+        ],
+    }
+
+
+def attrs(kind, minor, **more):
+    out = {"type": {"string": kind}, ROOT: {"string": "pci%02x" % minor}}
+    out["resource.kubernetes.io/pciBusID"] = {"string": "0000:%02x:00.0" % (0x10 + minor)}
+    out.update({k: {"string": v} for k, v in more.items()})
+    return out
+
+
+def cluster_objects():
+    nodes, slices, devices = [], [], []
+    for pool, count in NODES.items():
+        for n in range(count):
+            name = "%s-%04d" % (pool, n)
+            nodes.append(
+                {
+                    "metadata": {"name": name, "labels": {"magnum.openstack.org/nodegroup": pool}},
+                    "spec": {},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+                }
+            )
+            devs = []
+            for minor in range(GPUS[pool]):
+                if pool == "h100":
+                    devs.append({"name": "gpu-%d" % minor, "attributes": attrs("gpu", minor)})
+                    continue
+                for profile, gi, start, size in A100_LAYOUT:
+                    devs.append(
+                        {
+                            "name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), gi, start),
+                            "attributes": attrs("mig", minor, profile=profile),
+                            "capacity": {"memorySlice%d" % s: {"value": "1"} for s in range(start, start + size)},
+                        }
+                    )
+            devices += [(name, d["name"], pool, (d["attributes"].get("profile") or {}).get("string")) for d in devs]
+            slices.append(
+                {
+                    "metadata": {"name": name + "-gpu"},
+                    "spec": {
+                        "driver": DRIVER,
+                        "nodeName": name,
+                        "pool": {"name": name, "generation": 1},
+                        "devices": devs,
+                    },
+                }
+            )
+    return nodes, slices, devices
+
+
+def claim(number, device_class, count=1, attribute=None, allocated=None):
+    out = {
+        "metadata": {
+            "namespace": "ns-%d" % (number % 40),
+            "name": "claim-%05d" % number,
+            "creationTimestamp": "2026-01-01T%02d:%02d:%02dZ" % (number // 3600 % 24, number // 60 % 60, number % 60),
+        },
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count},
+                    }
+                ]
+            }
+        },
+    }
+    if attribute:
+        out["spec"]["devices"]["constraints"] = [{"requests": ["gpu"], "matchAttribute": attribute}]
+    if allocated:
+        out["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": "gpu", "driver": DRIVER, "pool": allocated[0], "device": allocated[1]}]
+                }
+            }
+        }
+    return out
+
+
+def claims(devices):
+    out = []
+    for node, device, pool, profile in devices:
+        index = int(device.split("-")[1])
+        a100_node = (
+            pool == "a100" and index == 0 and (profile == "3g.20gb" or (device.endswith("-0") and int(node[-4:]) % 3))
+        )
+        if a100_node or (pool == "h100" and index < 3):
+            name = pool if profile is None else "%s-%s" % (pool, profile)
+            out.append(claim(len(out), name, allocated=(node, device)))
+    assert len(out) == CLAIMS - WAITING, len(out)
+    kinds = [("a100-3g.20gb", 1, None)] * 3 + [("a100-1g.10gb", 1, None)] * 3 + [("h100", 1, None)] * 11
+    kinds += [("h100", 2, ROOT)] * 2 + [("nobody-makes-this", 1, None)]
+    for k in range(WAITING):
+        device_class, count, attribute = kinds[k % len(kinds)]
+        out.append(claim(CLAIMS - WAITING + k, device_class, count, attribute))
+    return out
+
+
+def main():
+    data = inventory()
+    cluster = load_cluster(data)
+    classes = [d.obj for d in cluster_device_classes(cluster)]
+    nodes, slices, devices = cluster_objects()
+    all_claims = claims(devices)
+    samples, result = [], None
+    for _ in range(3):
+        t0 = time.process_time()
+        result = advise(cluster, data, nodes, slices, all_claims, classes, [])
+        samples.append(time.process_time() - t0)
+    best, median = min(samples), statistics.median(samples)
+    reasons = {}
+    for row in result["waiting"]:
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    print(
+        "advice %d nodes, %d claims (%d waiting): planning CPU median %.2fs, best %.2fs (target %.1fs)"
+        % (len(nodes), len(all_claims), len(result["waiting"]), median, best, TARGET_S)
+    )
+    print("  reasons: %s" % ", ".join("%s %d" % kv for kv in sorted(reasons.items())))
+    for name, pool in result["pools"].items():
+        advice = pool["advice"]
+        found = "serves now" if pool["serves_now"] else "none found"
+        print("  %s: %s" % (name, advice["text"] if advice else "no change (%s)" % found))
+    if median > TARGET_S:
+        print("MISSED: advice planning CPU %.2f s > %.1f s" % (median, TARGET_S))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,376 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Why each waiting claim waits, in words. Pure.
+
+Claims are taken oldest first, and what a claim could get is reserved for it (a ledger of free units per pool), so
+ten claims for eight free GPUs read as eight that can be allocated now and two that wait because every GPU is
+taken. The reasons, in the order they are looked for (the first that holds is the claim's):
+
+``no_device_class``      no DeviceClass of that name exists (with what gpupool would make of the name);
+``class_not_evaluated``  a class the inventory does not declare, with selectors the advisor does not read;
+``selects_nothing``      the class selects no device of any pool;
+``no_nodes``             the pool has no node (``node_count: 0``, or no node matches it);
+``nodes_unusable``       the pool's nodes that publish the unit are cordoned or NotReady;
+``too_many``             more devices on one node, or under one ``matchAttribute`` value, than any node has;
+``free_now``             devices are free for it now: it waits for the scheduler (or for a pod to use it);
+``fragmented``           free memory exists but no free device of the profile: the GPUs and their free slices;
+``all_allocated``        every device of the unit is allocated (or reserved for an older waiting claim).
+
+Only each request's first ``firstAvailable`` alternative is considered, and requests of one claim are looked at on
+their own (the scheduler also wants them on one node): docs/advisor.md lists the limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes import (
+    declared_offers,
+    pattern_offer,
+    published_units,
+    selected_offers,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import groups, unit_slices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import FULL_GPU
+
+SERVABLE = ("no_device_class", "no_nodes", "nodes_unusable", "too_many", "free_now", "fragmented", "all_allocated")
+
+
+def unit_words(unit: str) -> str:
+    return "whole GPU(s)" if unit == FULL_GPU else "%s MIG device(s)" % unit
+
+
+def slice_ranges(slices: List[int]) -> str:
+    """[0, 1, 2, 6, 7] -> '0-2, 6-7'."""
+    out, start = [], None
+    for k, s in enumerate(slices):
+        if start is None:
+            start = s
+        if k + 1 == len(slices) or slices[k + 1] != s + 1:
+            out.append("%d" % start if start == s else "%d-%d" % (start, s))
+            start = None
+    return ", ".join(out)
+
+
+class Ledger:
+    """Free units per pool and unit, GPU by GPU, reserved claim by claim."""
+
+    def __init__(self, supplies: Dict[str, dict]) -> None:
+        self.supplies = supplies
+        self._free: Dict[Tuple[str, str], Dict[Tuple[str, int], int]] = {}
+        self._failed: Dict[Tuple[str, str, Optional[str]], int] = {}
+
+    def free(self, pool: str, unit: str) -> Dict[Tuple[str, int], int]:
+        key = (pool, unit)
+        if key not in self._free:
+            out = {}
+            for row in self.supplies[pool]["nodes"]:
+                if row["usable"]:
+                    for index, gpu in row["gpus"].items():
+                        if gpu["free"].get(unit):
+                            out[(row["name"], index)] = gpu["free"][unit]
+            self._free[key] = out
+        return self._free[key]
+
+    def take(self, pool: str, unit: str, count: int, attribute: Optional[str]) -> Optional[str]:
+        """Reserve `count` units on one node (under one `attribute` value); the node, or None."""
+        free = self.free(pool, unit)
+        if not free:
+            return None
+        if count == 1:
+            gpu = next(iter(free))
+            self._use(free, gpu, 1)
+            return gpu[0]
+        memo = (pool, unit, attribute)
+        if count >= self._failed.get(memo, count + 1):
+            return None  # units only ever go: a count that failed fails again
+        rows = {r["name"]: r for r in self.supplies[pool]["nodes"]}
+        for node in sorted({n for n, _i in free}):
+            for indices in groups(rows[node], attribute).values():
+                have = [(i, free.get((node, i), 0)) for i in indices]
+                if sum(n for _i, n in have) >= count:
+                    left = count
+                    for index, n in have:
+                        use = min(n, left)
+                        if use:
+                            self._use(free, (node, index), use)
+                        left -= use
+                    return node
+        self._failed[memo] = count
+        return None
+
+    @staticmethod
+    def _use(free, gpu, n):
+        free[gpu] -= n
+        if free[gpu] <= 0:
+            del free[gpu]
+
+
+def _most_per_group(supply: dict, unit: str, attribute: Optional[str]) -> int:
+    """The most devices of `unit` any node has (under one `attribute` value), allocated or not."""
+    best = 0
+    for row in supply["nodes"]:
+        for indices in groups(row, attribute).values():
+            best = max(best, sum(row["gpus"][i]["total"].get(unit, 0) for i in indices))
+    return best
+
+
+def _fragments(pool, supply: dict, unit: str, limit: int = 3) -> List[str]:
+    """Usable GPUs with enough free memory slices for one `unit` device but no free device of it."""
+    need = unit_slices(pool, unit)
+    out = []
+    for row in supply["nodes"]:
+        if not row["usable"]:
+            continue
+        for index, gpu in sorted(row["gpus"].items()):
+            if not gpu["device"]["memory_slices"] or gpu["free"].get(unit):
+                continue
+            if len(gpu["free_slices"]) >= need:
+                out.append(
+                    "node %s GPU %d (free memory slices %s)" % (row["name"], index, slice_ranges(gpu["free_slices"]))
+                )
+                if len(out) == limit:
+                    return out
+    return out
+
+
+def _placement_rule(pool, unit: str) -> str:
+    gpu = pool.catalog_gpu
+    profile = profile_by_name(gpu, unit) if gpu is not None and gpu.mig and unit != FULL_GPU else None
+    if profile is None:
+        return "a whole GPU needs a GPU without MIG instances"
+    return "%s takes %d memory slice(s) in a row, starting at %s" % (
+        unit,
+        profile.memory_slices,
+        " or ".join(str(s) for s in profile.starts),
+    )
+
+
+def _result(request, reason: str, message: str, offer=None, servable: bool = False, node=None) -> Dict[str, Any]:
+    return {
+        "request": request.name,
+        "device_class": request.device_class,
+        "count": request.count,
+        "match_attribute": request.match_attribute,
+        "pool": offer.pool if offer else None,
+        "unit": offer.unit if offer else None,
+        "reason": reason,
+        "message": message,
+        "servable": servable,
+        "node": node,
+    }
+
+
+class Reasoner:
+    """Says why each request of each waiting claim waits (see the module docstring)."""
+
+    def __init__(self, cluster, supplies: Dict[str, dict], live_classes: Dict[str, dict], by_node) -> None:
+        self.cluster = cluster
+        self.supplies = supplies
+        self.live = live_classes
+        self.by_node = by_node
+        self.declared = declared_offers(cluster)
+        self.ledger = Ledger(supplies)
+        self._published: Optional[Dict[str, List[tuple]]] = None
+        self._most: Dict[tuple, int] = {}
+        self._fragments: Dict[tuple, List[str]] = {}
+        self._totals: Dict[tuple, int] = {}
+        self._publishing: Dict[tuple, tuple] = {}
+
+    def most(self, pool: str, unit: str, attribute: Optional[str]) -> int:
+        key = (pool, unit, attribute)
+        if key not in self._most:
+            self._most[key] = _most_per_group(self.supplies[pool], unit, attribute)
+        return self._most[key]
+
+    def publishing(self, pool: str, unit: str) -> tuple:
+        """(usable nodes that publish `unit`, "name (why)" of the unusable ones that do)."""
+        key = (pool, unit)
+        if key not in self._publishing:
+            rows = [r for r in self.supplies[pool]["nodes"] if any(g["total"].get(unit) for g in r["gpus"].values())]
+            self._publishing[key] = (
+                [r["name"] for r in rows if r["usable"]],
+                ["%s (%s)" % (r["name"], r["why"]) for r in rows if not r["usable"]],
+            )
+        return self._publishing[key]
+
+    def published(self) -> Dict[str, List[tuple]]:
+        if self._published is None:  # only for classes the inventory does not declare
+            self._published = {
+                name: published_units([r["name"] for r in s["nodes"]], self.by_node)
+                for name, s in self.supplies.items()
+            }
+        return self._published
+
+    def offers(self, request) -> Tuple[List, Optional[Dict[str, Any]]]:
+        """([Offer], None) or ([], the reason it has none)."""
+        name = request.device_class
+        declared = self.declared.get(name)
+        if name not in self.live:
+            if declared is not None:
+                return [], _result(
+                    request,
+                    "no_device_class",
+                    "no DeviceClass %s in the cluster; the inventory declares it for pool %s: run site.yml "
+                    "(its device_classes step) to create it" % (name, declared.pool),
+                    declared,
+                )
+            pattern = pattern_offer(self.cluster, name)
+            if pattern is not None:
+                return [pattern], _result(
+                    request,
+                    "no_device_class",
+                    "no DeviceClass %s: it is the name of pool %s's class for %s, which gpupool creates once the "
+                    "pool offers them (it does not now)" % (name, pattern.pool, unit_words(pattern.unit)),
+                    pattern,
+                    servable=True,
+                )
+            return [], _result(
+                request,
+                "no_device_class",
+                "no DeviceClass %s, and no pool would make one of that name: create the class or name one of the "
+                "pools' classes in the claim" % name,
+            )
+        if declared is not None:
+            return [declared], None
+        offers = selected_offers(self.live[name], self.published())
+        if offers is None:
+            return [], _result(
+                request,
+                "class_not_evaluated",
+                "DeviceClass %s is not one of the inventory's classes and its selectors are not of the simple shapes "
+                "the advisor reads (== and in over device attributes, joined by &&); it is not evaluated" % name,
+            )
+        if not offers:
+            return [], _result(
+                request,
+                "selects_nothing",
+                "DeviceClass %s selects no device any pool%s publishes" % (name, "" if self.supplies else " in scope"),
+            )
+        return offers, None
+
+    def request(self, claim, request) -> Dict[str, Any]:
+        offers, early = self.offers(request)
+        if early is not None and not early["servable"]:
+            return early
+        if request.selectors:
+            note = "; the request's own selectors are not evaluated"
+        else:
+            note = ""
+        in_scope = [o for o in offers if o.pool in self.supplies]
+        if not in_scope:
+            return _result(
+                request, "out_of_scope", "its pool(s) %s are not in scope" % ", ".join(o.pool for o in offers)
+            )
+        offer = in_scope[0]
+        result = self._on_pool(claim, request, offer, early)
+        if len(in_scope) > 1 and result["reason"] != "free_now":
+            for other in in_scope[1:]:
+                alt = self._on_pool(claim, request, other, early)
+                if alt["reason"] == "free_now":
+                    return alt
+            result["servable"] = False
+            result["message"] += " (the class selects devices of pools %s: the advisor changes no pool for it)" % (
+                ", ".join(o.pool for o in in_scope)
+            )
+        if note:
+            result["message"] += note
+        return result
+
+    def _on_pool(self, claim, request, offer, early) -> Dict[str, Any]:
+        cluster_pool = self.cluster.pool(offer.pool)
+        supply = self.supplies[offer.pool]
+        unit, count, attribute = offer.unit, request.count, request.match_attribute
+        if early is not None:  # a pattern name: no class yet, so nothing is looked up on the nodes
+            return early
+        if not supply["nodes"]:
+            group = cluster_pool.nodegroup
+            why = (
+                "its nodegroup's node_count is 0"
+                if group is not None and group.node_count == 0
+                else "no node matches it"
+            )
+            return _result(request, "no_nodes", "pool %s has no nodes: %s" % (offer.pool, why), offer, True)
+        most = self.most(offer.pool, unit, attribute)
+        if most == 0:
+            return _result(
+                request,
+                "selects_nothing",
+                "DeviceClass %s selects no device: no node of pool %s publishes %s (see gpupool.core.pool_info: a "
+                "MIG layout not applied yet, or a node without the DRA driver)"
+                % (request.device_class, offer.pool, unit_words(unit)),
+                offer,
+            )
+        if count > most:
+            where = "under one %s value" % attribute if attribute else "on one node"
+            return _result(
+                request,
+                "too_many",
+                "it asks for %d %s %s; the most any node of pool %s has is %d"
+                % (count, unit_words(unit), where, offer.pool, most),
+                offer,
+                True,
+            )
+        usable, down = self.publishing(offer.pool, unit)
+        if not usable:
+            return _result(
+                request,
+                "nodes_unusable",
+                "the nodes of pool %s that publish %s are cordoned or NotReady: %s"
+                % (offer.pool, unit_words(unit), ", ".join(down)),
+                offer,
+                True,
+            )
+        node = self.ledger.take(offer.pool, unit, count, attribute)
+        if node is not None:
+            waits = "pod(s) %s wait for the scheduler" % ", ".join(claim.pods) if claim.pods else "no pod uses it yet"
+            return _result(
+                request,
+                "free_now",
+                "%d %s free for it now on node %s: it can be allocated (%s)" % (count, unit_words(unit), node, waits),
+                offer,
+                True,
+                node,
+            )
+        if (offer.pool, unit) not in self._fragments:  # from the published state: the same for every claim
+            self._fragments[(offer.pool, unit)] = _fragments(cluster_pool, supply, unit)
+        fragments = self._fragments[(offer.pool, unit)]
+        if fragments:
+            return _result(
+                request,
+                "fragmented",
+                "pool %s has free memory but no free %s: %s; %s"
+                % (offer.pool, unit_words(unit), "; ".join(fragments), _placement_rule(cluster_pool, unit)),
+                offer,
+                True,
+            )
+        if (offer.pool, unit) not in self._totals:
+            self._totals[(offer.pool, unit)] = sum(
+                g["total"].get(unit, 0) for r in supply["nodes"] for g in r["gpus"].values()
+            )
+        total = self._totals[(offer.pool, unit)]
+        return _result(
+            request,
+            "all_allocated",
+            "every one of the %d %s of pool %s is allocated or reserved for an older waiting claim"
+            % (total, unit_words(unit), offer.pool),
+            offer,
+            True,
+        )
+
+    def claim(self, claim) -> Dict[str, Any]:
+        results = [self.request(claim, r) for r in claim.requests]
+        waiting = [r for r in results if r["reason"] != "free_now"] or results
+        first = waiting[0] if waiting else None
+        return {
+            "namespace": claim.namespace,
+            "name": claim.name,
+            "pods": claim.pods,
+            "requests": results,
+            "reason": first["reason"] if first else "no_requests",
+            "message": first["message"] if first else "the claim has no device requests",
+            "servable": bool(results) and all(r["servable"] for r in results),
+            "no_change_serves": None,  # set when no change of its pool could serve it (advise.py)
+        }

@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What each pool has: per node and GPU index its devices, what is free of each unit, what is held. Pure.
+
+Read the way the pool report reads it (one source of truth): the GPU and MIG devices a node publishes and the claim
+holding each come from plan/report/capacity.node_gpus, what more fits on a GPU from capacity.gpu_allocatable
+(fragmentation-aware: mig/placement.more_instances for dynamic MIG). A *unit* is what a DeviceClass offers: whole
+GPUs (capacity.FULL_GPU) or one MIG profile.
+
+A GPU index is *frozen* when a device of that GPU is allocated on any node of the pool: a pool's MIG layout is the
+same on every node, and a GPU whose layout changes loses every instance on it (the MIG manager creates the GPU's
+new instances from scratch), so the advisor never changes the layout of such an index.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import more_instances
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready, node_schedulable
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import (
+    FULL_GPU,
+    gpu_allocatable,
+    node_gpus,
+)
+
+Obj = Dict[str, Any]
+
+
+def slices_by_node(slices_by_pool: Dict[str, List[Obj]]) -> Dict[str, Dict[str, List[Obj]]]:
+    """{node: {pool: [slices]}} holding, for each node, exactly the slices pool_report.node_devices takes for it
+    (those with its nodeName, and those of the pool named after it), so reading 2,000 nodes stays linear."""
+    out: Dict[str, Dict[str, List[Obj]]] = {}
+    for pool, sls in slices_by_pool.items():
+        for sl in sls:
+            for key in {(sl.get("spec") or {}).get("nodeName"), pool} - {None}:
+                out.setdefault(key, {}).setdefault(pool, []).append(sl)
+    return out
+
+
+def unit_slices(pool, unit: str) -> int:
+    """Memory slices one device of `unit` covers (a whole GPU: all of them; 1 without MIG geometry)."""
+    gpu = pool.catalog_gpu
+    total = gpu.mig.memory_slices if gpu is not None and gpu.mig else 1
+    if unit == FULL_GPU:
+        return total
+    profile = profile_by_name(gpu, unit) if gpu is not None and gpu.mig else None
+    return profile.memory_slices if profile else total
+
+
+_EMPTY_MAX: Dict[str, Dict[str, int]] = {}
+
+
+def _dynamic_max(pool) -> Dict[str, int]:
+    """Per profile, how many instances an empty GPU of the pool's model holds (dynamic MIG publishes placements)."""
+    model = pool.catalog_gpu
+    if model is None or not model.mig:
+        return {}
+    if model.key not in _EMPTY_MAX:
+        _EMPTY_MAX[model.key] = {p.name: more_instances(model, p.name) for p in model.mig.profiles}
+    return _EMPTY_MAX[model.key]
+
+
+def _gpu_state(pool, gpu: dict) -> dict:
+    """One GPU as the advisor needs it: free and total units, held claims, free memory slices, free fraction."""
+    free = gpu_allocatable(pool, gpu)
+    total: Dict[str, int] = {}
+    if gpu["full"] is not None:
+        total[FULL_GPU] = 1
+    if gpu["dynamic"]:
+        total.update(_dynamic_max(pool))
+    else:
+        for instance in gpu["instances"]:
+            total[instance["profile"]] = total.get(instance["profile"], 0) + 1
+    held = [i["claim"] for i in gpu["instances"] if i["claim"]]
+    if gpu["full"] is not None and gpu["full"]["claim"]:
+        held.append(gpu["full"]["claim"])
+    size = gpu["memory_slices"]
+    if size:
+        taken = {s for i in gpu["instances"] if i["claim"] for s in i["slices"]}
+        free_slices = (
+            [] if gpu["full"] is not None and gpu["full"]["claim"] else [s for s in range(size) if s not in taken]
+        )
+        fraction = len(free_slices) / float(size)
+    else:
+        free_slices = []
+        fraction = 0.0 if held else 1.0
+    return {
+        "index": gpu["index"],
+        "free": {u: n for u, n in free.items() if n},
+        "total": total,
+        "held": held,
+        "free_slices": free_slices,
+        "free_fraction": fraction,
+        "attributes": gpu.get("attributes") or {},
+        "device": gpu,
+    }
+
+
+def node_supply(pool, node: Obj, by_node: Dict[str, Dict[str, List[Obj]]], allocated) -> dict:
+    """{"name", "usable", "why", "gpus": {index: GPU state}} of one node of the pool."""
+    name = (node.get("metadata") or {}).get("name")
+    ready, schedulable = node_ready(node), node_schedulable(node)
+    gpus = node_gpus(pool, name, by_node.get(name) or {}, allocated)
+    return {
+        "name": name,
+        "usable": ready and schedulable,
+        "why": None if ready and schedulable else ("NotReady" if not ready else "cordoned"),
+        "gpus": {g["index"]: _gpu_state(pool, g) for g in gpus},
+        "node": node,
+    }
+
+
+def pool_supply(pool, nodes: List[Obj], by_node, allocated) -> dict:
+    """{"pool", "nodes": [node supply], "frozen": {index: ["node: claim", ...]}} of one present pool."""
+    rows = [node_supply(pool, n, by_node, allocated) for n in sorted(nodes, key=lambda n: n["metadata"]["name"])]
+    frozen: Dict[int, List[str]] = {}
+    for row in rows:
+        for index, gpu in row["gpus"].items():
+            for claim in gpu["held"]:
+                frozen.setdefault(index, []).append("%s GPU %d: %s" % (row["name"], index, claim))
+    return {"pool": pool, "nodes": rows, "frozen": frozen}
+
+
+def groups(row: dict, attribute: Optional[str]) -> Dict[Any, List[int]]:
+    """The node's GPU indices grouped by the value of `attribute` (None: one group, the node). A GPU that
+    publishes no value (nothing published) is a group of its own: it cannot be matched with another."""
+    if attribute is None:
+        return {None: sorted(row["gpus"])}
+    out: Dict[Any, List[int]] = {}
+    for index in sorted(row["gpus"]):
+        value = row["gpus"][index]["attributes"].get(attribute)
+        out.setdefault(value if value is not None else ("gpu", index), []).append(index)
+    return out
+
+
+def index_partition(row: dict, per_node: int, attribute: Optional[str]) -> List[List[int]]:
+    """The node's GPU indices 0..per_node-1 in groups by `attribute` (None: one group), indices it does not
+    publish each alone."""
+    if attribute is None:
+        return [list(range(per_node))]
+    seen = groups(row, attribute)
+    parts = [sorted(v) for v in seen.values()]
+    known = {i for part in parts for i in part}
+    return sorted(parts + [[i] for i in range(per_node) if i not in known])

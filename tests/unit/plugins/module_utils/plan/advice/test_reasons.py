@@ -1,0 +1,165 @@
+"""Why a claim waits: one hand-made cluster per reason, through the advisor's entry point (pure)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
+from tests.unit.plugins.module_utils.plan.advice import beds as b
+
+
+def run(data, nodes, slices, claims, classes=None, pods=()):
+    cluster = b.load(data)
+    if classes is None:
+        classes = [d.obj for d in cluster_device_classes(cluster)]
+    return advise(cluster, data, nodes, slices, claims, classes, list(pods))
+
+
+def reason_of(result, name):
+    rows = [w for w in result["waiting"] if w["name"] == name]
+    assert rows, result["summary"]
+    return rows[0]
+
+
+def a100_bed(**node_state):
+    return [b.node("a100-0", "a100", **node_state)], [b.rslice("a100-0", b.a100_gpu(0) + b.a100_gpu(1))]
+
+
+def test_nothing_waits_is_nothing_to_change():
+    nodes, slices = a100_bed()
+    held = b.claim("held", "a100-3g.20gb", allocated=[("a100-0", "gpu-0-mig-3g20gb-9-4")])
+    result = run(b.cluster_data(b.A100), nodes, slices, [held])
+    assert result["waiting"] == [] and result["nothing_to_change"] is True
+    assert result["snippet"] == "" and result["diff"] == "" and result["pools"] == {}
+    assert result["summary"].splitlines() == ["c1: no claim waits", "nothing to change"]
+
+
+def test_no_device_class_of_that_name_and_not_a_pool_name():
+    nodes, slices = a100_bed()
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [b.claim("x", "nosuch")]), "x")
+    assert row["reason"] == "no_device_class" and row["servable"] is False
+    assert "no DeviceClass nosuch, and no pool would make one of that name" in row["message"]
+
+
+def test_no_device_class_yet_for_a_profile_the_pool_does_not_offer():
+    nodes, slices = a100_bed()
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [b.claim("x", "a100-1g.10gb")]), "x")
+    assert row["reason"] == "no_device_class" and row["servable"] is True
+    assert row["requests"][0]["pool"] == "a100" and row["requests"][0]["unit"] == "1g.10gb"
+    assert "pool a100's class for 1g.10gb" in row["message"]
+
+
+def test_a_class_of_the_cluster_that_selects_no_device_of_any_pool():
+    nodes, slices = a100_bed()
+    cluster = b.load(b.cluster_data(b.A100))
+    classes = [d.obj for d in cluster_device_classes(cluster)]
+    classes.append(
+        b.device_class(
+            "stray-4g", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '4g.20gb'"
+        )
+    )
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [b.claim("x", "stray-4g")], classes), "x")
+    assert row["reason"] == "selects_nothing"
+    assert row["message"] == "DeviceClass stray-4g selects no device any pool publishes"
+
+
+def test_a_class_with_selectors_the_advisor_does_not_read_is_not_evaluated():
+    nodes, slices = a100_bed()
+    cluster = b.load(b.cluster_data(b.A100))
+    classes = [d.obj for d in cluster_device_classes(cluster)] + [
+        b.device_class("odd", "device.attributes['gpu.nvidia.com'].profile.startsWith('3g')")
+    ]
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [b.claim("x", "odd")], classes), "x")
+    assert row["reason"] == "class_not_evaluated" and row["servable"] is False
+
+
+def test_a_foreign_class_selecting_a_pools_devices_counts_them():
+    nodes, slices = a100_bed()
+    cluster = b.load(b.cluster_data(b.A100))
+    classes = [d.obj for d in cluster_device_classes(cluster)] + [
+        b.device_class(
+            "any-3g",
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile in ['3g.20gb', '3g.40gb']",
+        )
+    ]
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [b.claim("x", "any-3g")], classes), "x")
+    assert row["reason"] == "free_now" and row["requests"][0]["pool"] == "a100"
+
+
+def test_pool_at_node_count_zero_has_no_nodes():
+    pool = dict(b.A100, nodegroup=dict(b.A100["nodegroup"], node_count=0))
+    row = reason_of(run(b.cluster_data(pool), [], [], [b.claim("x", "a100-3g.20gb")]), "x")
+    assert row["reason"] == "no_nodes"
+    assert row["message"] == "pool a100 has no nodes: its nodegroup's node_count is 0"
+
+
+def test_cordoned_and_notready_nodes():
+    nodes = [b.node("a100-0", "a100", unschedulable=True), b.node("a100-1", "a100", ready=False)]
+    pool = dict(b.A100, nodegroup=dict(b.A100["nodegroup"], node_count=2))
+    slices = [b.rslice("a100-0", b.a100_gpu(0)), b.rslice("a100-1", b.a100_gpu(0))]
+    row = reason_of(run(b.cluster_data(pool), nodes, slices, [b.claim("x", "a100-3g.20gb")]), "x")
+    assert row["reason"] == "nodes_unusable"
+    assert row["message"].endswith("are cordoned or NotReady: a100-0 (cordoned), a100-1 (NotReady)")
+
+
+def test_more_devices_on_one_node_than_any_node_has():
+    nodes, slices = a100_bed()
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [b.claim("x", "a100-3g.20gb", count=3)]), "x")
+    assert row["reason"] == "too_many"
+    assert "asks for 3 3g.20gb MIG device(s) on one node; the most any node of pool a100 has is 2" in row["message"]
+
+
+def test_more_devices_under_one_match_attribute_value_than_any_node_has():
+    nodes = [b.node("h100-0", "h100")]
+    slices = [b.rslice("h100-0", [b.full_gpu(i) for i in range(4)])]  # each GPU on its own PCIe root
+    result = run(b.cluster_data(b.H100), nodes, slices, [b.claim("x", "h100", count=2, attribute=b.PCIE_ROOT)])
+    row = reason_of(result, "x")
+    assert row["reason"] == "too_many"
+    assert "under one resource.kubernetes.io/pcieRoot value; the most any node of pool h100 has is 1" in row["message"]
+    # no layout and no node count can give two GPUs one PCIe root: the claim is set aside, not advised for
+    assert row["servable"] is False and result["pools"]["h100"]["unserved"][0]["claim"] == "ml/x"
+
+
+def test_free_memory_but_no_placement_names_the_gpu_and_its_free_slices():
+    # GPU 0: 3g.20gb at 4 used, both 2g.10gb free -> memory slices 0-3 free, but no 3g.20gb is free anywhere.
+    nodes = [b.node("a100-0", "a100")]
+    slices = [b.rslice("a100-0", b.a100_gpu(0) + b.a100_gpu(1))]
+    claims = [
+        b.claim("u0", "a100-3g.20gb", allocated=[("a100-0", "gpu-0-mig-3g20gb-9-4")]),
+        b.claim(
+            "u1", "a100-3g.20gb", allocated=[("a100-0", "gpu-1-mig-3g20gb-9-4"), ("a100-0", "gpu-1-mig-2g10gb-14-0")]
+        ),
+        b.claim("x", "a100-3g.20gb"),
+    ]
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, claims), "x")
+    assert row["reason"] == "fragmented"
+    assert "node a100-0 GPU 0 (free memory slices 0-3)" in row["message"]
+    assert "GPU 1" not in row["message"]  # only slices 2-3 free there: too few for a 3g.20gb
+    assert "3g.20gb takes 4 memory slice(s) in a row, starting at 0 or 4" in row["message"]
+
+
+def test_all_matching_devices_allocated_and_older_claims_first():
+    nodes = [b.node("h100-0", "h100")]
+    slices = [b.rslice("h100-0", [b.full_gpu(i) for i in range(4)])]
+    claims = [b.claim("held-%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in range(3)]
+    claims += [
+        b.claim("older", "h100", created="2026-01-01T00:00:01Z"),
+        b.claim("newer", "h100", created="2026-01-01T00:00:02Z"),
+    ]
+    result = run(b.cluster_data(b.H100), nodes, slices, claims, pods=[b.pod("p", None, ["older"])])
+    older, newer = reason_of(result, "older"), reason_of(result, "newer")
+    assert older["reason"] == "free_now" and older["pods"] == ["ml/p"]
+    assert (
+        "free for it now on node h100-0" in older["message"]
+        and "pod(s) ml/p wait for the scheduler" in older["message"]
+    )
+    assert newer["reason"] == "all_allocated"
+    assert "every one of the 4 whole GPU(s) of pool h100 is allocated or reserved" in newer["message"]
+
+
+def test_v1beta1_claims_read_the_same():
+    nodes, slices = a100_bed()
+    claim = b.claim("x", "a100-3g.20gb", count=3)
+    request = claim["spec"]["devices"]["requests"][0]
+    request.update(request.pop("exactly"))  # v1beta1: the fields on the request itself
+    row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [claim]), "x")
+    assert row["reason"] == "too_many" and row["requests"][0]["count"] == 3
