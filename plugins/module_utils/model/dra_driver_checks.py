@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import driver_line
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
@@ -76,10 +77,15 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
     if line is None:
         return out
     for key in versions.unknown_values(line, {k: v for k, v in values.items() if k != "namespace"}):
+        if key.startswith("resources."):
+            there = ["resources." + p for p in sorted(line.resources_values)]
+        else:
+            there = sorted(line.top_level_values)
         out.append(
             (
                 at + ".values." + key,
-                "the %s.x chart has no value %s: helm would silently ignore it%s" % (line.line, key, _where_else(key)),
+                "the %s.x chart has no value %s: helm would silently ignore it%s; it has %s%s"
+                % (line.line, key, _where_else(key), inline(key, there), below("its values", key, there)),
             )
         )
     for pool in cluster.pools:
