@@ -15,7 +15,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PYTEST_ARGS ?=
 
 
-.PHONY: style format bench help venv collection binaries fakenvml test unit integration sanity units lint molecule ee-context demo sandbox-up sandbox-down clean docs
+.PHONY: style format bench help venv collection binaries fakenvml test unit integration sanity units lint molecule ee-context demo sandbox-up sandbox-down clean docs gpu-check
 
 help:
 	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
@@ -97,6 +97,12 @@ sandbox-down: venv
 
 docs: venv collection
 	$(VENV)/bin/python tools/gen_docs.py
+
+# The MIG catalog against this machine's GPUs, read-only through NVML (docs/gpu-check.md): a table, exit 1 on
+# a mismatch; one line and exit 0 where there is no NVIDIA driver or GPU. GPU_CHECK_ARGS=--nvml-library PATH.
+GPU_CHECK_ARGS ?=
+gpu-check: venv collection
+	@$(VENV)/bin/python tools/gpu_check.py $(GPU_CHECK_ARGS)
 
 # Speed and memory targets live here, never in tests. BENCH_SIZE=small (default, minutes) or full
 # (up to 10 clusters / 50 pools / 2,000 nodes, about an hour on 2 cores); docs/performance.md.

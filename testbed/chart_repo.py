@@ -2,7 +2,9 @@
 
 The chart source is testbed/charts/dra-driver-nvidia-gpu (not NVIDIA's chart: its README says what it
 models). `helm package --version X --app-version X` makes one archive per driver line; the templates
-switch on .Chart.Version (0.5: the IMEX values and checks, no daemon DeviceClass with hostManaged). A
+switch on .Chart.Version (0.5: the IMEX values and checks, no daemon DeviceClass with hostManaged), and a
+0.4 archive's values.yaml leaves out the keys marked ``# line: 0.5+`` (`values_for_version`), so each
+archive lists the values its real line has (testbed/dra_chart_facts.py holds the real lists). A
 plain HTTP server serves them with the index `helm repo index` writes, so the collection meets helm's
 own repository code path (``--repo URL``, ``--version``) - the path air-gapped sites use with a
 mirror. OCI registries are not served here (no registry implementation on the test bed).
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -26,6 +30,28 @@ ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "testbed" / "charts" / "dra-driver-nvidia-gpu"
 CHART_NAME = "dra-driver-nvidia-gpu"
 VERSIONS = ("0.4.1", "0.5.1")
+LINE_MARK = re.compile(r"#\s*line:\s*(\d+)\.(\d+)\+\s*$")
+
+
+def values_for_version(text: str, version: str) -> str:
+    """values.yaml of the chart source for one version: a key whose line ends with ``# line: X.Y+`` is
+    dropped, with everything indented below it, when `version` is older than X.Y; comments just above
+    it stay (harmless). Text-based, so every other comment of the file is kept."""
+    match = re.match(r"^(\d+)\.(\d+)", version)
+    have = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+    out, drop_below = [], None
+    for line in text.splitlines(keepends=True):
+        indent = len(line) - len(line.lstrip(" "))
+        if drop_below is not None:
+            if not line.strip() or indent > drop_below:
+                continue
+            drop_below = None
+        mark = LINE_MARK.search(line)
+        if mark and have < (int(mark.group(1)), int(mark.group(2))):
+            drop_below = indent
+            continue
+        out.append(line)
+    return "".join(out)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -48,11 +74,16 @@ class ChartRepo:
 
     def package(self) -> None:
         for version in self.versions:
+            source = self.dir / ".src" / version / self.chart.name
+            shutil.rmtree(source.parent, ignore_errors=True)
+            shutil.copytree(self.chart, source)
+            values = source / "values.yaml"
+            values.write_text(values_for_version(values.read_text(), version))
             subprocess.run(
                 [
                     self.helm,
                     "package",
-                    str(self.chart),
+                    str(source),
                     "--version",
                     version,
                     "--app-version",
@@ -64,6 +95,7 @@ class ChartRepo:
                 capture_output=True,
                 text=True,
             )
+        shutil.rmtree(self.dir / ".src", ignore_errors=True)
 
     def start(self) -> "ChartRepo":
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -112,7 +112,9 @@ def _term_matches(term: dict, node: dict) -> bool:
     )
 
 
-def _tolerates(tolerations, taint: dict) -> bool:
+def tolerates(tolerations, taint: dict) -> bool:
+    """Does one of these tolerations tolerate the taint (the scheduler's rule: an empty effect matches
+    every effect, Exists with no key matches every taint, Equal compares the value)?"""
     for tol in tolerations:
         if tol.get("effect") and tol["effect"] != taint.get("effect"):
             continue
@@ -138,7 +140,7 @@ def schedules_on(pod_spec: dict, node: dict) -> bool:
         return False
     tolerations = list(pod_spec.get("tolerations") or []) + list(DAEMONSET_TOLERATIONS)
     for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
             return False
     return True
 

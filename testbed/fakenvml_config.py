@@ -21,7 +21,8 @@ clique_id, state, status, health_summary}; default: GPUs with multi-node
 NVLink get a completed registration, others NOT_SUPPORTED),
 profile_names ({table name: reported name}, to simulate a driver that names
 profiles differently), drop_profiles ([table names the driver does not
-offer]). Node keys: gpus, name, driver_version, cuda_driver_version,
+offer]), profile_starts ({table name: [placement starts]}, a driver or board
+whose placements differ from the tables). Node keys: gpus, name, driver_version, cuda_driver_version,
 nvml_version, init_return (an NVML error code nvmlInit returns).
 
 Command line: python -m testbed.fakenvml_config --model A100-40GB --count 2 --dir DIR
@@ -90,6 +91,7 @@ def gpu_lines(index, spec, node_name="fake-node"):
     pending = bool(spec.pop("mig_pending", mig))
     renames = spec.pop("profile_names", {})
     dropped = set(spec.pop("drop_profiles", ()))
+    starts = {name: tuple(v) for name, v in spec.pop("profile_starts", {}).items()}
     fabric = spec.pop("fabric", "default")
     memory_mib = spec.pop("memory_mib", model.memory_mib)
     minor = spec.pop("minor_number", index)
@@ -139,7 +141,7 @@ def gpu_lines(index, spec, node_name="fake-node"):
                         prof.multiprocessors,
                     )
                     + tuple(prof.engines)
-                    + (",".join(str(s) for s in prof.starts), renames.get(prof.name, prof.name))
+                    + (",".join(str(s) for s in starts.get(prof.name, prof.starts)), renames.get(prof.name, prof.name))
                 )
             )
     if fabric == "default":

@@ -248,10 +248,11 @@ def catalog_md():
         "",
         "Not by this collection. No GPU machine was lent to the tasks that wrote the catalog, `gpu_facts` "
         "or `mig_config`, so no entry has been compared with a real card by us; the *observed*/*measured* "
-        "marks refer to outputs NVIDIA and users published. To check a GPU, run `gpupool.core.gpu_facts` "
-        "with `include_profiles: true` (read-only) on the node and compare `mig.profiles` and "
-        "`catalog_differences` with the tables below; `mig_config` plans with what the GPU reports where "
-        "it differs from the catalog.",
+        "marks refer to outputs NVIDIA and users published. To check a GPU, run `make gpu-check` on a "
+        "machine with it (read-only: a table of NVML against this catalog, exit 1 on a mismatch; results "
+        "are recorded in [gpu-check.md](gpu-check.md)), or `gpupool.core.gpu_facts` with "
+        "`include_profiles: true` on the node and compare `mig.profiles` and `catalog_differences` with "
+        "the tables below; `mig_config` plans with what the GPU reports where it differs from the catalog.",
     ]
     for key in cat.mig_capable_keys():
         g = cat.CATALOG[key]

@@ -194,147 +194,10 @@ mig_parted_config:
            gpupool-exported: [{devices: [0, 1], mig-enabled: true, mig-devices: {2g.10gb: 2, 3g.20gb: 1}}]}}
 """
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.node_mig_request import NodeMigRequest
 from ansible_collections.gpupool.core.plugins.module_utils.module import NvmlModule
-from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
-from ansible_collections.gpupool.core.plugins.module_utils.nvml import mig_apply as nvml_mig
-from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_apply import (
-    catalog_model_for,
-    current_layout,
-    effective_model,
-    layout_summary,
-    plan_gpu,
-    translate_layout,
-)
-
-
-def observed_state(facts):
-    mig = facts["mig"]
-    return {
-        "mig_capable": mig["capable"],
-        "mig_current": mig["current"],
-        "mig_pending": mig["pending"],
-        "instances": mig["instances"],
-    }
-
-
-def summary(facts):
-    mig = facts["mig"]
-    return layout_summary(mig["current"], mig["instances"], pending=mig["pending"])
-
-
-def export_config(name, gpus_facts):
-    entries = []
-    for facts in gpus_facts:
-        mig = facts["mig"]
-        if not mig["capable"]:
-            continue
-        entries.append(([facts["index"]], current_layout(mig["instances"]) if mig["current"] else None))
-    return mig_parted_config({name: entries}) if entries else mig_parted_config({})
-
-
-def run(module, request):
-    p = module.params
-    desired = request.targets()
-    warnings = []
-    with nvml_facts.Session() as session:
-        system = nvml_facts.read_system()
-        count = session.count()
-        if "all" in desired:
-            desired = dict.fromkeys(range(count), desired["all"])
-        missing = sorted(i for i in desired if i < 0 or i >= count)
-        if missing:
-            raise Problems(
-                "GPU index %s does not exist on this host: it has %d GPU(s), indices 0-%d. "
-                "No change made." % (", ".join(str(i) for i in missing), count, count - 1)
-            )
-        handles, facts, plans, errors = {}, {}, {}, []
-        read_all = range(count) if p["export"] else sorted(desired)
-        for index in read_all:
-            handles[index] = session.handle(index)
-            facts[index] = nvml_facts.read_gpu(handles[index], index, False, system)
-        for index in sorted(desired):
-            gpu = facts[index]
-            enabled, layout = desired[index]
-            label = "GPU %d (%s)" % (index, gpu["name"])
-            model, aliases, diffs = effective_model(
-                gpu["name"], gpu["_profiles"], gpu["pci_device_id"], label=gpu["name"]
-            )
-            warnings.extend(diffs)
-            if gpu["mig"]["capable"] and model is None:
-                errors.append(
-                    "%s reports no MIG profiles and is not in the MIG catalog: the layout cannot be planned" % label
-                )
-                continue
-            if layout is not None and model is not None:
-                layout, more = translate_layout(model, layout, aliases, gpu["name"])
-                warnings.extend(more)
-            try:
-                plans[index] = plan_gpu(index, model, observed_state(gpu), enabled, layout)
-            except InfeasibleLayout as exc:
-                hint = ""
-                if getattr(exc, "suggestions", None):
-                    hint = " Layouts that fit: %s." % "; ".join(
-                        " + ".join("%s x%d" % (n, c) for n, c in sorted(s.items())) for s in exc.suggestions
-                    )
-                errors.append("%s: %s.%s" % (label, exc.reason.rstrip("."), hint))
-        for text in warnings:
-            module.warn(text)
-        if errors:
-            raise GpupoolError("MIG layout refused, no change made: " + " ".join(errors), errors=errors)
-        busy = []
-        for index, gp in sorted(plans.items()):
-            procs = facts[index]["processes"]
-            if gp.changed and procs:
-                busy.append(
-                    "GPU %d (%s) runs %d compute process(es), pid %s"
-                    % (index, facts[index]["name"], len(procs), ", ".join(str(x["pid"]) for x in procs))
-                )
-        if busy and not p["force"]:
-            raise GpupoolError(
-                "MIG change refused, no change made: %s. Changing MIG would disrupt them: stop those "
-                "processes (drain the node) and run again, or set force: true." % "; ".join(busy),
-                busy=busy,
-            )
-        results = []
-        for index, gp in sorted(plans.items()):
-            gpu = facts[index]
-            entry = {
-                "index": index,
-                "name": gpu["name"],
-                "uuid": gpu["uuid"],
-                "catalog_model": None,
-                "before": summary(gpu),
-                "kept_gpu_instances": [k["gpu_instance_id"] for k in gp.kept],
-                "reset_required": gp.reset_required,
-            }
-            catalog = catalog_model_for(gpu["name"], gpu["pci_device_id"])
-            entry["catalog_model"] = catalog.key if catalog is not None else None
-            if module.check_mode or not gp.changed:
-                entry["actions"] = list(gp.actions)
-                entry["after"] = gp.after if gp.changed else entry["before"]
-                if not gp.changed and facts[index]["mig"]["mode_change_pending"]:
-                    entry["reset_required"] = True
-            else:
-                try:
-                    outcome = nvml_mig.execute(handles[index], index, gp, gpu["_profiles"])
-                except nvml_mig.MigApplyError as exc:
-                    raise GpupoolError(str(exc), gpus=results, partial={"index": index, "done": exc.done})
-                entry["actions"] = outcome["done"]
-                entry["reset_required"] = outcome["reset_required"]
-                if outcome["activation_status"]:
-                    entry["activation_status"] = outcome["activation_status"]
-                facts[index] = nvml_facts.read_gpu(handles[index], index, False, system)
-                entry["after"] = summary(facts[index])
-                entry["reset_required"] = entry["reset_required"] or facts[index]["mig"]["mode_change_pending"]
-            if not module.check_mode:
-                entry["instances"] = facts[index]["mig"]["instances"]
-            results.append(entry)
-        exported = export_config(p["export_name"], [facts[i] for i in sorted(facts)]) if p["export"] else None
-    return results, exported
+from ansible_collections.gpupool.core.plugins.module_utils.nvml import mig_node as nvml_mig_node
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import node_gpus as plan_node_gpus
 
 
 class MigConfigModule(NvmlModule):
@@ -350,26 +213,11 @@ class MigConfigModule(NvmlModule):
     module_kwargs = dict(mutually_exclusive=[("layout", "layouts"), ("layouts", "devices")])
 
     def run(self):
+        """Plan every GPU, refuse before any write, apply (nvml/mig_node.py); the entries are the result."""
         request = NodeMigRequest.from_options(self.params)
-        try:
-            results, exported = run(self, request)
-        except nvml_facts.NvmlUnavailable as exc:
-            raise GpupoolError("cannot configure MIG on this host: %s" % exc)
-        except nvml_facts.NvmlError as exc:
-            raise GpupoolError("reading the GPUs through NVML failed, no change made by this step: %s" % exc)
-        out = dict(
-            changed=any(r["actions"] for r in results),
-            reset_required=any(r["reset_required"] for r in results),
-            gpus=results,
-        )
-        if exported is not None:
-            out["mig_parted_config"] = exported
-        if self.diff_mode:
-            out["diff"] = {
-                "before": {"gpu%d" % r["index"]: r["before"] for r in results},
-                "after": {"gpu%d" % r["index"]: r["after"] for r in results},
-            }
-        return out
+        p = self.params
+        results, exported = nvml_mig_node.configure(request, self.check_mode, p["force"], p["export_name"], self.warn)
+        return plan_node_gpus.node_result(results, exported, self.diff_mode)
 
 
 def main():

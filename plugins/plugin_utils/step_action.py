@@ -24,9 +24,11 @@ document, so a task is refused here exactly as the module would refuse it.
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Optional, Set
+from typing import Any, Callable, Dict, Iterator, Optional, Set
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
@@ -112,23 +114,41 @@ def run_step(
 
 
 @contextmanager
-def cancellable() -> Iterator[None]:
-    """While a step runs, SIGTERM (an AWX cancel, a `kill`) and SIGINT stop the step, not the process.
+def cancellable(getppid: Callable[[], int] = os.getppid, interval: float = 1.0) -> Iterator[None]:
+    """While a step runs, SIGTERM (an AWX cancel, a `kill`) and SIGINT stop the step, not the process; so does the
+    death of the controller.
 
     Ansible's worker would exit at once (os._exit) on the signal the controller forwards; a step caught in a drain
     or a MIG wave would leave no word and keep its run lease until it expires. Instead the signal raises
     `Cancelled` where the step is: it stops there, and the step base reports what was done and releases the run
-    lease. A second signal during that clean-up is ignored; SIGKILL cannot be caught (the lease then expires)."""
+    lease. A second signal during that clean-up is ignored.
+
+    A controller killed with SIGKILL forwards nothing, and the worker (a session of its own) would go on alone -
+    a rollout nobody watches, racing the next run once the lease expires. A watcher thread notices that the
+    worker's parent is gone (within `interval` seconds) and stops the step the same way."""
+    why = {"signal": None}
 
     def stop(signum: int, _frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise Cancelled(signal.Signals(signum).name)
+        raise Cancelled(why["signal"] or signal.Signals(signum).name)
+
+    parent, done = getppid(), threading.Event()
+
+    def watch() -> None:
+        while not done.wait(interval):
+            if getppid() != parent:
+                why["signal"] = "the controller, ansible-playbook, is gone"
+                os.kill(os.getpid(), signal.SIGTERM)  # handled by `stop`, in the step's thread
+                return
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    watcher = threading.Thread(target=watch, name="gpupool-controller-watch", daemon=True)
+    watcher.start()
     try:
         yield
     finally:
+        done.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

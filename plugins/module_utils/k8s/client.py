@@ -298,7 +298,9 @@ class K8sClient:
                 self._backoff(attempt, resp.headers.get("Retry-After"))
                 continue
             err = _error(method, path, status, resp.reason, raw, self)
-            if status in RETRY_STATUS:
+            if status in retry_status:
+                # gave up on a status this request retried: the server is in trouble, later requests fail at once.
+                # Not for an answer the caller waits out itself (an Eviction's 429 is a PodDisruptionBudget).
                 self._gave_up = err
             raise err
 

@@ -8,8 +8,8 @@
   per-version table; feature gates per version are checked in gates.py from the same table;
 * `namespace`: a DNS label other than `default` (the chart fails there);
 * `release_name`: one Helm accepts;
-* `values`: no `namespace` key (the chart fails), only keys the version's chart has (helm would
-  silently ignore the others);
+* `values`: no `namespace` or `nvidiaCtkPath` key (the chart fails), only keys the version's chart has
+  (helm would silently ignore the others);
 * a pool with `nvlink.mode: host_imex` needs a version with host-managed IMEX (0.5).
 """
 
@@ -69,23 +69,28 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
             )
         )
     values = driver.values or {}
-    if "namespace" in values:
-        out.append(
-            (at + ".values.namespace", "the chart fails when a 'namespace' value is set; use %s.namespace instead" % at)
-        )
+    for key, why in sorted(versions.CHART_REFUSED_VALUES.items()):
+        if key in values:
+            out.append((at + ".values." + key, why.replace("gpupool_cluster.dra_driver", at)))
     line = driver_line(cluster)
     if line is None:
         return out
-    for key in versions.unknown_values(line, {k: v for k, v in values.items() if k != "namespace"}):
+    rest = {k: v for k, v in values.items() if k not in versions.CHART_REFUSED_VALUES}
+    for key in versions.unknown_values(line, rest):
+        # What the chart has there: its top-level values, or those under resources. A deeper key only some lines
+        # have is named with the lines that have it (_where_else); the chart's other deep keys are not tabled.
         if key.startswith("resources."):
             there = ["resources." + p for p in sorted(line.resources_values)]
-        else:
+        elif "." not in key:
             there = sorted(line.top_level_values)
+        else:
+            there = []
+        has = "; it has %s%s" % (inline(key, there), below("its values", key, there)) if there else ""
         out.append(
             (
                 at + ".values." + key,
-                "the %s.x chart has no value %s: helm would silently ignore it%s; it has %s%s"
-                % (line.line, key, _where_else(key), inline(key, there), below("its values", key, there)),
+                "the %s.x chart has no value %s: helm would silently ignore it%s%s"
+                % (line.line, key, _where_else(key), has),
             )
         )
     for pool in cluster.pools:

@@ -175,6 +175,16 @@ _RESOURCES_0_5 = _RESOURCES_0_4 | {
     "computeDomains.imex.isolation",
     "computeDomains.imex.hostSocketPath",
 }
+# Deeper keys (dotted from the top, outside `resources`) that only some lines have: checked wherever
+# they appear, so a 0.5-only key in a 0.4 values file is refused instead of being silently ignored.
+_NESTED_0_4: frozenset = frozenset()
+_NESTED_0_5 = frozenset({"kubeletPlugin.containers.computeDomains.gpuCliqueLabelEnabled"})
+# Values the chart's templates/validation.yaml FAILS on (both lines; not in values.yaml): why, and the fix.
+CHART_REFUSED_VALUES = {
+    "namespace": "the chart fails when a 'namespace' value is set; use gpupool_cluster.dra_driver.namespace instead",
+    "nvidiaCtkPath": "the chart fails when nvidiaCtkPath is set (no longer supported: the driver ships its own "
+    "nvidia-cdi-hook); remove it",
+}
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,7 @@ class DriverLine:
     top_level_values: frozenset
     resources_values: frozenset
     webhook_enabled_by_default: bool
+    nested_values: frozenset = frozenset()
     # Gates the controller and plugins force off in hostManaged mode (cmd/compute-domain-controller
     # main.go): they are meaningless there and their defaults would otherwise trip REQUIRES.
     host_managed_forces_off: Tuple[str, ...] = ()
@@ -217,6 +228,7 @@ LINES: Dict[str, DriverLine] = {
         imex_modes=(),  # no imex values: the driver always runs its own IMEX daemons
         top_level_values=_TOP_LEVEL_0_4,
         resources_values=_RESOURCES_0_4,
+        nested_values=_NESTED_0_4,
         webhook_enabled_by_default=False,
         notes=("no HostManagedIMEXDaemon gate: an unknown gate makes every driver container exit at flag parsing",),
     ),
@@ -228,6 +240,7 @@ LINES: Dict[str, DriverLine] = {
         imex_modes=(DRIVER_MANAGED, HOST_MANAGED),
         top_level_values=_TOP_LEVEL_0_5,
         resources_values=_RESOURCES_0_5,
+        nested_values=_NESTED_0_5,
         webhook_enabled_by_default=False,
         host_managed_forces_off=("IMEXDaemonsWithDNSNames", "ComputeDomainCliques"),
         notes=(
@@ -364,14 +377,17 @@ def imex_mode_problems(line: DriverLine, mode: str, gates: Mapping[str, bool]) -
 
 
 def unknown_values(line: DriverLine, values: Mapping) -> List[str]:
-    """Dotted keys of user chart values the line's chart does not have (checked at the top level and
-    under `resources`, where the lines differ): helm would silently ignore them."""
+    """Dotted keys of user chart values the line's chart does not have (checked at the top level, under
+    `resources`, and at the deeper keys only some lines have): helm would silently ignore them."""
     out = []
+    nested_elsewhere = frozenset().union(*(other.nested_values for other in LINES.values())) - line.nested_values
     for key, value in values.items():
         if key not in line.top_level_values:
             out.append(str(key))
         elif key == "resources" and isinstance(value, Mapping):
             out += ["resources." + p for p in _paths(value) if p not in line.resources_values]
+        elif isinstance(value, Mapping):
+            out += [p for p in _paths(value, str(key) + ".") if p in nested_elsewhere]
     return sorted(out)
 
 

@@ -79,7 +79,13 @@ NOT_AVAILABLE = 0xFFFFFFFF
 
 
 class NvmlUnavailable(GpupoolError):
-    """NVML cannot be used on this host; str() says why and what to do."""
+    """NVML cannot be used on this host; str() says why and what to do. `reason`: no_bindings,
+    library_not_found, driver_not_loaded (the first three: no usable NVIDIA driver here), no_permission,
+    init_failed."""
+
+    @property
+    def reason(self):
+        return self.details.get("reason", "init_failed")
 
 
 class NvmlError(GpupoolError):
@@ -140,7 +146,8 @@ class Session:
         if pynvml is None:
             raise NvmlUnavailable(
                 "the Python NVML bindings are not installed for %s: install nvidia-ml-py on the node "
-                "(pip install nvidia-ml-py); it provides `import pynvml`" % sys.executable
+                "(pip install nvidia-ml-py); it provides `import pynvml`" % sys.executable,
+                reason="no_bindings",
             )
         try:
             pynvml.nvmlInit()
@@ -149,19 +156,22 @@ class Session:
             if code == pynvml.NVML_ERROR_LIBRARY_NOT_FOUND:
                 raise NvmlUnavailable(
                     "NVML (libnvidia-ml.so.1, installed with the NVIDIA driver) could not be loaded: this host has "
-                    "no NVIDIA driver, or the driver's library directory is not on the loader path"
+                    "no NVIDIA driver, or the driver's library directory is not on the loader path",
+                    reason="library_not_found",
                 )
             if code == pynvml.NVML_ERROR_DRIVER_NOT_LOADED:
                 raise NvmlUnavailable(
                     "libnvidia-ml.so.1 is installed but the NVIDIA kernel driver is not loaded (nvmlInit: Driver Not "
-                    "Loaded): load it (modprobe nvidia) or check that the GPUs are visible to this host"
+                    "Loaded): load it (modprobe nvidia) or check that the GPUs are visible to this host",
+                    reason="driver_not_loaded",
                 )
             if code == pynvml.NVML_ERROR_NO_PERMISSION:
                 raise NvmlUnavailable(
                     "nvmlInit was refused (Insufficient Permissions): run as root or give this user "
-                    "access to /dev/nvidia*"
+                    "access to /dev/nvidia*",
+                    reason="no_permission",
                 )
-            raise NvmlUnavailable("nvmlInit failed: %s (%s)" % (_text(exc), error_name(code)))
+            raise NvmlUnavailable("nvmlInit failed: %s (%s)" % (_text(exc), error_name(code)), reason="init_failed")
         return self
 
     def __exit__(self, *exc):

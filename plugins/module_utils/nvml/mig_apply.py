@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Execute a MIG apply plan (mig_apply_plan.GpuPlan actions) through pynvml. Thin I/O.
+"""Execute a MIG apply plan (plan/mig/node_apply.GpuPlan actions) through pynvml. Thin I/O.
 
 The plan decides; this only performs the NVML calls in order:
   destroy_compute_instance, destroy_gpu_instance  (nvmlComputeInstanceDestroy, nvmlGpuInstanceDestroy)

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """MIG apply plan: observed MIG state of one GPU + desired layout => NVML actions.
 
-Pure functions, no I/O: `plugins/module_utils/nvml_mig.py` executes the
-actions through pynvml, `gpupool.core.mig_config` shows them in check mode.
+Pure functions, no I/O: `nvml/mig_apply.py` executes the actions through
+pynvml, `gpupool.core.mig_config` shows them in check mode (`plan/mig/node_gpus.py`
+makes a plan per GPU of a run, `nvml/mig_node.py` runs them).
 
 Geometry comes from the collection's one source of truth, the MIG catalog and
 planner (`mig/catalog.py`, `mig/placement.py`), corrected by what the GPU itself

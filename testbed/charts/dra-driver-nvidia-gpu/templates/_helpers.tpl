@@ -47,15 +47,16 @@ dra-driver-nvidia-gpu-component: {{ .componentName }}
 {{- end }}
 {{- end }}
 
-{{/* resource.k8s.io version: the value, else the newest the cluster serves. */}}
+{{/* resource.k8s.io version: the value, else the newest the cluster serves. Asked by group/version, as
+     the real chart does (helm's default capabilities for `helm template` list group/versions only). */}}
 {{- define "dra-driver-nvidia-gpu.resourceApiVersion" -}}
 {{- if .Values.resourceApiVersion }}
 {{- .Values.resourceApiVersion }}
-{{- else if .Capabilities.APIVersions.Has "resource.k8s.io/v1/DeviceClass" }}
+{{- else if .Capabilities.APIVersions.Has "resource.k8s.io/v1" }}
 {{- "resource.k8s.io/v1" }}
-{{- else if .Capabilities.APIVersions.Has "resource.k8s.io/v1beta2/DeviceClass" }}
+{{- else if .Capabilities.APIVersions.Has "resource.k8s.io/v1beta2" }}
 {{- "resource.k8s.io/v1beta2" }}
-{{- else if .Capabilities.APIVersions.Has "resource.k8s.io/v1beta1/DeviceClass" }}
+{{- else if .Capabilities.APIVersions.Has "resource.k8s.io/v1beta1" }}
 {{- "resource.k8s.io/v1beta1" }}
 {{- end }}
 {{- end }}
@@ -78,9 +79,10 @@ dra-driver-nvidia-gpu-component: {{ .componentName }}
 {{- if and (include "dra-driver-nvidia-gpu.v05" .) (eq (toString (dig "mode" "" (.Values.resources.computeDomains.imex | default dict))) "hostManaged") }}true{{ end }}
 {{- end }}
 
-{{/* 0.5: the IMEX mode/isolation rules the real chart checks at render time (its documented
-     behaviour: hostManaged without featureGates.HostManagedIMEXDaemon=true fails; isolation
-     "channel" is not implemented; other values are unknown). Renders nothing on success. */}}
+{{/* 0.5: the IMEX mode/isolation rules the real chart checks at render time (main 95932046
+     validateIMEXConfig, included by kubeletplugin.yaml and controller.yaml when computeDomains is on):
+     hostManaged without featureGates.HostManagedIMEXDaemon=true fails; isolation "channel" is not
+     implemented; other values are unknown. Renders nothing on success; nothing at all on 0.4. */}}
 {{- define "dra-driver-nvidia-gpu.validateIMEXConfig" -}}
 {{- if include "dra-driver-nvidia-gpu.v05" . }}
 {{- $imex := .Values.resources.computeDomains.imex | default dict }}
@@ -95,7 +97,7 @@ dra-driver-nvidia-gpu-component: {{ .componentName }}
 {{- fail (printf "unknown resources.computeDomains.imex.mode %q: must be \"driverManaged\" or \"hostManaged\"" $mode) }}
 {{- end }}
 {{- if eq $isolation "channel" }}
-{{- fail "resources.computeDomains.imex.isolation=channel is not supported yet: use the default, \"domain\"" }}
+{{- fail "resources.computeDomains.imex.isolation=channel is not supported yet: per-workload IMEX channels are not implemented; use the default, \"domain\"" }}
 {{- else if and (ne $isolation "") (ne $isolation "domain") }}
 {{- fail (printf "unknown resources.computeDomains.imex.isolation %q: must be \"domain\" or \"channel\"" $isolation) }}
 {{- end }}

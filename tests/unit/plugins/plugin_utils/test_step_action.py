@@ -74,3 +74,20 @@ def test_outside_a_step_the_signal_handlers_are_ansibles():
         with cancellable():
             os.kill(os.getpid(), signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_step_whose_controller_died_stops_as_if_cancelled():
+    """SIGKILL of ansible-playbook forwards nothing: the worker notices its parent is gone and stops the step."""
+    parents = iter([100, 100, 1])  # the worker's parent pid: the controller, then init once it was killed
+
+    class Waits(GpupoolModule):
+        def run(self):
+            import time
+
+            for _ in range(200):  # would wait 10 s; the watcher stops it within two of its 20 ms rounds
+                time.sleep(0.05)
+            raise AssertionError("not reached")
+
+    with cancellable(getppid=lambda: next(parents, 1), interval=0.02):
+        result = run_step(Waits, {})
+    assert result["cancelled"] is True and "ansible-playbook, is gone" in result["msg"]

@@ -73,6 +73,20 @@ def test_values_the_chart_version_does_not_have():
     )
 
 
+def test_values_the_chart_fails_on_and_deeper_keys_of_one_line():
+    ctk = problems({"values": {"nvidiaCtkPath": "/usr/bin/nvidia-ctk"}})[
+        "gpupool_cluster.dra_driver.values.nvidiaCtkPath"
+    ]
+    assert ctk.startswith("the chart fails when nvidiaCtkPath is set") and "remove it" in ctk
+    clique = {"kubeletPlugin": {"containers": {"computeDomains": {"gpuCliqueLabelEnabled": True}}}}
+    key = "gpupool_cluster.dra_driver.values.kubeletPlugin.containers.computeDomains.gpuCliqueLabelEnabled"
+    assert "it exists in 0.5.x" in problems({"version": "0.4.1", "values": clique})[key]
+    assert problems({"version": "0.5.1", "values": clique}) == {}
+    # a deeper key both lines have, and a free-form map below a known key, pass on both
+    both = {"kubeletPlugin": {"containers": {"gpus": {"healthcheckPort": -1}}, "nodeSelector": {"rack": "a"}}}
+    assert problems({"version": "0.4.1", "values": both}) == {} == problems({"version": "0.5.1", "values": both})
+
+
 def test_host_imex_needs_a_version_with_host_managed_imex():
     probs = problems({"version": "0.4.1"}, pools=(T4, GB))
     msg = probs["gpupool_cluster.pools[1] (gb).nvlink.mode"]
