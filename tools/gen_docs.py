@@ -123,7 +123,7 @@ def inventory_md():
         "without a word (two `mig:` in one pool). ansible-core's own check (`duplicate_dict_key`) cannot tell "
         "the two apart, as it runs after the merge: `error` refuses the override above, `warn` warns about it. "
         "So the collection's `ansible.cfg` sets `duplicate_dict_key = ignore`, and gpupool reads the files "
-        "itself: `gpupool.core.validate` (the first task of every playbook) checks the files that can hold the "
+        "itself: `gpupool.core.validate` (every playbook runs it before any change) checks the files that can hold the "
         "cluster host's variables (the inventory sources, `host_vars/<host>` and `group_vars/<group>` next to "
         "them and to the playbook, vault-encrypted ones decrypted), and the `gpupool.core.pools` inventory "
         "plugin checks its own file and its `cluster_files`. A key written twice is refused with its file, "
