@@ -16,8 +16,10 @@ from pydantic import BaseModel  # noqa: E402
 from pydantic_core import PydanticUndefined  # noqa: E402
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
+from ansible_collections.gpupool.core.plugins.module_utils.mig import name_lists
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
 from ansible_collections.gpupool.core.plugins.module_utils.model import checks as model_checks
+from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import gates as model_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
 
@@ -100,6 +102,47 @@ def inventory_md():
             )
         lines.append("")
     lines += [
+        "## Anchors and merge keys",
+        "",
+        "YAML anchors, aliases and merge keys (`<<`) work as YAML defines them, including a mapping that "
+        "overrides a key it merges in: two pools can share a nodegroup and differ in one value.",
+        "",
+        "```yaml",
+        "gpupool_cluster:",
+        "  pools:",
+        "    - name: gpu-a100",
+        "      nodegroup: &a100_ng {flavor: g4.p2.40g, node_count: 1, max_node_count: 4}",
+        "      gpu: &a100_gpu {model: A100-40GB, per_node: 2}",
+        "    - name: gpu-a100-mig",
+        "      nodegroup: {<<: *a100_ng, node_count: 2}     # flavor g4.p2.40g, max 4, node_count 2",
+        "      gpu: *a100_gpu",
+        "      mig: {mode: static, layout: {3g.20gb: 1, 2g.10gb: 2}}",
+        "```",
+        "",
+        "A key written twice in one mapping is another matter: YAML keeps the last value and drops the first "
+        "without a word (two `mig:` in one pool). ansible-core's own check (`duplicate_dict_key`) cannot tell "
+        "the two apart, as it runs after the merge: `error` refuses the override above, `warn` warns about it. "
+        "So the collection's `ansible.cfg` sets `duplicate_dict_key = ignore`, and gpupool reads the files "
+        "itself: `gpupool.core.validate` (every playbook runs it before any change) checks the files that can hold the "
+        "cluster host's variables (the inventory sources, `host_vars/<host>` and `group_vars/<group>` next to "
+        "them and to the playbook, vault-encrypted ones decrypted), and the `gpupool.core.pools` inventory "
+        "plugin checks its own file and its `cluster_files`. A key written twice is refused with its file, "
+        "line and key path, before anything is touched:",
+        "",
+        "```",
+        "2 problem(s) in the GPU-pool inventory; nothing was changed:",
+        "  - host_vars/cern-gpu/gpupool.yml:32: gpupool_cluster.pools[1] (gpu-a100-mig).gpu: written twice "
+        "(first at line 31): YAML keeps",
+        "    only the last one, silently; delete one (a key that overrides a `<<` merge is fine)",
+        "  - ...the model's own problems follow (they may come from the value YAML kept)",
+        "```",
+        "",
+        "In your own project's `ansible.cfg`, `duplicate_dict_key = ignore` silences ansible-core's warning "
+        "about merge overrides (its default is `warn`); `error` refuses them before gpupool runs. Two mappings "
+        "of one merge list that both hold a key (`<<: [*a, *b]`) are not a duplicate, but PyYAML, and so "
+        "Ansible, takes the value of the last one where the YAML merge specification says the first: write "
+        "the key itself instead of relying on the order.",
+        "",
         "## Checks beyond types",
         "",
         "`gpupool.core.validate` (the first task of `site.yml`) runs every check below; the modules run the "
@@ -108,6 +151,13 @@ def inventory_md():
         "it; a type error shows the expected shape with a one-line example, and a non-ASCII look-alike "
         "character in a key or name is pointed out. A pool with a type error does not hide the problems of "
         "the other pools. YAML reads an unquoted `off` as false: `mig: {mode: off}` means off.",
+        "",
+        "A message that says something is unknown or missing (`unknown key`, `unknown GPU model`, "
+        "`has no MIG profile`, `has no feature gate`, `known pools`) names what there is, closest to what "
+        "was written first: up to %d names in the sentence, else the closest %d and, on the lines below it, "
+        "all of them. No line of the problem list is longer than %d characters (a longer sentence wraps, "
+        "indented under its problem). The catalog's GPU keys and MIG profiles are in `docs/mig-catalog.md`."
+        % (name_lists.INLINE, name_lists.SHORT, model_errors.LINE_LIMIT),
         "",
     ]
     lines += [

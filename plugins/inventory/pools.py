@@ -93,6 +93,9 @@ options:
     type: bool
     default: false
 notes:
+  - A key written twice in one mapping of this file or of a O(cluster_files) file fails the inventory with the
+    file, the line and the key path (YAML would keep the last value without a word); a key that overrides what a
+    C(<<) merge key brings in is standard YAML and accepted.
   - Every cluster is validated before any API is asked; an invalid one fails the inventory with every problem
     and the path of its key, as M(gpupool.core.validate) does.
   - Credentials are never copied into host variables other than C(gpupool_cluster), which holds what the
@@ -130,6 +133,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_duplicates import problems_of
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.inventory_hosts import (
     CLUSTERS_GROUP,
     NODES_GROUP,
@@ -137,6 +141,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.inventory_
     hosts_from_nodegroups,
     hosts_from_nodes,
 )
+from ansible_collections.gpupool.core.plugins.plugin_utils.inventory_files import keys_written_twice
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable):
@@ -151,6 +156,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
 
     def parse(self, inventory, loader, path, cache=False):
         super().parse(inventory, loader, path, cache)
+        self._refuse_keys_written_twice([path])
         self._read_config_data(path)
         if PYDANTIC_IMPORT_ERROR is not None:
             raise AnsibleParserError(
@@ -200,6 +206,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                 raise AnsibleParserError(
                     "cluster_files[%d]: %s matches no file (relative to %s)" % (index, pattern, base)
                 )
+            self._refuse_keys_written_twice(matches)
             for match in matches:
                 data = self.loader.load_from_file(match, cache="none") or {}
                 if not isinstance(data, dict) or "gpupool_cluster" not in data:
@@ -209,6 +216,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
                     )
                 out.append(("%s: gpupool_cluster" % os.path.relpath(match, base), data["gpupool_cluster"]))
         return out
+
+    def _refuse_keys_written_twice(self, paths):
+        """A key written twice in one mapping of these files: YAML would keep the last value without a word, and
+        ansible-core's own check cannot tell it from a `<<` merge override (ansible.cfg, docs/inventory.md)."""
+        twice = keys_written_twice(paths, self.loader.get_text_file_contents)
+        if twice:
+            raise AnsibleParserError(Problems(problems_of(twice), subject="in the inventory's YAML").render())
 
     def _add_cluster(self, cluster, raw):
         self.inventory.add_host(cluster.name, group=CLUSTERS_GROUP)

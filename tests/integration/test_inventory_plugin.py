@@ -238,3 +238,62 @@ def test_cluster_files_of_a_static_inventory_work_and_playbooks_target_pools(tmp
     assert res.rc == 0, res.stdout[-3000:] + res.stderr[-2000:]
     for name, address in bed["internal"].items():
         assert "%s at %s in %s of inv-cluster" % (name, address, bed["pool"]) in res.stdout
+
+
+ANCHORED_CLUSTER = """\
+a100_nodegroup: &a100_ng
+  flavor: g4.p2.40g
+  node_count: 1
+  max_node_count: 4
+gpupool_cluster:
+  name: anchored
+  kubeconfig: /nonexistent
+  magnum: {cloud: openstack, cluster: k8s-gpu}
+  pools:
+    - name: gpu-a100-small
+      nodegroup: *a100_ng
+      gpu: &a100 {model: A100-40GB, per_node: 2}
+    - name: gpu-a100-big
+      nodegroup: {<<: *a100_ng, node_count: 2}
+      gpu: *a100
+"""
+
+
+def declared_only(tmp_path, cluster_text):
+    """A plugin file whose cluster lives in host_vars/anchored/gpupool.yml; no source of nodes is asked."""
+    (tmp_path / "host_vars" / "anchored").mkdir(parents=True)
+    (tmp_path / "host_vars" / "anchored" / "gpupool.yml").write_text(cluster_text)
+    path = tmp_path / "site.pools.yml"
+    path.write_text("plugin: gpupool.core.pools\nsources: []\ncluster_files: [host_vars/*/gpupool.yml]\n")
+    return path
+
+
+def test_cluster_files_with_anchors_and_merge_overrides_load_the_overridden_values(tmp_path):
+    proc, listing = ansible_inventory(declared_only(tmp_path, ANCHORED_CLUSTER))
+    assert listing is not None, proc.stderr
+    pools = listing["_meta"]["hostvars"]["anchored"]["gpupool_cluster"]["pools"]
+    assert pools[0]["nodegroup"] == {"flavor": "g4.p2.40g", "node_count": 1, "max_node_count": 4}
+    assert pools[1]["nodegroup"] == {"flavor": "g4.p2.40g", "node_count": 2, "max_node_count": 4}
+    assert "duplicate" not in proc.stderr.lower()
+
+
+def test_a_key_written_twice_in_a_cluster_file_fails_the_inventory_with_file_and_line(tmp_path):
+    twice = ANCHORED_CLUSTER.replace("      gpu: *a100\n", "      gpu: *a100\n      nodegroup: {flavor: g4.p2.80g}\n")
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(declared_only(tmp_path, twice)), "--list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(
+            os.environ,
+            ANSIBLE_INVENTORY_UNPARSED_FAILED="1",
+            ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+            ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
+        ),
+    )
+    assert proc.returncode != 0
+    err = " ".join(proc.stderr.split())
+    assert (
+        "host_vars/anchored/gpupool.yml:16: gpupool_cluster.pools[1] (gpu-a100-big).nodegroup: written twice "
+        "(first at line 14): YAML keeps only the last one" in err
+    ), proc.stderr

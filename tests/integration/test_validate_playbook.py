@@ -82,16 +82,22 @@ def test_min_memory_no_gpu_has_is_a_warning_not_a_failure(tmp_path):
 
 
 def test_duplicate_key_in_the_inventory_fails(tmp_path):
-    """ansible.cfg sets duplicate_dict_key = error: a pool with two `gpu:` keys must not validate the second."""
+    """A pool with two `gpu:` keys must not validate the second: validate reads the host's files itself and names
+    the file and the line (ansible-core's own check is off in ansible.cfg, as it refuses `<<` merge overrides)."""
     dest = tmp_path / "inv"
     shutil.copytree(EXAMPLE, dest)
     text = (dest / VARS).read_text()
     once = "      gpu: {model: A100-40GB, per_node: 2}\n"
     assert once in text
     (dest / VARS).write_text(text.replace(once, once + "      gpu: {model: A100-80GB, per_node: 2}\n", 1))
+    line = text[: text.index(once)].count("\n") + 2  # the second gpu: key, 1-based
     res = run_playbook(PLAYBOOK, str(dest), tmp_path)
     assert res.rc != 0
-    assert "Found duplicate mapping key 'gpu'" in res.stdout + res.stderr
+    out = " ".join(res.stdout.split())
+    assert (
+        "%s:%d: gpupool_cluster.pools[1] (gpu-a100-mig).gpu: written twice (first at line %d)" % (VARS, line, line - 1)
+        in out
+    ), res.stdout
     assert "pool(s) valid" not in res.stdout
 
 

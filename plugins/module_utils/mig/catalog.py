@@ -27,6 +27,8 @@ from __future__ import annotations
 import difflib
 from collections import namedtuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
+
 # Data tables, one row per line: kept out of the formatter so every row stays readable.
 # fmt: off
 
@@ -347,7 +349,7 @@ class UnknownGpu(KeyError):
     def __init__(self, name, candidates):
         self.name, self.candidates = name, list(candidates)
         hint = ("did you mean %s?" % " or ".join(self.candidates)) if self.candidates else \
-            "known: %s" % ", ".join(gpu_keys())
+            "catalog keys: %s%s" % (inline(name, gpu_keys()), below("catalog keys", name, gpu_keys()))
         super().__init__("unknown GPU model %r; %s" % (name, hint))
 
     def __str__(self):

@@ -23,9 +23,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import (
     engine_shortfall,
     find_gpu,
     gpu_keys,
+    mig_capable_keys,
     profile_by_name,
     resolve_gpu,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 
 Instance = namedtuple("Instance", "profile start size profile_id compute_slices")
 
@@ -49,33 +51,48 @@ def _resolve(gpu):
     try:
         model = resolve_gpu(gpu) if isinstance(gpu, str) else gpu
     except UnknownGpu as exc:
-        raise InfeasibleLayout(
-            "GPU model %r is not in the MIG catalog (%s)"
-            % (
-                gpu,
-                ("did you mean %s?" % " or ".join(exc.candidates))
-                if exc.candidates
-                else "known: %s" % ", ".join(gpu_keys()),
+        if exc.candidates:
+            raise InfeasibleLayout(
+                "GPU model %r is not in the MIG catalog (did you mean %s?)" % (gpu, " or ".join(exc.candidates))
             )
+        raise InfeasibleLayout(
+            "GPU model %r is not in the MIG catalog; MIG-capable catalog keys: %s%s"
+            % (gpu, inline(gpu, mig_capable_keys()), below("MIG-capable catalog keys", gpu, mig_capable_keys()))
         )
     if not model.mig:
         raise InfeasibleLayout(
-            "%s does not support MIG; MIG-capable GPUs: %s"
-            % (model.key, ", ".join(k for k in gpu_keys() if find_gpu(k).mig))
+            "%s does not support MIG; MIG-capable GPUs: %s%s"
+            % (
+                model.key,
+                inline(model.key, mig_capable_keys()),
+                below("MIG-capable GPUs", model.key, mig_capable_keys()),
+            )
         )
     return model
 
 
+PROFILES_INLINE = 8  # every profile of most GPUs (7); the RTX PRO 6000's 11 end the message on lines of their own
+
+
+def unknown_profile_message(model, name) -> str:
+    """'H100-80GB has no MIG profile '3g.20gb' (that name belongs to ...); it has 3g.40gb, ...': what the GPU
+    has, closest to what was written first. `model` is a catalog entry with MIG."""
+    names = [p.name for p in model.mig.profiles]
+    return "%s has no MIG profile %r%s; it has %s%s" % (
+        model.key,
+        name,
+        _hint(model, name),
+        inline(name, names, PROFILES_INLINE),
+        below("its profiles", name, names, PROFILES_INLINE),
+    )
+
+
 def _check_counts(model, layout):
     geo = model.mig
-    names = [p.name for p in geo.profiles]
     for name, count in layout.items():
         prof = profile_by_name(model, name)
         if prof is None:
-            raise InfeasibleLayout(
-                "%s has no MIG profile %r%s; its profiles are %s"
-                % (model.key, name, _hint(model, name), ", ".join(names))
-            )
+            raise InfeasibleLayout(unknown_profile_message(model, name))
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise InfeasibleLayout("count for %s must be a whole number >= 0, got %r" % (name, count))
         if count > prof.max_instances:

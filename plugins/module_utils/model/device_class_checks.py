@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import missing_profile_message
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import device_class_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
@@ -32,7 +33,7 @@ def device_class_problems(cluster, root: str) -> List[Tuple[str, str]]:
                 out.append(
                     (
                         at + ".device_classes.extra[%d].mig_profile" % index,
-                        "%s has no MIG profile %r" % (gpu.key if gpu else pool.gpu.model, extra.mig_profile),
+                        missing_profile_message(pool, extra.mig_profile),
                     )
                 )
         # Names made from an invalid pool name are invalid too: pool_name_problems says it once.

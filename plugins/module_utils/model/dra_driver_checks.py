@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import driver_line
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
@@ -76,10 +77,20 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
         return out
     rest = {k: v for k, v in values.items() if k not in versions.CHART_REFUSED_VALUES}
     for key in versions.unknown_values(line, rest):
+        # What the chart has there: its top-level values, or those under resources. A deeper key only some lines
+        # have is named with the lines that have it (_where_else); the chart's other deep keys are not tabled.
+        if key.startswith("resources."):
+            there = ["resources." + p for p in sorted(line.resources_values)]
+        elif "." not in key:
+            there = sorted(line.top_level_values)
+        else:
+            there = []
+        has = "; it has %s%s" % (inline(key, there), below("its values", key, there)) if there else ""
         out.append(
             (
                 at + ".values." + key,
-                "the %s.x chart has no value %s: helm would silently ignore it%s" % (line.line, key, _where_else(key)),
+                "the %s.x chart has no value %s: helm would silently ignore it%s%s"
+                % (line.line, key, _where_else(key), has),
             )
         )
     for pool in cluster.pools:

@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
+
 CHART_NAME = "dra-driver-nvidia-gpu"
 # Release (and object-name) prefix of installs made before 0.4 (calendar versions, chart
 # nvidia-dra-driver-gpu): docs/upgrade.md upgrades them with nameOverride=nvidia-dra-driver-gpu
@@ -337,7 +339,8 @@ def gate_problems(line: DriverLine, gates: Mapping[str, bool], imex_mode: str = 
                     ),
                 )
                 if newer
-                else "; known gates: %s" % ", ".join(sorted(line.gate_names)),
+                else "; known gates: %s%s"
+                % (inline(unknown[0], line.gate_names), below("known gates", unknown[0], line.gate_names)),
             )
         )
     eff = effective_gates(line, gates, imex_mode)

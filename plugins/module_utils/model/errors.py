@@ -12,7 +12,12 @@ I/O layers subclass `GpupoolError` (K8sError, MagnumError, NvmlError) so the bas
 
 from __future__ import annotations
 
-from typing import Iterable, Tuple, Union
+import textwrap
+from typing import Iterable, List, Tuple, Union
+
+# The longest line of a rendered problem list: a message that lists many names ends with them on lines of their
+# own (mig/name_lists.py), and a longer sentence wraps, so a terminal or an AWX job log shows it whole.
+LINE_LIMIT = 200
 
 
 class GpupoolError(Exception):
@@ -56,14 +61,30 @@ class Problems(GpupoolError, ValueError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        if len(self.problems) == 1 and not self.problems[0][0]:
+        """One line per problem, ``  - path: message``; a message's own next lines and what wraps past
+        LINE_LIMIT are indented under it."""
+        if len(self.problems) == 1 and not self.problems[0][0]:  # one sentence of a planner: as it was written
             return self.problems[0][1]
         lines = ["%d problem(s) %s; nothing was changed:" % (len(self.problems), self.subject)]
-        lines += ["  - %s: %s" % (path, message) if path else "  - %s" % message for path, message in self.problems]
+        for path, message in self.problems:
+            lines += _lines("  - %s: " % path if path else "  - ", message, indent="    ")
         return "\n".join(lines)
 
     def as_list(self) -> list:
         return [{"path": path, "message": message} for path, message in self.problems]
+
+
+def _lines(head: str, message: str, indent: str) -> List[str]:
+    out = []
+    for index, part in enumerate(message.split("\n")):
+        line = head + part if index == 0 else indent + part
+        if len(line) <= LINE_LIMIT:
+            out.append(line)
+        else:
+            out += textwrap.wrap(
+                line, LINE_LIMIT, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+            )
+    return out
 
 
 class MissingLibrary(GpupoolError):

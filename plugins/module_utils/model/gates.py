@@ -10,6 +10,9 @@ with a supported `dra_driver.version` the checks also use that version's gate de
 
 from __future__ import annotations
 
+import difflib
+
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
 
 GATE_CONFLICTS = list(versions.MUTUALLY_EXCLUSIVE)
@@ -93,10 +96,17 @@ def _gate_problems(cluster, root):
         # pool) is reported at the pool by dra_driver_checks.
         for gate in versions.unknown_gates(line, cluster.dra_driver.feature_gates):
             others = sorted(k + ".x" for k, other in versions.LINES.items() if gate in other.gate_names)
+            close = difflib.get_close_matches(gate, line.gate_names, n=1, cutoff=0.6)
             fix = (
                 "set gpupool_cluster.dra_driver.version to a %s release" % " or ".join(others)
                 if others
-                else "remove it (a typo?); the %s.x gates are %s" % (line.line, ", ".join(sorted(line.gate_names)))
+                else "%sremove it; the %s.x gates: %s%s"
+                % (
+                    "did you mean %s? Otherwise " % close[0] if close else "a typo? ",
+                    line.line,
+                    inline(gate, line.gate_names),
+                    below("the %s.x gates" % line.line, gate, line.gate_names),
+                )
             )
             out.append(
                 (

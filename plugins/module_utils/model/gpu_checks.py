@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from typing import List, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import CATALOG, gpu_candidates, gpu_keys
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import (
+    CATALOG,
+    gpu_candidates,
+    gpu_keys,
+    mig_capable_keys,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import unknown_profile_message
 from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import ascii_fold
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 
@@ -34,11 +41,31 @@ def unknown_model_message(model: str) -> str:
     text = ("%r is ambiguous" if ambiguous else "unknown GPU model %r") % model
     if close:
         text += "; did you mean %s?" % " or ".join(repr(c) for c in close)
+    else:
+        text += "; catalog keys: %s." % inline(model, gpu_keys())
     return text + (
-        " Use a catalog key (%s) or an NVML product name such as 'NVIDIA A100-SXM4-40GB' (docs/mig-catalog.md). "
-        "A GPU that is not in the catalog needs gpu.not_in_catalog: true, and model must then be the exact "
-        "productName the DRA driver publishes for it" % ", ".join(gpu_keys())
+        "\nUse a catalog key or an NVML product name such as 'NVIDIA A100-SXM4-40GB' (docs/mig-catalog.md)."
+        "\nA GPU not in the catalog needs gpu.not_in_catalog: true, and as model the productName the DRA driver "
+        "publishes.%s" % below("catalog keys", model, gpu_keys())
     )
+
+
+def missing_profile_message(pool, profile: str) -> str:
+    """Why `pool`'s GPU has no MIG profile `profile`, naming what it has: its profiles, or that it has no MIG."""
+    gpu = pool.catalog_gpu
+    if gpu is None:
+        return "%r is not in the catalog, so gpupool knows no MIG profile of it (asked for %r)" % (
+            pool.gpu.model,
+            profile,
+        )
+    if not gpu.mig:
+        return "%s has no MIG, so no MIG profile %r; MIG-capable GPUs: %s%s" % (
+            gpu.key,
+            profile,
+            inline(gpu.key, mig_capable_keys()),
+            below("MIG-capable GPUs", gpu.key, mig_capable_keys()),
+        )
+    return unknown_profile_message(gpu, profile)
 
 
 def gpu_model_problems(cluster, root: str) -> List[Tuple[str, str]]:
@@ -65,17 +92,25 @@ def gpu_model_problems(cluster, root: str) -> List[Tuple[str, str]]:
                 out.append(
                     (
                         at + ".gpu.model",
-                        "MIG needs a GPU model from the catalog, %r is not in it; use one of "
-                        "the MIG-capable catalog keys (%s)"
-                        % (pool.gpu.model, ", ".join(k for k in gpu_keys() if CATALOG[k].mig)),
+                        "MIG needs a GPU model from the catalog, %r is not in it; use a MIG-capable catalog key: %s%s"
+                        % (
+                            pool.gpu.model,
+                            inline(pool.gpu.model, mig_capable_keys()),
+                            below("MIG-capable catalog keys", pool.gpu.model, mig_capable_keys()),
+                        ),
                     )
                 )
             elif not gpu.mig:
                 out.append(
                     (
                         at + ".mig.mode",
-                        "%s has no MIG; set mig.mode: off (or share it with "
-                        "sharing.time_slicing / sharing.mps)" % gpu.key,
+                        "%s has no MIG: set mig.mode: off, or share the GPU with sharing.time_slicing or "
+                        "sharing.mps; MIG-capable GPUs: %s%s"
+                        % (
+                            gpu.key,
+                            inline(gpu.key, mig_capable_keys()),
+                            below("MIG-capable GPUs", gpu.key, mig_capable_keys()),
+                        ),
                     )
                 )
         if pool.nvlink.mode != "none" and (gpu is None or not gpu.multinode_nvlink):

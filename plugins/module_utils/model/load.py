@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Dict, List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model.checks import empty_cluster_problems, semantic_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import got
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy, policy_dict
@@ -79,7 +80,9 @@ def _with_notes(problems: List[Tuple[str, str]], notes: Dict[str, str]) -> List[
                 if best is None or len(path) > len(best[0]):
                     best = entry
         if best is not None and note not in best[1]:
-            best[1] += (" " if best[1].endswith(".") else ". ") + note
+            # after the sentence, before a list of names on the lines below it (mig/name_lists.py)
+            sentence, newline, rest = best[1].partition("\n")
+            best[1] = sentence + (" " if sentence.endswith((".", "?")) else ". ") + note + newline + rest
     return [(entry[0], entry[1]) for entry in out]
 
 
@@ -109,8 +112,13 @@ def select_pools(cluster, names=None, root="gpupool_cluster"):
             [
                 (
                     "pools",
-                    "pool(s) %s not in %s.pools; known pools: %s"
-                    % (", ".join(repr(n) for n in unknown), root, ", ".join(known) or "none"),
+                    "pool(s) %s not in %s.pools; known pools: %s%s"
+                    % (
+                        ", ".join(repr(n) for n in unknown),
+                        root,
+                        inline(unknown[0], known),
+                        below("known pools", unknown[0], known),
+                    ),
                 )
             ]
         )

@@ -37,7 +37,7 @@ def template_path(at: str, index: int, name: object) -> str:
 
 
 # The key that names the entries of a list, for the lists whose entries people know by name.
-_ENTRY_NAME = {"pools": "name", "tenants": "namespace", "templates": "name"}
+ENTRY_NAME = {"pools": "name", "tenants": "namespace", "templates": "name"}
 
 
 def inventory_path(root: str, loc: Sequence[Union[str, int]], data: object = None) -> str:
@@ -48,7 +48,7 @@ def inventory_path(root: str, loc: Sequence[Union[str, int]], data: object = Non
     parent = None
     for part in loc:
         if isinstance(part, int):
-            key = _ENTRY_NAME.get(parent)
+            key = ENTRY_NAME.get(parent)
             name = node[part].get(key) if key and _has(node, part) and isinstance(node[part], dict) else None
             out += "[%d]" % part
             if isinstance(name, str) and name:

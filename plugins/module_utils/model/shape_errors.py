@@ -15,6 +15,7 @@ import difflib
 import re
 from typing import Dict, List, Sequence, Tuple, Union
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut, got
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import BaseModel, Cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import ascii_fold
@@ -178,7 +179,11 @@ def _unknown_key_message(loc, model=Cluster) -> str:
     close = difflib.get_close_matches(ascii_fold(key), known, n=1)
     text = "unknown key %s" % cut(key)
     text += "; did you mean %r?" % close[0] if close else ""
-    text += " Allowed here: %s." % ", ".join(known) if known else ""
+    if known:
+        text += " Allowed here: %s.%s" % (
+            inline(ascii_fold(key), known),
+            below("keys allowed here", ascii_fold(key), known),
+        )
     return text
 
 

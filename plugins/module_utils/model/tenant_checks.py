@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import tenant_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
     DNS_LABEL_RULE,
@@ -59,7 +60,8 @@ def claim_template_problems(cluster, entries: Sequence[TemplateEntry], root: str
             out.append(
                 (
                     at + ".pool",
-                    "pool %r not in %s.pools; known pools: %s" % (template.pool, root, ", ".join(known) or "none"),
+                    "pool %r not in %s.pools; known pools: %s%s"
+                    % (template.pool, root, inline(template.pool, known), below("known pools", template.pool, known)),
                 )
             )
             continue

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
+from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import missing_profile_message
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import ClaimTemplate, ValidationError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import ClassName, device_class_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import template_path, tenant_path
@@ -99,7 +101,12 @@ def template_class(cluster, template: ClaimTemplate) -> Tuple[Optional[ClassName
     try:
         pool = cluster.pool(template.pool)
     except KeyError:
-        return None, (".pool", "pool %r not in the cluster's pools" % template.pool)
+        known = [p.name for p in cluster.pools]
+        return None, (
+            ".pool",
+            "pool %r not in the cluster's pools; known pools: %s%s"
+            % (template.pool, inline(template.pool, known), below("known pools", template.pool, known)),
+        )
     classes = device_class_names(pool)
     if template.device_class and template.mig_profile:
         return None, ("", "give device_class or mig_profile, not both")
@@ -109,8 +116,13 @@ def template_class(cluster, template: ClaimTemplate) -> Tuple[Optional[ClassName
                 return entry, None
         return None, (
             ".device_class",
-            "pool %s publishes no DeviceClass %r; its classes: %s"
-            % (pool.name, template.device_class, ", ".join(e.name for e in classes) or "none"),
+            "pool %s publishes no DeviceClass %r; its classes: %s%s"
+            % (
+                pool.name,
+                template.device_class,
+                inline(template.device_class, [e.name for e in classes]),
+                below("its classes", template.device_class, [e.name for e in classes]),
+            ),
         )
     if template.mig_profile:
         for entry in classes:
@@ -120,7 +132,7 @@ def template_class(cluster, template: ClaimTemplate) -> Tuple[Optional[ClassName
         if gpu is None or profile_by_name(gpu, template.mig_profile) is None:
             return None, (
                 ".mig_profile",
-                "pool %s's GPU (%s) has no MIG profile %r" % (pool.name, pool.gpu.model, template.mig_profile),
+                "pool %s: %s" % (pool.name, missing_profile_message(pool, template.mig_profile)),
             )
         return None, (
             ".mig_profile",

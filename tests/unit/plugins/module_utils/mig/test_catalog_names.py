@@ -80,7 +80,12 @@ def test_ambiguous_or_unknown_names_get_candidates(name, candidates):
 def test_unknown_name_without_candidates_lists_the_catalog():
     with pytest.raises(KeyError) as err:
         cat.get_gpu("Radeon Instinct")
-    assert "known: A10, A100-40GB" in str(err.value)
+    sentence, full_list = str(err.value).split("\n", 1)
+    # the closest three in the sentence, every key on the lines below it, none longer than 120 characters
+    assert sentence == "unknown GPU model 'Radeon Instinct'; catalog keys: RTX-PRO-6000, T4, A10 and 16 more below"
+    assert full_list.startswith("catalog keys (19, closest first): RTX-PRO-6000, T4, A10, ")
+    assert sorted(full_list.split(": ", 1)[1].replace("\n", " ").split(", ")) == cat.gpu_keys()
+    assert max(len(line) for line in full_list.splitlines()) <= 120
 
 
 def test_observed_names_are_product_names():

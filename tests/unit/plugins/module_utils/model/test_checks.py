@@ -17,10 +17,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import lookalik
 from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import similar_models
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
 
-CATALOG_KEYS = (
-    "A10, A100-40GB, A100-80GB, A30, B200, B300, GB200, GB300, GH200-144GB, H100-80GB, H100-96GB, "
-    "H100-NVL-94GB, H200-141GB, L4, L40S, RTX-PRO-6000, T4, V100, V100S"
-)
 LABEL_VALUE_RULE = "at most 63 characters of [A-Za-z0-9-_.], starting and ending with a letter or digit (or empty)"
 DYNAMIC_MIG_WHY = (
     "the DRA driver's DynamicMIG feature gate that gpupool_cluster.pools[1] (gpu-a100).mig.mode turns "
@@ -215,9 +211,12 @@ def test_unknown_gpu_model_without_mig_gets_did_you_mean():
     assert problems(lambda d: d["pools"][0]["gpu"].update(model="Tesla T5")) == [
         (
             "gpupool_cluster.pools[0] (gpu-t4).gpu.model",
-            "unknown GPU model 'Tesla T5'; did you mean 'T4'? Use a catalog key (%s) or an NVML product name such as "
-            "'NVIDIA A100-SXM4-40GB' (docs/mig-catalog.md). A GPU that is not in the catalog needs gpu.not_in_catalog: "
-            "true, and model must then be the exact productName the DRA driver publishes for it" % CATALOG_KEYS,
+            "unknown GPU model 'Tesla T5'; did you mean 'T4'?\n"
+            "Use a catalog key or an NVML product name such as 'NVIDIA A100-SXM4-40GB' (docs/mig-catalog.md).\n"
+            "A GPU not in the catalog needs gpu.not_in_catalog: true, and as model the productName the DRA driver "
+            "publishes.\n"
+            "catalog keys (19, closest first): L4, T4, A10, A30, L40S, V100S, A100-40GB, A100-80GB, RTX-PRO-6000, "
+            "H100-NVL-94GB,\nB200, B300, GB200, GB300, GH200-144GB, H100-80GB, H100-96GB, H200-141GB, V100",
         )
     ]
 
@@ -569,10 +568,11 @@ def test_look_alike_character_in_a_key():
     assert problems(lambda d: d["pools"][0]["nodegroup"].update({"n\u043ede_count": 3})) == [
         (
             "gpupool_cluster.pools[0] (gpu-t4).nodegroup.n\u043ede_count",
-            "unknown key 'n\u043ede_count'; did you mean 'node_count'? Allowed here: name, flavor, image, node_count, "
-            "min_node_count, max_node_count, docker_volume_size, role, labels, merge_labels. The key 'n\u043ede_count' "
-            "contains U+043E CYRILLIC SMALL LETTER O at position 2, which looks like 'o'; retype it in ASCII "
-            "('node_count').",
+            "unknown key 'n\u043ede_count'; did you mean 'node_count'? Allowed here: node_count, min_node_count, "
+            "max_node_count and 7 more below. The key 'n\u043ede_count' contains U+043E CYRILLIC SMALL LETTER O at "
+            "position 2, which looks like 'o'; retype it in ASCII ('node_count').\n"
+            "keys allowed here (10, closest first): node_count, min_node_count, max_node_count, name, role, "
+            "docker_volume_size,\nmerge_labels, image, flavor, labels",
         )
     ]
 
@@ -597,13 +597,12 @@ def test_look_alike_character_in_a_gpu_model_and_a_label_key():
             )
         )
     )
-    assert got["gpupool_cluster.pools[0] (gpu-t4).gpu.model"].startswith(
-        "unknown GPU model '\u04224'; did you mean 'T4'?"
+    # the note follows the sentence it explains, before the lines that list the catalog keys
+    assert got["gpupool_cluster.pools[0] (gpu-t4).gpu.model"].split("\n")[0] == (
+        "unknown GPU model '\u04224'; did you mean 'T4'? The value '\u04224' contains U+0422 CYRILLIC CAPITAL LETTER "
+        "TE at position 1, which looks like 'T'; retype it in ASCII ('T4')."
     )
-    assert got["gpupool_cluster.pools[0] (gpu-t4).gpu.model"].endswith(
-        "The value '\u04224' contains U+0422 CYRILLIC CAPITAL LETTER TE at position 1, which looks like 'T'; retype it "
-        "in ASCII ('T4')."
-    )
+    assert "catalog keys (19, closest first): " in got["gpupool_cluster.pools[0] (gpu-t4).gpu.model"]
     assert "U+0435 CYRILLIC SMALL LETTER IE at position 2" in got["gpupool_cluster.pools[1] (gpu-a100).node_labels"]
 
 

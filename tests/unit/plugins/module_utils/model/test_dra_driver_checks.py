@@ -99,7 +99,8 @@ def test_gates_the_version_lacks_fail_naming_them():
     msg = probs["gpupool_cluster.dra_driver.feature_gates.ConsumableShares"]
     assert "DRA driver 0.4.x has no feature gate ConsumableShares" in msg and "0.5.x release" in msg
     typo = problems({"feature_gates": {"MPSSuport": True}})["gpupool_cluster.dra_driver.feature_gates.MPSSuport"]
-    assert "a typo?" in typo and "MPSSupport" in typo
+    assert "did you mean MPSSupport? Otherwise remove it; the 0.5.x gates: MPSSupport, " in typo
+    assert "\nthe 0.5.x gates (16, closest first): MPSSupport, " in typo  # every gate, on the lines below
 
 
 def test_requirements_count_the_version_defaults():

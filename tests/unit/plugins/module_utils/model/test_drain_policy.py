@@ -128,8 +128,8 @@ def test_a_pool_that_does_not_drain_has_no_grace_period_to_fit():
         (
             "pool",
             {"drain_timeout": 5},
-            "unknown key 'drain_timeout'; did you mean 'timeout'? Allowed here: enabled, "
-            "timeout, grace_period, skip_pods, when_budget_blocks.",
+            "unknown key 'drain_timeout'; did you mean 'timeout'? Allowed here: timeout, "
+            "grace_period, when_budget_blocks, enabled, skip_pods.",
         ),
     ],
 )

@@ -137,7 +137,7 @@ def test_no_tenants_key_builds_nothing_and_empty_list_is_declared():
         (
             template(0, pool="gpu-v100"),
             A + ".templates[0] (one-t4).pool",
-            "pool 'gpu-v100' not in gpupool_cluster.pools; known pools: gpu-t4, gpu-a100, gpu-h100",
+            "pool 'gpu-v100' not in gpupool_cluster.pools; known pools: gpu-a100, gpu-h100, gpu-t4",  # closest first
         ),
         (
             template(1, mig_profile="1g.5gb"),
@@ -148,7 +148,8 @@ def test_no_tenants_key_builds_nothing_and_empty_list_is_declared():
         (
             template(1, mig_profile="3g.40gb"),
             A + ".templates[1] (a100-slice).mig_profile",
-            "pool gpu-a100's GPU (A100-40GB) has no MIG profile '3g.40gb'",
+            "pool gpu-a100: A100-40GB has no MIG profile '3g.40gb' (that name belongs to A100-80GB, H100-80GB; here "
+            "the same slice count is 3g.20gb); it has 3g.20gb, 7g.40gb, 1g.10gb, 2g.10gb, 4g.20gb, 1g.5gb, 1g.5gb+me",
         ),
         (
             template(3, device_class="gpu-t4"),
@@ -290,8 +291,9 @@ def test_module_options_become_the_same_entries():
     assert problems_found[0][0] == "namespaces" and "'Bad_NS' is not a valid namespace name" in problems_found[0][1]
     assert problems_found[1] == (
         "templates[0].cuont",
-        "unknown key 'cuont'; did you mean 'count'? Allowed here: name, "
-        "pool, mig_profile, device_class, count, allocation_mode, sharing, match_attribute.",
+        "unknown key 'cuont'; did you mean 'count'? Allowed here: count, allocation_mode, match_attribute and 5 more "
+        "below.\nkeys allowed here (8, closest first): count, allocation_mode, match_attribute, name, pool, sharing, "
+        "mig_profile,\ndevice_class",
     )
 
 
