@@ -312,9 +312,12 @@ class KubernetesModule(PoolModule):
 
     def execute(self) -> Dict[str, Any]:
         result = super().execute()
-        if self.progress.waited and self._engine is not None:
-            # The step waited for the world to move (a wave, a drain, a rollout): later steps read it again.
-            self._engine.client.view.forget()
+        if self._engine is not None:
+            if self.progress.waited:
+                # The step waited for the world to move (a wave, a drain, a rollout): later steps read it again.
+                self._engine.client.view.forget()
+            else:
+                self._engine.client.view.flush()  # what it listed and wrote, for the next step of the run
         if result.get("cancelled"):
             result["run_lease_released"] = self.release_run_lease()
         return result

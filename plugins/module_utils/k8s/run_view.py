@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 MAX_AGE = 60.0  # seconds a list may be reused by a later step of the same run
 STALE_RUNS = 86400.0  # folders of runs this old are someone's killed run: removed
@@ -47,7 +47,11 @@ def kind_key(group: str, plural: str) -> str:
 
 
 class RunView:
-    """Lists of this run, by kind (cluster-wide lists only: a namespaced or label-selected read is live)."""
+    """Lists of this run, by kind (cluster-wide lists only: a namespaced or label-selected read is live).
+
+    Within a step the lists live in memory, indexed by object (a write updates one entry, not a 10 MB file);
+    `flush()` - the step base calls it when the step ends, whatever the outcome - writes the kinds the step
+    listed or wrote, for the next step."""
 
     def __init__(
         self,
@@ -64,29 +68,36 @@ class RunView:
         self.max_age = max_age
         self.clock = clock
         self.served = 0  # lists answered from the view (for tests and the bench)
+        self._lists: Dict[str, Tuple[float, Dict[Tuple[str, str], dict]]] = {}  # key -> (listed at, objects)
+        self._dirty: Set[str] = set()
 
     def _path(self, key: str) -> str:
         return os.path.join(self.directory, key + ".json")
 
-    def _load(self, key: str) -> Optional[dict]:
-        try:
-            with open(self._path(key)) as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
-            return None
-        return doc if isinstance(doc, dict) and isinstance(doc.get("items"), list) else None
+    def _load(self, key: str) -> Optional[Tuple[float, Dict[Tuple[str, str], dict]]]:
+        if key not in self._lists:
+            try:
+                with open(self._path(key)) as f:
+                    doc = json.load(f)
+            except (OSError, ValueError):
+                return None
+            if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
+                return None
+            self._lists[key] = (float(doc.get("at", 0)), {_ident(o): o for o in doc["items"]})
+        return self._lists[key]
 
-    def _save(self, key: str, doc: dict) -> None:
+    def _save(self, key: str) -> None:
+        at, items = self._lists[key]
         try:
             if not os.path.isdir(self.directory):
                 self._sweep()
                 os.makedirs(self.directory, mode=0o700, exist_ok=True)
             tmp = "%s.%d.tmp" % (self._path(key), os.getpid())
             with open(tmp, "w") as f:
-                json.dump(doc, f)
+                json.dump({"at": at, "items": list(items.values())}, f)
             os.replace(tmp, self._path(key))  # atomic: a reader sees the old or the new list
         except OSError:
-            pass  # a view that cannot be written is no view: reads stay live
+            pass  # a view that cannot be written is no view: the next step reads live
 
     def _sweep(self) -> None:
         """Remove the folders of runs that were killed before their lease was released (a day old)."""
@@ -103,16 +114,17 @@ class RunView:
         """The run's list of a kind, or None (not listed yet in this run, too old, or no view)."""
         if not self.enabled:
             return None
-        doc = self._load(key)
-        if doc is None or self.clock() - float(doc.get("at", 0)) > self.max_age:
+        loaded = self._load(key)
+        if loaded is None or self.clock() - loaded[0] > self.max_age:
             return None
         self.served += 1
-        return doc["items"]
+        return list(loaded[1].values())
 
     def put(self, key: str, items: List[dict]) -> None:
         """A list just read from the API server becomes the run's view of the kind."""
         if self.enabled:
-            self._save(key, {"at": self.clock(), "items": list(items)})
+            self._lists[key] = (self.clock(), {_ident(o): o for o in items})
+            self._dirty.add(key)
 
     def record(self, key: str, obj: dict) -> None:
         """gpupool wrote an object (the API server's answer): the view holds it as written."""
@@ -125,19 +137,27 @@ class RunView:
     def _change(self, key: str, ident: Tuple[str, str], obj: Optional[dict]) -> None:
         if not self.enabled:
             return
-        doc = self._load(key)
-        if doc is None:
+        loaded = self._load(key)
+        if loaded is None:
             return  # not in the view: nothing to keep current
-        items: Dict[Tuple[str, str], dict] = {_ident(o): o for o in doc["items"]}
         if obj is None:
-            items.pop(ident, None)
+            loaded[1].pop(ident, None)
         else:
-            items[ident] = obj
-        doc["items"] = list(items.values())
-        self._save(key, doc)  # the list's age stays: the rest of it is as old as before
+            loaded[1][ident] = obj
+        self._dirty.add(key)  # the list's age stays: the rest of it is as old as before
+
+    def flush(self) -> None:
+        """Write what this step listed or wrote, for the next step of the run."""
+        if self.enabled:
+            for key in sorted(self._dirty):
+                if key in self._lists:
+                    self._save(key)
+        self._dirty.clear()
 
     def forget(self) -> None:
         """The world may have moved (a step waited for it), or the run ended: read everything again."""
+        self._lists.clear()
+        self._dirty.clear()
         if self.enabled:
             shutil.rmtree(self.directory, ignore_errors=True)
 
