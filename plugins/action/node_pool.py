@@ -82,12 +82,13 @@ class NodePoolModule(KubernetesModule):
         self.results = sorted(self.node_results.values(), key=lambda r: r.name)
         return super().partial_result()
 
-    def converge_nodes(self, live=False):
+    def converge_nodes(self):
         """One pass: LIST nodes, converge labels/taints of every node in scope. Returns the node list.
 
-        The first pass plans from the run's view (k8s/run_view.py: the run's one node LIST; every node write
-        carries the resourceVersion it was read at), a pass while waiting for Ready nodes reads live."""
-        nodes = self.engine.list(NODE) if live else self.engine.observe(NODE)
+        Read live, always: which labels are gpupool's to remove is decided from the nodes' managedFields as well
+        (labels applied before they were recorded), which the run's view does not keep. This LIST is the run's
+        one node LIST: it becomes the view that mig_layout and pool_info plan from (k8s/run_view.py)."""
+        nodes = self.engine.list(NODE)
         self.assigned = assign_nodes(self.present, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
         errors = []
         member = {}
@@ -175,7 +176,7 @@ class NodePoolModule(KubernetesModule):
 
         def probe():
             if probe.rounds:  # run() has just converged: the first round only counts
-                self.converge_nodes(live=True)
+                self.converge_nodes()
             probe.rounds += 1
             short = [pool for pool in self.present if self.ready.get(pool.name, 0) < self.wanted_ready(pool)]
             probe.short = short

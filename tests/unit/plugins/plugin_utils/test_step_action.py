@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Cancelled
 from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
-from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import cancellable, plain, run_step
+from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import cancellable, hide, plain, run_step
 
 
 class Echo(GpupoolModule):
@@ -91,3 +91,13 @@ def test_a_step_whose_controller_died_stops_as_if_cancelled():
     with cancellable(getppid=lambda: next(parents, 1), interval=0.02):
         result = run_step(Waits, {})
     assert result["cancelled"] is True and "ansible-playbook, is gone" in result["msg"]
+
+
+def test_hide_masks_a_secret_wherever_it_is_and_leaves_a_clean_result_as_it_is():
+    clean = {"nodes": [{"name": "n%d" % i} for i in range(10)]}
+    assert hide(clean, {"s3cret"}) is clean and hide(clean, set()) is clean
+    dirty = {"msg": "token s3cret refused", "auth": {"password": "s3cret"}}
+    assert hide(dirty, {"s3cret"}) == {
+        "msg": "token ******** refused",
+        "auth": {"password": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"},
+    }

@@ -66,10 +66,10 @@ def test_a_steps_writes_reach_the_file_once_when_it_ends(tmp_path):
     v.put(NODES, [node("n%d" % i) for i in range(50)])
     v.flush()
     path = v._path(NODES)
-    before = os.stat(path).st_mtime_ns, open(path).read()
+    before = os.stat(path).st_mtime_ns, open(path, "rb").read()
     for i in range(50):
         v.record(NODES, node("n%d" % i, rv="9"))
-    assert (os.stat(path).st_mtime_ns, open(path).read()) == before
+    assert (os.stat(path).st_mtime_ns, open(path, "rb").read()) == before
     v.flush()
     assert all(n["metadata"]["resourceVersion"] == "9" for n in view(tmp_path).get(NODES))
 
@@ -133,3 +133,18 @@ def test_object_of_names_the_kind_and_object_of_an_api_path():
         None,
     )
     assert object_of("/version") is None and object_of("/apis/resource.k8s.io") is None
+
+
+def test_the_view_keeps_objects_without_managed_fields(tmp_path):
+    """Half of a Node is its managedFields; no step that plans from the view reads them (node_pool reads live)."""
+    v = view(tmp_path)
+    listed = node("n0")
+    listed["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+    v.put(NODES, [listed])
+    written = node("n1", rv="5")
+    written["metadata"]["managedFields"] = [{"manager": "gpupool"}]
+    v.record(NODES, written)
+    v.flush()
+    kept = view(tmp_path).get(NODES)
+    assert [n["metadata"].get("managedFields") for n in kept] == [None, None]
+    assert listed["metadata"]["managedFields"] == [{"manager": "kubelet"}]  # the caller's objects are untouched

@@ -154,3 +154,15 @@ def test_check_mode_planned_waves_failed_steps_and_a_quiet_run():
         "DeviceClass gpu-t4 updated",
         "DeviceClass gpu-old deleted",
     ]
+
+
+def test_many_mismatches_of_one_kind_are_three_lines_and_a_count():
+    mismatches = [{"kind": "not_published", "message": "node n%d publishes no devices" % i} for i in range(2000)]
+    mismatches.append({"kind": "taint_missing", "message": "node x lacks the GPU taint"})
+    assert plan_run_summary.mismatch_lines(mismatches) == [
+        "    - [not_published] node n0 publishes no devices",
+        "    - [not_published] node n1 publishes no devices",
+        "    - [not_published] node n2 publishes no devices",
+        "    - [taint_missing] node x lacks the GPU taint",
+        "    - [not_published] and 1997 more like these (all in the pool report)",
+    ]
