@@ -58,11 +58,18 @@ class Point:
     nodes: int
     magnum: bool = False
     compare: bool = False  # also run the kubernetes.core playbook
+    forks: int = 5  # ansible-playbook --forks: clusters converged at once (one inventory host each)
     kubernetes_core_scenarios: tuple = SCENARIOS
 
     @property
     def label(self) -> str:
-        return "%dc/%dp/%dn%s" % (self.clusters, self.pools, self.nodes, "+magnum" if self.magnum else "")
+        return "%dc/%dp/%dn%s%s" % (
+            self.clusters,
+            self.pools,
+            self.nodes,
+            "+magnum" if self.magnum else "",
+            " --forks %d" % self.forks if self.forks != 5 else "",
+        )
 
 
 SIZES = {
@@ -79,7 +86,7 @@ SIZES = {
         Point(1, 6, 500),
         Point(1, 6, 1000),
         Point(1, 6, 2000),
-        Point(10, 50, 2000, magnum=True),
+        Point(10, 50, 2000, magnum=True, forks=10),
     ],
 }
 
@@ -105,10 +112,10 @@ def ansible_env() -> dict:
     return env
 
 
-def playbook_cmd(inventory: Path, playbook: Path) -> list[str]:
+def playbook_cmd(inventory: Path, playbook: Path, forks: int = 5) -> list[str]:
     # The interpreter running the bench runs ansible-playbook, so kubernetes.core (the `ansible`
     # package of requirements-bench.txt) is found on its sys.path.
-    return [sys.executable, "-m", "ansible.cli.playbook", "-i", str(inventory), str(playbook)]
+    return [sys.executable, "-m", "ansible.cli.playbook", "-i", str(inventory), str(playbook), "--forks", str(forks)]
 
 
 def have_kubernetes_core() -> bool:
@@ -140,7 +147,9 @@ def run_tool(point: Point, tool: str, workdir: Path) -> list[dict]:
         if point.magnum:
             setup = bed.write_inventory(workdir / "setup-inventory", SETUP_USER)
             (workdir / "nodegroups.yml").write_text(NODEGROUPS_PLAYBOOK)
-            run = measure.run_measured(playbook_cmd(setup, workdir / "nodegroups.yml"), ansible_env(), str(ROOT))
+            run = measure.run_measured(
+                playbook_cmd(setup, workdir / "nodegroups.yml", point.forks), ansible_env(), str(ROOT)
+            )
             if run.rc != 0:
                 raise RuntimeError("creating the nodegroups failed:\n" + run.stdout[-4000:])
             _log("%s: %d nodegroups created in Magnum (%.0fs, not measured)" % (point.label, point.pools, run.wall))
@@ -174,7 +183,7 @@ def run_tool(point: Point, tool: str, workdir: Path) -> list[dict]:
             before = measure.snapshot(bed)
             marks = {name: bed.clusters[name].cp.audit.mark() for name in bed.clusters}
             magnum_since = len(bed.magnum.magnum_requests()) if bed.magnum else 0
-            run = measure.run_measured(playbook_cmd(inventory, playbook), ansible_env(), str(ROOT))
+            run = measure.run_measured(playbook_cmd(inventory, playbook, point.forks), ansible_env(), str(ROOT))
             (workdir / ("%s.log" % scenario)).write_text(run.stdout)
             requests = measure.api_requests(bed, marks, user, before, measure.snapshot(bed))
             requests.update(measure.magnum_requests(bed.magnum, magnum_since))
@@ -405,7 +414,7 @@ def main() -> int:
     t0 = time.monotonic()
     only = [p for p in os.environ.get("BENCH_ONLY", "").split(",") if p]  # e.g. BENCH_ONLY=1c/6p/2000n
     for i, point in enumerate(SIZES[size]):
-        if only and point.label not in only:
+        if only and point.label.split()[0] not in only:
             continue
         tools = ["gpupool"] + (["kubernetes.core"] if point.compare and compare else [])
         for tool in tools:
