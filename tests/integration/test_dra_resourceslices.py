@@ -315,12 +315,23 @@ def kube(control_plane):
     return Kube(control_plane.kubeconfig, "builder-test")
 
 
+@pytest.mark.dra_api
 @pytest.mark.parametrize("flavor", GPU_FLAVORS)
 def test_apiserver_accepts_every_flavors_slices(kube, flavor):
-    """Server-side dry run: the real v1.37 validation of the slices (full GPUs and maximal MIG layouts)."""
+    """Server-side dry run: the real validation of the slices (full GPUs and maximal MIG layouts), in the version the
+    server serves (v1beta1 on 1.32: attributes and capacity under `basic:`); what comes back reads as what was sent."""
+    from testbed import dra_api
+
+    version = dra_api.served_version(kube)
     for layouts in (None, _max_layouts(flavor)):
         for sl in rs.resource_slices("dry-run-node", flavor, layouts):
-            kube.request("POST", "/apis/resource.k8s.io/v1/resourceslices", body=sl, query={"dryRun": "All"})
+            body = dra_api.slice_to(version, sl)
+            out = kube.request("POST", dra_api.path(version, "resourceslices"), body=body, query={"dryRun": "All"})
+            back = dra_api.slice_from(version, out)["spec"]["devices"]
+            # (capacities come back in the server's canonical form: 16384Mi is 16Gi)
+            assert [(d["name"], d.get("attributes"), sorted(d.get("capacity") or {})) for d in back] == [
+                (d["name"], d.get("attributes"), sorted(d.get("capacity") or {})) for d in sl["spec"]["devices"]
+            ]
 
 
 def test_apiserver_accepts_the_node_objects(kube):
