@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 from testbed import binaries
@@ -99,3 +100,20 @@ def release(name: str | None = None) -> Release:
     if m.group(2) and "v" + name.lstrip("v") != found.version:
         raise ValueError("the test bed runs %s for %s, not %s" % (found.version, found.minor, name))
     return found
+
+
+def main(argv: list[str]) -> int:
+    """`python -m testbed.k8s_releases matrix|oldest|base`: release names for the Makefile, space separated."""
+    what = argv[0] if argv else ""
+    if what == "matrix":
+        print(" ".join(MATRIX))
+    elif what in ("oldest", "base"):
+        print(OLDEST if what == "oldest" else BASE)
+    else:
+        print("usage: python -m testbed.k8s_releases matrix|oldest|base", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -160,7 +160,7 @@ def test_default_nodegroups_are_nodes(sandbox, core):
         assert labels["magnum.openstack.org/role"] == role
         assert labels["node.kubernetes.io/instance-type"] == "m2.large"
         assert "nvidia.com/gpu.present" not in labels
-        assert node.status.node_info.kubelet_version == "v1.37.1"
+        assert node.status.node_info.kubelet_version == sandbox.cp.release.version
         assert [c.status for c in node.status.conditions if c.type == "Ready"] == ["True"]
         assert node.metadata.name.startswith("digaponc-gpu-004-%s-" % ng)
     assert sandbox.cluster()["labels"]["nvidia_gpu_enabled"] == "true"
@@ -198,7 +198,7 @@ def test_openstacksdk_nodegroup_lifecycle_registers_nodes(sandbox, magnum, core)
     }
     assert "nvidia.com/gpu.clique" not in labels  # A100 PCIe/SXM4 nodes have no multi-node NVLink
     assert node.status.capacity["cpu"] == "32" and node.status.capacity["memory"] == "240Gi"
-    assert node.status.node_info.kubelet_version == "v1.37.1"
+    assert node.status.node_info.kubelet_version == sandbox.cp.release.version
     assert node.spec.provider_id.startswith("openstack:///")
     assert [n.name for n in sandbox.magnum.nodes_of(sandbox.cluster_name, name)] == [node.metadata.name]
 
