@@ -63,6 +63,32 @@ def test_env_var_wins_over_path(tmp_path, monkeypatch):
     assert (hit.source, hit.path, hit.version) == ("env", chosen, "v3.22.1")
 
 
+def test_an_older_release_needs_its_own_kube_apiserver(tmp_path, monkeypatch):
+    """The matrix's releases: only a kube-apiserver of that minor will do, in its own cache directory."""
+    monkeypatch.delenv("KUBE_APISERVER", raising=False)
+    monkeypatch.setenv("GPUPOOL_CACHE", str(tmp_path / "cache"))
+    base = _fake_binary(tmp_path / "base", "kube-apiserver", "Kubernetes v1.37.1")
+    monkeypatch.setenv("PATH", str(base.parent))
+    old = k8s_releases.release("1.32")
+    with pytest.raises(FileNotFoundError, match="run `make binaries K8S_RELEASES=v1.32.13`"):
+        binaries.find("kube-apiserver", allow_fetch=False, version=old.version)
+    cached = _fake_binary(tmp_path / "cache" / "bin" / old.version, "kube-apiserver", "Kubernetes v1.32.13")
+    hit = binaries.find("kube-apiserver", allow_fetch=False, version=old.version)
+    assert (hit.source, hit.path, hit.version) == ("cache", cached, "v1.32.13")
+    assert binaries.find("kube-apiserver", allow_fetch=False).path == base  # the base release is untouched
+    with pytest.raises(ValueError, match="only kube-apiserver differs per release"):
+        binaries.find("kubectl", allow_fetch=False, version=old.version)
+
+
+def test_releases_are_named_by_minor_and_checked():
+    assert k8s_releases.MATRIX == ("1.32", "1.33", "1.34", "1.37") and k8s_releases.OLDEST == "1.32"
+    assert k8s_releases.release("v1.33.13").minor == "1.33" and k8s_releases.release("oldest").version == "v1.32.13"
+    with pytest.raises(ValueError, match="not in the test bed's matrix"):
+        k8s_releases.release("1.31")
+    with pytest.raises(ValueError, match="the test bed runs v1.34.4 for 1.34, not 1.34.1"):
+        k8s_releases.release("1.34.1")
+
+
 def test_download_verifies_the_checksum_and_unpacks(tmp_path, monkeypatch):
     """The download path cannot reach the network here: feed it a release the way helm publishes one."""
     import hashlib
