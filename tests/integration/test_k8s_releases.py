@@ -94,7 +94,7 @@ def test_a_cluster_without_dra_is_refused_before_any_write(k8s_release):
         assert msg.startswith(
             "the API server at %s (Kubernetes %s) does not serve resource.k8s.io at all: gpupool needs Dynamic "
             "Resource Allocation, resource.k8s.io v1 or v1beta2 or v1beta1 (Kubernetes 1.32 or newer; supported and "
-            "tested: 1.32–1.37); on Kubernetes %s switch DRA on with the feature gate DynamicResourceAllocation=true"
+            "tested: 1.32-1.37); on Kubernetes %s switch DRA on with the feature gate DynamicResourceAllocation=true"
             % (cp.server, k8s_release.minor, k8s_release.minor)
         ), msg
         assert "--runtime-config=resource.k8s.io/v1beta1=true" in msg and msg.endswith("nothing was changed")

@@ -80,8 +80,8 @@ def release_text(minor):
 
 
 def supported_range():
-    """ "1.32-1.37" style text: the oldest supported release and the newest tested one."""
-    return "%s–%s" % (release_text(SUPPORTED.oldest), release_text(SUPPORTED.newest_tested))
+    """The supported range as text ("1.32-1.37"): the oldest supported release, the newest tested one."""
+    return "%s-%s" % (release_text(SUPPORTED.oldest), release_text(SUPPORTED.newest_tested))
 
 
 def parse_minor(version_doc):

@@ -57,7 +57,7 @@ def test_1_32_without_dra_is_told_the_gate_and_the_runtime_config():
     assert text == (
         "the API server at https://api.example:6443 (Kubernetes 1.32) does not serve resource.k8s.io at all: gpupool "
         "needs Dynamic Resource Allocation, resource.k8s.io v1 or v1beta2 or v1beta1 (Kubernetes 1.32 or newer; "
-        "supported and tested: 1.32–1.37); on Kubernetes 1.32 switch DRA on with the feature gate "
+        "supported and tested: 1.32-1.37); on Kubernetes 1.32 switch DRA on with the feature gate "
         "DynamicResourceAllocation=true on kube-apiserver, kube-controller-manager, kube-scheduler and every kubelet, "
         "and on kube-apiserver --runtime-config=resource.k8s.io/v1beta1=true; nothing was changed"
     )
@@ -94,7 +94,7 @@ def test_an_unreadable_version_still_says_what_to_switch_on():
 
 def test_the_range_is_stated_once():
     assert SUPPORTED.oldest == SUPPORTED.tested[0] and SUPPORTED.newest_tested == SUPPORTED.tested[-1]
-    assert supported_range() == "1.32–1.37"
+    assert supported_range() == "1.32-1.37"
     assert parse_minor({"major": "1", "minor": "32+", "gitVersion": ""}) == (1, 32)
     assert parse_minor({"gitVersion": "v1.33.13-eks-abc"}) == (1, 33)
     assert parse_minor({}) is None
