@@ -109,6 +109,8 @@ def ansible_env() -> dict:
             "PYTHONPATH": os.pathsep.join([str(ROOT / ".build" / "collections"), str(ROOT)]),
         }
     )
+    if os.environ.get("BENCH_PROFILE"):  # each run's log (<out>/<point>/<scenario>.log) ends with time per task
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
     return env
 
 

@@ -7,8 +7,11 @@ First hit wins, per binary:
   4. the official release binaries, when the network allows (short timeout, checksum verified);
   5. a build from the Go module proxy with the installed Go (tools/build-binaries.sh).
 Versions come from the build modules (tools/kube/go.mod, tools/helm/go.mod): one source of truth.
+The compatibility matrix's older releases (testbed/k8s_releases.py) add only a kube-apiserver each, in
+$GPUPOOL_CACHE/bin/<its version>/, built from a module generated from that release's go.mod.
 
-    python -m testbed.binaries ensure     # resolve all four, print where each came from
+    python -m testbed.binaries ensure                  # resolve all four, print where each came from
+    python -m testbed.binaries ensure --k8s 1.32,1.33  # and the kube-apiserver of these releases (or: all)
 """
 
 from __future__ import annotations
@@ -56,9 +59,9 @@ def wanted_versions() -> dict[str, str]:
 K8S_VERSION = wanted_versions()["kube-apiserver"]
 
 
-def cache_dir() -> Path:
+def cache_dir(version: str | None = None) -> Path:
     base = Path(os.environ.get("GPUPOOL_CACHE") or Path.home() / ".cache" / "gpupool")
-    return base / "bin" / K8S_VERSION
+    return base / "bin" / (version or K8S_VERSION)
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def _go() -> str | None:
     return shutil.which("go") or next((p for p in ("/usr/local/go/bin/go",) if os.access(p, os.X_OK)), None)
 
 
-def build(name: str, dest: Path) -> Path:
+def build(name: str, dest: Path, version: str | None = None) -> Path:
     go = _go()
     if not go:
         raise RuntimeError(
@@ -155,11 +158,12 @@ def build(name: str, dest: Path) -> Path:
         )
     env = dict(
         os.environ,
-        K8S_VERSION=K8S_VERSION,
+        K8S_VERSION=version or K8S_VERSION,
         GPUPOOL_CACHE=str(dest.parent.parent.parent),
         PATH=f"{Path(go).parent}:{os.environ.get('PATH', '')}",
     )
-    _log(f"{name}: building from the Go module proxy (cold, on 2 cores: kube-apiserver ~8 min, all four ~12 min)")
+    what = f"{name} {version}" if version and version != K8S_VERSION else name
+    _log(f"{what}: building from the Go module proxy (cold, on 2 cores: kube-apiserver ~8 min, all four ~12 min)")
     t0 = time.monotonic()
     proc = subprocess.Popen(["bash", str(TOOLS / "build-binaries.sh"), name], env=env, stdout=sys.stderr)
     while True:  # go prints nothing for many minutes: show that it is alive
@@ -167,17 +171,22 @@ def build(name: str, dest: Path) -> Path:
             rc = proc.wait(timeout=60)
             break
         except subprocess.TimeoutExpired:
-            _log(f"{name}: still building ({time.monotonic() - t0:.0f}s)")
+            _log(f"{what}: still building ({time.monotonic() - t0:.0f}s)")
     if rc:
-        raise RuntimeError(f"{name}: tools/build-binaries.sh failed with exit status {rc}")
-    _log(f"{name}: built in {time.monotonic() - t0:.0f}s")
+        raise RuntimeError(f"{what}: tools/build-binaries.sh failed with exit status {rc}")
+    _log(f"{what}: built in {time.monotonic() - t0:.0f}s")
     return dest
 
 
 # ---- resolution ---------------------------------------------------------------------------------
-def find(name: str, *, allow_fetch: bool = True, state: dict | None = None) -> Binary:
-    """Resolve one binary. With allow_fetch=False only env/PATH/cache are looked at."""
+def find(name: str, *, allow_fetch: bool = True, state: dict | None = None, version: str | None = None) -> Binary:
+    """Resolve one binary. With allow_fetch=False only env/PATH/cache are looked at.
+    version: a kube-apiserver of another release (the compatibility matrix); only kube-apiserver differs."""
     want = wanted_versions()[name]
+    if version and version != want:
+        if name != "kube-apiserver":
+            raise ValueError(f"only kube-apiserver differs per release; {name} is {want}")
+        return _find_release_apiserver(version, allow_fetch, state if state is not None else {})
     state = state if state is not None else {}
     if env := os.environ.get(ENV_VARS[name]):
         path = Path(env)
@@ -200,6 +209,23 @@ def find(name: str, *, allow_fetch: bool = True, state: dict | None = None) -> B
     return _from_cache_or_fetch(name, want, cached, allow_fetch, state)
 
 
+def _find_release_apiserver(version: str, allow_fetch: bool, state: dict) -> Binary:
+    """The kube-apiserver of a matrix release: KUBE_APISERVER or PATH only when of that minor, else its cache dir."""
+    name = "kube-apiserver"
+    for candidate, source in [(Path(p), "env") for p in [os.environ.get(ENV_VARS[name])] if p] + [
+        (p, "PATH") for p in _all_on_path(name)
+    ]:
+        found = probe_version(name, candidate) if os.access(candidate, os.X_OK) else None
+        if same_minor(found, version):
+            return Binary(name, candidate, found, source)
+    cached = cache_dir(version) / name
+    if allow_fetch:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(cached.parent / ".lock"):
+            return _from_cache_or_fetch(name, version, cached, allow_fetch, state, version)
+    return _from_cache_or_fetch(name, version, cached, allow_fetch, state, version)
+
+
 def _all_on_path(name: str) -> list[Path]:
     seen, hits = set(), []
     for d in os.environ.get("PATH", "").split(os.pathsep):
@@ -217,7 +243,9 @@ def _locked(path: Path):
         yield
 
 
-def _from_cache_or_fetch(name: str, want: str, cached: Path, allow_fetch: bool, state: dict) -> Binary:
+def _from_cache_or_fetch(
+    name: str, want: str, cached: Path, allow_fetch: bool, state: dict, release: str | None = None
+) -> Binary:
     if cached.exists():
         version = probe_version(name, cached)
         if same_minor(version, want):
@@ -226,9 +254,8 @@ def _from_cache_or_fetch(name: str, want: str, cached: Path, allow_fetch: bool, 
             _log(f"{name}: replacing {cached} in the cache ({version}, want {want})")
             cached.unlink()
     if not allow_fetch:
-        raise FileNotFoundError(
-            f"{name} {want} not found (env {ENV_VARS[name]}, PATH, {cache_dir()}); run `make binaries`"
-        )
+        hint = f"make binaries K8S_RELEASES={release}" if release else "make binaries"
+        raise FileNotFoundError(f"{name} {want} not found (env {ENV_VARS[name]}, PATH, {cached.parent}); run `{hint}`")
     if not state.get("offline") and not os.environ.get("GPUPOOL_OFFLINE"):
         try:
             download(name, want, cached)
@@ -236,24 +263,35 @@ def _from_cache_or_fetch(name: str, want: str, cached: Path, allow_fetch: bool, 
         except Exception as e:  # noqa: BLE001 - any failure means: build it instead
             _log(f"{name}: download failed ({type(e).__name__}: {e}); building instead")
             state["offline"] = True  # one failure is enough: do not wait on the network again
-    build(name, cached)
+    build(name, cached, release)
     version = probe_version(name, cached)
     if not same_minor(version, want):
         raise RuntimeError(f"{name}: the build produced {version}, want {want}")
     return Binary(name, cached, version, "build")
 
 
-def ensure(*, allow_fetch: bool = True) -> dict[str, Binary]:
+def ensure(*, allow_fetch: bool = True, releases: tuple[str, ...] = ()) -> dict[str, Binary]:
+    """The four binaries, plus the kube-apiserver of each release version in `releases` (keyed by its version)."""
     state: dict = {}
-    return {name: find(name, allow_fetch=allow_fetch, state=state) for name in NAMES}
+    out = {name: find(name, allow_fetch=allow_fetch, state=state) for name in NAMES}
+    for version in releases:
+        if version != K8S_VERSION:  # built one at a time: each takes both cores for minutes
+            out[version] = find("kube-apiserver", allow_fetch=allow_fetch, state=state, version=version)
+    return out
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] != ["ensure"]:
-        print("usage: python -m testbed.binaries ensure", file=sys.stderr)
+    if argv[:1] != ["ensure"] or len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != "--k8s"):
+        print("usage: python -m testbed.binaries ensure [--k8s 1.32,1.33|all]", file=sys.stderr)
         return 2
+    releases: tuple[str, ...] = ()
+    if len(argv) == 3 and argv[2].strip():
+        from testbed import k8s_releases
+
+        names = k8s_releases.MATRIX if argv[2] == "all" else argv[2].replace(",", " ").split()
+        releases = tuple(k8s_releases.release(n).version for n in names)
     t0 = time.monotonic()
-    for b in ensure().values():
+    for b in ensure(releases=releases).values():
         print(f"{b.name:15} {b.version:10} {b.source:9} {b.path}")
     print(f"[binaries] ready in {time.monotonic() - t0:.1f}s")
     return 0

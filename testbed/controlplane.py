@@ -1,11 +1,13 @@
 """A real Kubernetes control plane on loopback: etcd + kube-apiserver, no containers.
 
-What is real: the kube-apiserver binary (v1.37) with its validation (DRA CEL selectors, OpenAPI),
+What is real: the kube-apiserver binary (v1.37, or an older release of the compatibility matrix:
+testbed/k8s_releases.py, GPUPOOL_K8S_VERSION) with its validation (DRA CEL selectors, OpenAPI),
 server-side apply and field ownership, resourceVersion conflicts, RBAC (Node,RBAC), admission,
 the audit log. What is not started: kube-controller-manager, kube-scheduler, kubelet - nothing
 reconciles (no garbage collection, no default ServiceAccount per namespace, pods stay Pending).
 
     cp = ControlPlane().start()          # or: python -m testbed.controlplane up|down|status
+    cp = ControlPlane(version="1.32").start()   # an older release (default: $GPUPOOL_K8S_VERSION, else 1.37)
     api = cp.api_client()                # kubernetes Python client, admin (system:masters)
     kc = cp.mint_kubeconfig("alice", ["gpu-admins"])   # restricted: RBAC decides
     mark = cp.audit.mark(); ...; cp.audit.since(mark).writes(user="alice")
@@ -33,13 +35,14 @@ from pathlib import Path
 
 import yaml
 
-from testbed import binaries, pki
+from testbed import binaries, k8s_releases, pki
 from testbed.audit import AuditLog
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_USER, ADMIN_GROUP = "gpupool-admin", "system:masters"
 SERVICE_CIDR = "10.96.0.0/16"
-# DRA API versions beyond the GA resource.k8s.io/v1; dropped one by one if the server refuses them.
+# DRA API versions beyond the GA resource.k8s.io/v1 on the base release; dropped one by one if the server refuses
+# them. An older release starts with exactly what it needs instead (k8s_releases.Release.runtime_config).
 RUNTIME_CONFIG = ("resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1alpha3")
 # DRA feature gates the sandbox relies on. 1.37's --help no longer lists the GA ones
 # (DRAExtendedResource, DRADeviceTaints, DRAPrioritizedList, DRAAdminAccess,
@@ -125,9 +128,17 @@ class ControlPlane:
         *,
         detach: bool = False,
         extra_gates: dict[str, bool] | None = None,
+        version: str | None = None,
+        dra: bool = True,
     ):
         """workdir: where certs, etcd data and logs go (a fresh temp dir, made by start(), by default).
-        detach: keep the processes running after this Python process exits (the CLI `up`)."""
+        detach: keep the processes running after this Python process exits (the CLI `up`).
+        version: the Kubernetes release ("1.32", "v1.33.13"; k8s_releases.release), default $GPUPOOL_K8S_VERSION,
+        else the base release 1.37.
+        dra=False: an older release as it comes, without the DRA gate and runtime config it needs (on 1.32/1.33 it
+        then serves no resource.k8s.io: a cluster that has not switched DRA on)."""
+        self.release = k8s_releases.release(version)
+        self.dra = dra
         self.workdir = Path(workdir) if workdir else None
         self.detach = detach
         self.extra_gates = extra_gates or {}
@@ -160,7 +171,10 @@ class ControlPlane:
             self.workdir = Path(tempfile.mkdtemp(prefix="gpupool-cp-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            bins = {n: binaries.find(n, allow_fetch=False) for n in ("etcd", "kube-apiserver")}
+            bins = {
+                "etcd": binaries.find("etcd", allow_fetch=False),
+                "kube-apiserver": binaries.find("kube-apiserver", allow_fetch=False, version=self.release.version),
+            }
             self.bins.update({n: str(b.path) for n, b in bins.items()})
             self._write_pki()
             self._start_etcd()
@@ -300,8 +314,12 @@ class ControlPlane:
         """port: reuse this port (a restart: clients keep their kubeconfigs); None picks a free one."""
         d = self.workdir / "pki"
         (self.workdir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
-        self.gates = {**feature_gates(Path(self.bins["kube-apiserver"])), **self.extra_gates}
-        self.runtime_config = list(RUNTIME_CONFIG)
+        if self.release.base:
+            self.gates = {**feature_gates(Path(self.bins["kube-apiserver"])), **self.extra_gates}
+            self.runtime_config = list(RUNTIME_CONFIG)
+        else:  # what a site running this release sets for DRA, nothing more (k8s_releases.py)
+            self.gates = {**(self.release.feature_gates if self.dra else {}), **self.extra_gates}
+            self.runtime_config = list(self.release.runtime_config if self.dra else ())
         fixed = port
         for _attempt in range(len(RUNTIME_CONFIG) + 3):
             port = fixed if fixed is not None else free_port()
@@ -454,6 +472,7 @@ class ControlPlane:
         state = {
             k: getattr(self, k) for k in ("server", "pids", "ports", "bins", "runtime_config", "gates", "start_seconds")
         }
+        state["version"] = self.release.version
         state.update(workdir=str(self.workdir), kubeconfig=str(self.kubeconfig), ca_file=str(self.ca_file))
         (self.workdir / "state.json").write_text(json.dumps(state, indent=2))
 
@@ -461,7 +480,7 @@ class ControlPlane:
     def attach(cls, workdir: str | os.PathLike) -> "ControlPlane":
         """The control plane whose data is in `workdir` (started by another process)."""
         state = json.loads((Path(workdir) / "state.json").read_text())
-        cp = cls(state["workdir"], detach=True)
+        cp = cls(state["workdir"], detach=True, version=state.get("version") or None)
         for k in ("server", "pids", "ports", "bins", "runtime_config", "gates", "start_seconds"):
             setattr(cp, k, state[k])
         return cp

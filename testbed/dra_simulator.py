@@ -15,8 +15,9 @@ or a name ending in ``-kubelet-plugin``), this simulator plays, on every poll:
 - **the Deployment + ReplicaSet controllers** for the release's Deployments (the ComputeDomain
   controller, the optional webhook): a ReplicaSet owned by the Deployment with its pod template,
   both with ready status, which is what helm's readiness check looks for;
-- **the kubelet plugin**: ``resource.k8s.io/v1`` ResourceSlices per ready node, exactly as the
-  driver publishes them (testbed/dra_resourceslices.py: driver ``gpu.nvidia.com``, pool = node
+- **the kubelet plugin**: ResourceSlices per ready node, in the newest ``resource.k8s.io`` version the
+  API server serves and in that version's shape (testbed/dra_api.py: v1, v1beta2, or v1beta1 on 1.32, where
+  attributes and capacity sit under ``basic:``), exactly as the driver publishes them (testbed/dra_resourceslices.py: driver ``gpu.nvidia.com``, pool = node
   name, ``gpu-<minor>`` or the node's current MIG devices; ``compute-domain.nvidia.com`` channel
   and daemon devices on every GPU node), only for the drivers whose container is in the pod template
   (``gpus``, ``compute-domains``). The pool generation is bumped whenever a node's devices change
@@ -52,16 +53,14 @@ import json
 import sys
 import time
 
-from testbed import dra_driver_rules, dra_dynamic_mig
+from testbed import dra_api, dra_driver_rules, dra_dynamic_mig
 from testbed import dra_resourceslices as slices_mod
 from testbed.simulator_client import Kube, KubeError
 
 IDENTITY = "testbed:dra-driver-simulator"
 PLUGIN_NAMES = ("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu")
 CONTENT_ANNOTATION = "testbed.gpupool.io/content-hash"
-SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 NOT_SIMULATED_GATES = ("PassthroughSupport",)
-CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 # Tolerations the DaemonSet controller adds to every daemon pod (pkg/controller/daemon/util).
 DAEMONSET_TOLERATIONS = (
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
@@ -213,6 +212,7 @@ class DraDriverSimulator:
         self._started: set[tuple] = set()  # (DaemonSet uid, generation, node): plugin start-ups seen
         self.prepared: dict[str, list] = {}  # "ns/claim" -> [{"device", "ready", "message"}]
         self.publishes = 0
+        self.api_version = ""  # the resource.k8s.io version spoken: discovered on the first pass (dra_api)
 
     # ---- one reconcile pass ---------------------------------------------------------------------------
     def tick(self, nodes: list[dict] | None = None) -> None:
@@ -260,8 +260,9 @@ class DraDriverSimulator:
             if not crash:  # the controller (and webhook) exit on the same flags: never ready then
                 self._deployments(ds)
         self.plugins = plugins
-        self._sync_slices(desired, active=bool(daemonsets))
-        self._prepare_claims(daemonsets)
+        if self._discover():
+            self._sync_slices(desired, active=bool(daemonsets))
+            self._prepare_claims(daemonsets)
         for ns in sorted(self._rs_namespaces - {ds["metadata"]["namespace"] for ds in daemonsets}):
             if not self._collect_replicasets(ns, self._live_deployments(ns)):
                 self._rs_namespaces.discard(ns)
@@ -289,6 +290,21 @@ class DraDriverSimulator:
         others = tuple(d for d in drivers if d != slices_mod.GPU_DRIVER)
         return out + slices_mod.node_slices(machine.name, machine.gpu, machine.count, {}, owner=owner, drivers=others)
 
+    def _discover(self) -> bool:
+        """The resource.k8s.io version to speak, as the real plugin's client discovers it; False when none is served
+        (a 1.32/1.33 server without the DRA gate): nothing is published then, and status() says why."""
+        if not self.api_version:
+            try:
+                self.api_version = dra_api.served_version(self.kube)
+            except dra_api.NoDraApi as exc:
+                msg = "no ResourceSlices: %s" % exc
+                if msg not in self.errors:
+                    self.log(msg)
+                    self.errors = (self.errors + [msg])[-20:]
+                return False
+            self.log("speaking resource.k8s.io/%s" % self.api_version)
+        return True
+
     # ---- claim prepare ----------------------------------------------------------------------------------
     def _prepare_claims(self, daemonsets: list) -> None:
         """Play NodePrepareResources for allocated claims on nodes where a plugin is ready."""
@@ -301,7 +317,7 @@ class DraDriverSimulator:
         if not served and not self.prepared:
             return
         prepared = {}
-        for claim in self.kube.list(CLAIMS):
+        for claim in self.kube.list(dra_api.path(self.api_version, "resourceclaims")):
             allocation = (claim.get("status") or {}).get("allocation") or {}
             results = [
                 r
@@ -359,7 +375,7 @@ class DraDriverSimulator:
             for c in d["conditions"]:
                 c["lastTransitionTime"] = now
         meta = claim["metadata"]
-        path = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status" % (meta["namespace"], meta["name"])
+        path = dra_api.path(self.api_version, "resourceclaims", meta["namespace"], meta["name"], "status")
         try:
             self.kube.patch(path, {"status": {"devices": devices}})
             self.log(
@@ -556,16 +572,17 @@ class DraDriverSimulator:
     def _sync_slices(self, desired: dict, active: bool) -> None:
         if not active and not self._had_slices:
             return
+        slices = dra_api.path(self.api_version, "resourceslices")
         current = {
-            s["metadata"]["name"]: s
-            for s in self.kube.list(SLICES, label_selector=slices_mod.SIMULATED_LABEL + "=true")
+            s["metadata"]["name"]: dra_api.slice_from(self.api_version, s)
+            for s in self.kube.list(slices, label_selector=slices_mod.SIMULATED_LABEL + "=true")
         }
         for name, sl in desired.items():
             digest = _hash({k: v for k, v in sl["spec"].items() if k != "pool"})  # devices, counters
             sl["metadata"].setdefault("annotations", {})[CONTENT_ANNOTATION] = digest
             have = current.get(name)
             if have is None:
-                self._write("create", SLICES, sl)
+                self._write("create", slices, sl)
                 continue
             owners = have["metadata"].get("ownerReferences") or []
             owner_changed = owners != (sl["metadata"].get("ownerReferences") or [])
@@ -574,17 +591,17 @@ class DraDriverSimulator:
             # The devices changed (MIG layout): a new pool generation, as the driver publishes it.
             sl["spec"]["pool"]["generation"] = have["spec"]["pool"].get("generation", 0) + 1
             sl["metadata"]["resourceVersion"] = have["metadata"]["resourceVersion"]
-            if self._write("replace", SLICES + "/" + name, sl):
+            if self._write("replace", slices + "/" + name, sl):
                 self.log("ResourceSlice %s: pool generation %d" % (name, sl["spec"]["pool"]["generation"]))
         for name in set(current) - set(desired):
-            self.kube.delete(SLICES + "/" + name)
+            self.kube.delete(slices + "/" + name)
         self._had_slices = bool(desired)
 
     def _write(self, verb: str, path: str, body: dict) -> bool:
         """Create or replace one slice; a refusal is recorded (and logged once), not raised, so one bad
         slice does not stop the others. A conflict is retried on the next poll."""
         try:
-            getattr(self.kube, verb)(path, body)
+            getattr(self.kube, verb)(path, dra_api.slice_to(self.api_version, body))
             self.publishes += 1
             return True
         except KubeError as exc:
@@ -603,4 +620,5 @@ class DraDriverSimulator:
             "publishes": self.publishes,
             "errors": list(self.errors),
             "prepared": dict(self.prepared),
+            "api_version": self.api_version,
         }

@@ -60,7 +60,6 @@ FLAVORS = {name: (f.gpu, f.gpus) for name, f in FLAVOR_TABLE.items()}
 # What the simulated nodes run (the DRA driver needs >= 570.158.01 for ComputeDomains, ref §1.2).
 DRIVER_VERSION = "570.158.01"
 CUDA_DRIVER_VERSION = "12.8"
-KUBELET_VERSION = "v1.37.1"
 # Max nodes per NVLink clique: a GB200 NVL72 rack holds 18 compute trays of 4 GPUs.
 NODES_PER_CLIQUE = 18
 

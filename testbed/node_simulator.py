@@ -6,7 +6,8 @@ update, delete), this simulator does what those components do for each server of
 
 - **kubelet** registers the Node (create, then ``status`` through the status subresource): the
   Ready condition (and the pressure conditions False), capacity/allocatable cpu, memory and pods
-  from the flavor, addresses, ``nodeInfo`` with kubeletVersion v1.37.1, the labels kubelet sets
+  from the flavor, addresses, ``nodeInfo`` with the kubeletVersion of the control plane's release (a
+  kubelet is never newer than its API server), the labels kubelet sets
   itself (``kubernetes.io/hostname``, ``kubernetes.io/os``, ``kubernetes.io/arch``) and the ones
   Magnum passes with ``--node-labels``: ``magnum.openstack.org/nodegroup``,
   ``magnum.openstack.org/role`` (reference magnum-nodegroups.md §3), plus the nodegroup's
@@ -40,7 +41,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from testbed import gpu_flavors
+from testbed import gpu_flavors, k8s_releases
 from testbed.simulator_client import Kube, KubeError, node_path
 
 IDENTITY = "testbed:node-simulator"
@@ -280,7 +281,7 @@ def node_status(name: str, *, flavor: str | None, address: str | None = None, re
                 "kernelVersion": "6.8.5-301.fc40.%s" % ("aarch64" if arch == "arm64" else "x86_64"),
                 "osImage": "Fedora CoreOS 40.20240504.3.0",
                 "containerRuntimeVersion": "containerd://1.7.27",
-                "kubeletVersion": gpu_flavors.KUBELET_VERSION,
+                "kubeletVersion": k8s_releases.release().version,
                 "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": arch,

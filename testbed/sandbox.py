@@ -6,7 +6,8 @@
 
 What runs (docs/testbed.md has what each piece models and what it does not):
 
-- a REAL Kubernetes control plane (etcd + kube-apiserver v1.37.1, testbed/controlplane.py);
+- a REAL Kubernetes control plane (etcd + kube-apiserver v1.37.1, or the release GPUPOOL_K8S_VERSION names:
+  testbed/k8s_releases.py; testbed/controlplane.py);
 - the Magnum API EMULATOR (testbed/magnum_emulator.py) with the cluster of inventories/example
   (``digaponc-gpu-004``, labels incl. ``nvidia_gpu_enabled=true``, default-master and
   default-worker nodegroups of flavor ``m2.large``), its ``api_address`` the real apiserver;
@@ -161,8 +162,9 @@ class Sandbox:
             if self.cp is None:
                 from testbed.controlplane import ControlPlane
 
-                self.log("starting the control plane (etcd + kube-apiserver v1.37.1) ...")
-                self.cp = ControlPlane().start()
+                self.cp = ControlPlane()
+                self.log("starting the control plane (etcd + kube-apiserver %s) ..." % self.cp.release.version)
+                self.cp.start()
             if self.state is None:
                 self._tmp = tempfile.mkdtemp(prefix="gpupool-sandbox-")
                 self.state = Path(self._tmp)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import FieldNotInSchema
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import DEVICE_CLASS
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import (
@@ -34,7 +35,10 @@ def extended_resources_supported(engine, desired, api_version):
             "extendedResourceName": "gpupool.io/probe",
         },
     }
-    out = engine.apply(DEVICE_CLASS, probe, dry_run=True)
+    try:
+        out = engine.apply(DEVICE_CLASS, probe, dry_run=True)
+    except FieldNotInSchema:  # a release before the field (1.32, 1.33): its schema lacks it
+        return False
     return bool((out.get("spec") or {}).get("extendedResourceName"))
 
 
@@ -54,8 +58,9 @@ class DeviceClassModule(KubernetesModule):
             info["extended_resource_names"] = supported
             if not supported:
                 self.warn(
-                    "the cluster drops DeviceClass extendedResourceName (feature gate DRAExtendedResource is "
-                    "off); classes %s are published without it" % ", ".join(d.obj["metadata"]["name"] for d in with_ext)
+                    "the cluster does not keep DeviceClass extendedResourceName (Kubernetes before 1.34 lacks the field, "
+                    "1.34 has it behind the feature gate DRAExtendedResource); classes %s are published without it"
+                    % ", ".join(d.obj["metadata"]["name"] for d in with_ext)
                 )
                 wanted = without_extended_resource_names(wanted)
         self.converge(DEVICE_CLASS, wanted, prune=PruneScope(pools=pools) if self.params["prune"] else None)

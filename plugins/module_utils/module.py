@@ -42,6 +42,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine impo
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import RunLease
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.support import check_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import YAML_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import (
     Cancelled,
@@ -277,6 +278,7 @@ class KubernetesModule(PoolModule):
         """Connected on first use, so inventory problems fail before any request."""
         if self._engine is None:
             client = k8s_connect(self.params, self.cluster)
+            check_cluster(client)  # a cluster outside the supported range: one sentence, before any write
             self._engine = ApplyEngine(
                 client, check_mode=self.check_mode, force_conflicts=bool(self.params.get("force_conflicts"))
             )

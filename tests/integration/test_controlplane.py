@@ -1,4 +1,5 @@
-"""The control-plane test bed: a real kube-apiserver v1.37 + etcd, helm and kubectl on loopback."""
+"""The control-plane test bed: a real kube-apiserver (v1.37, or the session's release of the compatibility matrix)
++ etcd, helm and kubectl on loopback."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from testbed import binaries
+from testbed import binaries, k8s_releases
 from testbed.controlplane import ControlPlane, _pid_is
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,9 +23,9 @@ GPU_SELECTOR = (
 )
 
 
-def device_class(name: str, expression: str) -> dict:
+def device_class(name: str, expression: str, version: str = "v1") -> dict:
     return {
-        "apiVersion": "resource.k8s.io/v1",
+        "apiVersion": "resource.k8s.io/" + version,
         "kind": "DeviceClass",
         "metadata": {"name": name},
         "spec": {"selectors": [{"cel": {"expression": expression}}]},
@@ -62,6 +63,32 @@ def test_env_var_wins_over_path(tmp_path, monkeypatch):
     assert (hit.source, hit.path, hit.version) == ("env", chosen, "v3.22.1")
 
 
+def test_an_older_release_needs_its_own_kube_apiserver(tmp_path, monkeypatch):
+    """The matrix's releases: only a kube-apiserver of that minor will do, in its own cache directory."""
+    monkeypatch.delenv("KUBE_APISERVER", raising=False)
+    monkeypatch.setenv("GPUPOOL_CACHE", str(tmp_path / "cache"))
+    base = _fake_binary(tmp_path / "base", "kube-apiserver", "Kubernetes v1.37.1")
+    monkeypatch.setenv("PATH", str(base.parent))
+    old = k8s_releases.release("1.32")
+    with pytest.raises(FileNotFoundError, match="run `make binaries K8S_RELEASES=v1.32.13`"):
+        binaries.find("kube-apiserver", allow_fetch=False, version=old.version)
+    cached = _fake_binary(tmp_path / "cache" / "bin" / old.version, "kube-apiserver", "Kubernetes v1.32.13")
+    hit = binaries.find("kube-apiserver", allow_fetch=False, version=old.version)
+    assert (hit.source, hit.path, hit.version) == ("cache", cached, "v1.32.13")
+    assert binaries.find("kube-apiserver", allow_fetch=False).path == base  # the base release is untouched
+    with pytest.raises(ValueError, match="only kube-apiserver differs per release"):
+        binaries.find("kubectl", allow_fetch=False, version=old.version)
+
+
+def test_releases_are_named_by_minor_and_checked():
+    assert k8s_releases.MATRIX == ("1.32", "1.33", "1.34", "1.37") and k8s_releases.OLDEST == "1.32"
+    assert k8s_releases.release("v1.33.13").minor == "1.33" and k8s_releases.release("oldest").version == "v1.32.13"
+    with pytest.raises(ValueError, match="not in the test bed's matrix"):
+        k8s_releases.release("1.31")
+    with pytest.raises(ValueError, match="the test bed runs v1.34.4 for 1.34, not 1.34.1"):
+        k8s_releases.release("1.34.1")
+
+
 def test_download_verifies_the_checksum_and_unpacks(tmp_path, monkeypatch):
     """The download path cannot reach the network here: feed it a release the way helm publishes one."""
     import hashlib
@@ -89,35 +116,44 @@ def test_download_verifies_the_checksum_and_unpacks(tmp_path, monkeypatch):
 
 # ---- the real server -------------------------------------------------------------------------
 @pytest.mark.controlplane
-def test_kubectl_and_server_report_1_37(control_plane):
+@pytest.mark.dra_api
+def test_kubectl_is_the_base_release_and_the_server_the_sessions(control_plane, k8s_release):
     out = json.loads(control_plane.kubectl("version", "-o", "json").stdout)
-    assert out["clientVersion"]["gitVersion"].startswith("v1.37.")
-    assert out["serverVersion"]["gitVersion"].startswith("v1.37.")
+    assert out["clientVersion"]["gitVersion"].startswith("v%s." % k8s_releases.BASE)  # kubectl is never swapped
+    assert out["serverVersion"]["gitVersion"] == k8s_release.version
 
 
 @pytest.mark.controlplane
-def test_dra_api_versions_served(control_plane):
+@pytest.mark.dra_api
+def test_dra_api_versions_served(control_plane, k8s_release):
     versions = control_plane.kubectl("api-versions").stdout.split()
-    assert "resource.k8s.io/v1" in versions
-    for gv in control_plane.runtime_config:  # whatever the server accepted is really served
-        assert gv in versions
+    served = [gv.split("/")[1] for gv in versions if gv.startswith("resource.k8s.io/")]
+    if k8s_release.base:
+        assert "v1" in served
+        for gv in control_plane.runtime_config:  # whatever the server accepted is really served
+            assert gv in versions
+    else:  # an older release serves what kubernetes-dra-versions.md says, started as a site runs it
+        assert sorted(served) == sorted(k8s_release.resource_versions), versions
 
 
 @pytest.mark.controlplane
-def test_deviceclass_cel_is_validated_by_the_server(control_plane):
-    api = client.ResourceV1Api(control_plane.api_client())
-    created = api.create_device_class(device_class("cp-test-h100", GPU_SELECTOR))
+@pytest.mark.dra_api
+def test_deviceclass_cel_is_validated_by_the_server(control_plane, k8s_release):
+    api = client.CustomObjectsApi(control_plane.api_client())
+    version = k8s_release.resource_version
+    args = ("resource.k8s.io", version, "deviceclasses")
+    created = api.create_cluster_custom_object(*args, device_class("cp-test-h100", GPU_SELECTOR, version))
     try:
-        assert created.spec.selectors[0].cel.expression == GPU_SELECTOR
+        assert created["spec"]["selectors"][0]["cel"]["expression"] == GPU_SELECTOR
         with pytest.raises(ApiException) as err:
-            api.create_device_class(device_class("cp-test-broken", "device.driver == 1"))
+            api.create_cluster_custom_object(*args, device_class("cp-test-broken", "device.driver == 1", version))
         assert err.value.status == 422
         status = json.loads(err.value.body)
         assert status["details"]["causes"][0]["field"] == "spec.selectors[0].cel.expression"
         assert "compilation failed" in status["message"]
         assert "no matching overload" in status["message"]
     finally:
-        api.delete_device_class("cp-test-h100")
+        api.delete_cluster_custom_object(*args, "cp-test-h100")
 
 
 @pytest.mark.controlplane

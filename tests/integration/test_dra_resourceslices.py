@@ -307,6 +307,43 @@ def test_chart_says_it_is_a_simulation():
     assert "not NVIDIA's chart" in (CHART / "README.md").read_text()
 
 
+# ---- the version's shape (testbed/dra_api.py; the real servers check it in the dra_api tests below) ----------
+def test_v1beta1_slices_nest_the_device_under_basic_and_read_back_as_v1():
+    from testbed import dra_api
+
+    (sl, _cd) = rs.resource_slices("n1", "g4.p2.40g")
+    old = dra_api.slice_to("v1beta1", sl)
+    assert old["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert old["spec"]["devices"][0] == {
+        "name": "gpu-0",
+        "basic": {
+            "attributes": sl["spec"]["devices"][0]["attributes"],
+            "capacity": sl["spec"]["devices"][0]["capacity"],
+        },
+    }
+    assert dra_api.slice_from("v1beta1", old)["spec"] == sl["spec"]
+    assert dra_api.slice_to("v1beta2", sl)["spec"] == sl["spec"]  # v1beta2 has v1's shape
+    assert sl["apiVersion"] == "resource.k8s.io/v1"  # the input is left as it was
+
+
+def test_v1beta1_claims_put_the_request_fields_on_the_request():
+    from testbed import dra_api
+
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "x", "count": 2}}]}},
+    }
+    old = dra_api.claim_to("v1beta1", claim)
+    assert old["spec"]["devices"]["requests"] == [{"name": "gpu", "deviceClassName": "x", "count": 2}]
+    assert dra_api.claim_from("v1beta1", old)["spec"] == claim["spec"]
+    template = {"kind": "ResourceClaimTemplate", "spec": {"spec": claim["spec"]}}
+    old_template = dra_api.claim_to("v1beta1", template)
+    assert old_template["spec"]["spec"]["devices"]["requests"][0]["deviceClassName"] == "x"
+    assert dra_api.claim_from("v1beta1", old_template, "ResourceClaimTemplate")["spec"] == template["spec"]
+
+
 # ---- what the apiserver says -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def kube(control_plane):
@@ -315,12 +352,23 @@ def kube(control_plane):
     return Kube(control_plane.kubeconfig, "builder-test")
 
 
+@pytest.mark.dra_api
 @pytest.mark.parametrize("flavor", GPU_FLAVORS)
 def test_apiserver_accepts_every_flavors_slices(kube, flavor):
-    """Server-side dry run: the real v1.37 validation of the slices (full GPUs and maximal MIG layouts)."""
+    """Server-side dry run: the real validation of the slices (full GPUs and maximal MIG layouts), in the version the
+    server serves (v1beta1 on 1.32: attributes and capacity under `basic:`); what comes back reads as what was sent."""
+    from testbed import dra_api
+
+    version = dra_api.served_version(kube)
     for layouts in (None, _max_layouts(flavor)):
         for sl in rs.resource_slices("dry-run-node", flavor, layouts):
-            kube.request("POST", "/apis/resource.k8s.io/v1/resourceslices", body=sl, query={"dryRun": "All"})
+            body = dra_api.slice_to(version, sl)
+            out = kube.request("POST", dra_api.path(version, "resourceslices"), body=body, query={"dryRun": "All"})
+            back = dra_api.slice_from(version, out)["spec"]["devices"]
+            # (capacities come back in the server's canonical form: 16384Mi is 16Gi)
+            assert [(d["name"], d.get("attributes"), sorted(d.get("capacity") or {})) for d in back] == [
+                (d["name"], d.get("attributes"), sorted(d.get("capacity") or {})) for d in sl["spec"]["devices"]
+            ]
 
 
 def test_apiserver_accepts_the_node_objects(kube):

@@ -43,6 +43,22 @@ def cluster(*pools):
     return load_cluster({"name": "c", "pools": list(pools)})
 
 
+def classes(cp, c, pools=None):
+    """The DeviceClasses of a cluster in the session release's resource.k8s.io version."""
+    api = "resource.k8s.io/" + cp.release.resource_version
+    return plan_device_classes.cluster_device_classes(c, pools, api_version=api)
+
+
+def a100(cp):
+    """The A100 pool; with extendedResourceName only on a release that keeps it (the engine is below the
+    device_class step's probe, which leaves the field out elsewhere: test_k8s_releases.py)."""
+    if cp.release.extended_resource_name:
+        return A100
+    return dict(
+        A100, device_classes={k: v for k, v in A100["device_classes"].items() if k != "extended_resource_names"}
+    )
+
+
 def names(results, action=None):
     return sorted(r.name for r in results if action is None or r.action == action)
 
@@ -82,13 +98,16 @@ A100 = {
 }
 
 
+@pytest.mark.dra_api
 def test_discovery_prefers_v1_falls_back_and_explains_missing_apis(control_plane):
     e = engine(control_plane)
-    assert e.version(plan_kinds.DEVICE_CLASS) == "v1"
+    release = control_plane.release
+    assert e.version(plan_kinds.DEVICE_CLASS) == release.resource_version  # the newest the release serves
     served = e.client.group_versions("resource.k8s.io")
-    assert {"v1", "v1beta2", "v1beta1"} <= set(served)
+    assert set(release.resource_versions) <= set(served)
     # On a cluster without v1 the next served version is taken, in the engine's preference order.
-    assert e.client.preferred_version("resource.k8s.io", ("v9", "v1beta2", "v1beta1")) == "v1beta2"
+    older = [v for v in ("v1beta2", "v1beta1") if v in served]
+    assert e.client.preferred_version("resource.k8s.io", ("v9", "v1beta2", "v1beta1")) == (older or [None])[0]
     widget = plan_kinds.Kind("Widget", "widgets.example.com", "widgets", True, ("v1",))
     assert e.version(widget, required=False) is None
     with pytest.raises(K8sError) as err:
@@ -98,10 +117,11 @@ def test_discovery_prefers_v1_falls_back_and_explains_missing_apis(control_plane
     assert engine(control_plane).version(plan_kinds.COMPUTE_DOMAIN) == "v1beta1"  # v1beta2 is not served by this CRD
 
 
+@pytest.mark.dra_api
 def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(control_plane, cleanup):
     cleanup += ["apply-t4", "apply-a100"]
-    c = cluster(T4, A100)
-    want = plan_device_classes.cluster_device_classes(c)
+    c = cluster(T4, a100(control_plane))
+    want = classes(control_plane, c)
     assert len(want) == 4
 
     mark = control_plane.audit.mark()
@@ -120,7 +140,9 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
     # check mode predicted exactly what the real run did
     assert [r.after for r in dry] == [r.after for r in real]
     live = h.kubectl_json(control_plane, "get", "deviceclass", "apply-a100-3g.20gb")
-    assert live["spec"]["extendedResourceName"] == "gpupool.io/apply-a100-3g.20gb"
+    assert live["spec"].get("extendedResourceName") == (
+        "gpupool.io/apply-a100-3g.20gb" if control_plane.release.extended_resource_name else None
+    )
     assert strip(live)["metadata"]["labels"] == plan_ownership.ownership_labels("apply-a100")
 
     mark = control_plane.audit.mark()
@@ -132,8 +154,8 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
     assert e.client.requests == 2  # discovery of resource.k8s.io + one LIST of DeviceClasses
 
     # a change: check mode shows it without writing, the real run applies the same
-    c2 = cluster(dict(T4, sharing={"time_slicing": {"interval": "Long"}}), A100)
-    want2 = plan_device_classes.cluster_device_classes(c2)
+    c2 = cluster(dict(T4, sharing={"time_slicing": {"interval": "Long"}}), a100(control_plane))
+    want2 = classes(control_plane, c2)
     mark = control_plane.audit.mark()
     dry = engine(control_plane, check_mode=True).converge(plan_kinds.DEVICE_CLASS, want2)
     assert control_plane.audit.since(mark).writes(user=ADMIN) == []
@@ -144,16 +166,19 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
     assert params["sharing"]["timeSlicingConfig"] == {"interval": "Long"}
 
 
+@pytest.mark.dra_api
 def test_prune_deletes_only_gpupool_objects_of_the_pools_in_scope(control_plane, cleanup):
     cleanup += ["apply-t4", "apply-a100"]
     e = engine(control_plane)
-    e.converge(plan_kinds.DEVICE_CLASS, plan_device_classes.cluster_device_classes(cluster(T4, A100)))
-    control_plane.kubectl("create", "-f", "-", input=DC_YAML % ("apply-foreign", "{}"))
-    control_plane.kubectl("create", "-f", "-", input=DC_YAML % ("apply-half", '{"gpupool.io/pool": "apply-a100"}'))
+    e.converge(plan_kinds.DEVICE_CLASS, classes(control_plane, cluster(T4, a100(control_plane))))
+    control_plane.kubectl("create", "-f", "-", input=dc_yaml(control_plane) % ("apply-foreign", "{}"))
+    control_plane.kubectl(
+        "create", "-f", "-", input=dc_yaml(control_plane) % ("apply-half", '{"gpupool.io/pool": "apply-a100"}')
+    )
     try:
         # drop the extra class of apply-a100; prune limited to apply-a100
-        a100 = dict(A100, device_classes={"extended_resource_names": True})
-        want = plan_device_classes.cluster_device_classes(cluster(T4, a100), ["apply-a100"])
+        no_extra = dict(A100, device_classes={"extended_resource_names": control_plane.release.extended_resource_name})
+        want = classes(control_plane, cluster(T4, no_extra), ["apply-a100"])
         mark = control_plane.audit.mark()
         dry = engine(control_plane, check_mode=True).converge(
             plan_kinds.DEVICE_CLASS, want, prune=PruneScope(["apply-a100"])
@@ -176,7 +201,7 @@ def test_prune_deletes_only_gpupool_objects_of_the_pools_in_scope(control_plane,
         control_plane.kubectl("delete", "deviceclass", "apply-foreign", "apply-half", "--ignore-not-found")
 
 
-DC_YAML = """apiVersion: resource.k8s.io/v1
+DC_YAML = """apiVersion: resource.k8s.io/{version}
 kind: DeviceClass
 metadata: {name: %s, labels: %s}
 spec:
@@ -184,9 +209,14 @@ spec:
 """
 
 
+def dc_yaml(cp):
+    return DC_YAML.replace("{version}", cp.release.resource_version)
+
+
+@pytest.mark.dra_api
 def test_a_device_class_we_do_not_own_is_never_modified(control_plane, cleanup):
     cleanup += ["apply-own"]
-    control_plane.kubectl("create", "-f", "-", input=DC_YAML % ("apply-own-big", "{}"))
+    control_plane.kubectl("create", "-f", "-", input=dc_yaml(control_plane) % ("apply-own-big", "{}"))
     try:
         pool = {
             "name": "apply-own",
@@ -198,7 +228,7 @@ def test_a_device_class_we_do_not_own_is_never_modified(control_plane, cleanup):
         mark = control_plane.audit.mark()
         with pytest.raises(ConvergeError) as err:
             engine(control_plane).converge(
-                plan_kinds.DEVICE_CLASS, plan_device_classes.cluster_device_classes(cluster(pool)), prune=PruneScope()
+                plan_kinds.DEVICE_CLASS, classes(control_plane, cluster(pool)), prune=PruneScope()
             )
         window = control_plane.audit.since(mark)
         assert (
@@ -219,12 +249,16 @@ def test_a_device_class_we_do_not_own_is_never_modified(control_plane, cleanup):
         control_plane.kubectl("delete", "deviceclass", "apply-own-big", "--ignore-not-found")
 
 
+@pytest.mark.dra_api
 def test_field_manager_conflict_names_the_other_manager_and_force_takes_over(control_plane, cleanup):
     cleanup += ["apply-conflict"]
     pool = {"name": "apply-conflict", "node_selector": {"x": "y"}, "gpu": {"model": "T4"}}
-    want = plan_device_classes.cluster_device_classes(cluster(pool))
+    want = classes(control_plane, cluster(pool))
     engine(control_plane).converge(plan_kinds.DEVICE_CLASS, want)
-    other = DC_YAML % ("apply-conflict", '{"app.kubernetes.io/managed-by": gpupool, "gpupool.io/pool": apply-conflict}')
+    other = dc_yaml(control_plane) % (
+        "apply-conflict",
+        '{"app.kubernetes.io/managed-by": gpupool, "gpupool.io/pool": apply-conflict}',
+    )
     control_plane.kubectl(
         "apply", "--server-side", "--field-manager=other-tool", "--force-conflicts", "-f", "-", input=other
     )
@@ -246,6 +280,7 @@ def test_field_manager_conflict_names_the_other_manager_and_force_takes_over(con
     assert "Tesla T4" in live["spec"]["selectors"][0]["cel"]["expression"]
 
 
+@pytest.mark.dra_api
 def test_invalid_cel_comes_back_with_class_pool_and_inventory_key(control_plane, cleanup):
     cleanup += ["apply-cel"]
     pool = {
@@ -263,7 +298,7 @@ def test_invalid_cel_comes_back_with_class_pool_and_inventory_key(control_plane,
             ],
         },
     }
-    want = plan_device_classes.cluster_device_classes(cluster(pool))
+    want = classes(control_plane, cluster(pool))
     for check in (True, False):
         mark = control_plane.audit.mark()
         with pytest.raises(ConvergeError) as err:
@@ -279,12 +314,22 @@ def test_invalid_cel_comes_back_with_class_pool_and_inventory_key(control_plane,
     assert control_plane.kubectl("get", "deviceclass", "apply-cel-bad", check=False).returncode != 0
 
 
+@pytest.mark.dra_api
 def test_older_resource_api_versions_converge_idempotently(control_plane, cleanup):
+    """Each beta version the release serves: v1beta1 and v1beta2 on 1.37 (switched on), v1beta1 on 1.33, none on
+    1.32 and 1.34 (there the newest is the only one: the tests above converge it)."""
     cleanup += ["apply-t4"]
     ns = "apply-tenant"
     h.ensure_namespace(control_plane, ns)
     c = cluster(T4)
-    for version in ("v1beta1", "v1beta2"):
+    served = engine(control_plane).client.group_versions("resource.k8s.io")
+    newest = control_plane.release.resource_version
+    older = [v for v in ("v1beta1", "v1beta2") if v in served and v != newest]
+    if not older:
+        pytest.skip(
+            "Kubernetes %s serves no resource.k8s.io version older than %s" % (control_plane.release.minor, newest)
+        )
+    for version in older:
         pinned = {plan_kinds.RESOURCE_CLAIM_TEMPLATE: version, plan_kinds.DEVICE_CLASS: version}
         api = "resource.k8s.io/" + version
         tpl = [
@@ -303,12 +348,12 @@ def test_older_resource_api_versions_converge_idempotently(control_plane, cleanu
         assert [r.action for r in res] == ["unchanged"]
         assert control_plane.audit.since(mark).writes(user=ADMIN) == []
         live = h.kubectl_json(
-            control_plane, "get", "resourceclaimtemplates.v1.resource.k8s.io", "-n", ns, "two-t4-" + version
+            control_plane, "get", "resourceclaimtemplates.%s.resource.k8s.io" % newest, "-n", ns, "two-t4-" + version
         )
         req = live["spec"]["spec"]["devices"]["requests"][0]
         assert req["exactly"]["count"] == 2 and req["exactly"]["deviceClassName"] == "apply-t4"
         dcs = plan_device_classes.cluster_device_classes(c, api_version=api)
-        expected = "created" if version == "v1beta1" else "unchanged"  # same DeviceClass, read at another version
+        expected = "created" if version == older[0] else "unchanged"  # same DeviceClass, read at another version
         assert [r.action for r in engine(control_plane, versions=pinned).converge(plan_kinds.DEVICE_CLASS, dcs)] == [
             expected
         ]

@@ -139,8 +139,10 @@ def test_ansible_doc_renders_every_module():
         assert docs[name]["examples"] and docs[name]["return"]["objects"]
 
 
+@pytest.mark.dra_api
 def test_first_run_changes_second_run_writes_nothing_check_mode_predicts_the_real_run(bed):
     check, real = bed["check"], bed["real"]
+    release = bed["play"].cp.release
     for module in MODULES:
         assert not check[module].get("failed"), (module, check[module].get("msg"))
         assert not real[module].get("failed"), (module, real[module].get("msg"))
@@ -167,8 +169,15 @@ def test_first_run_changes_second_run_writes_nothing_check_mode_predicts_the_rea
         "ready": 2,
         "selector": "magnum.openstack.org/nodegroup=mod-t4",
     }
-    assert real["device_class"]["api_version"] == "resource.k8s.io/v1"
-    assert real["device_class"]["extended_resource_names"] is True
+    assert real["device_class"]["api_version"] == "resource.k8s.io/" + release.resource_version
+    # DeviceClass extendedResourceName: kept where the release has it; else a warning, the classes without it
+    assert real["device_class"]["extended_resource_names"] is release.extended_resource_name
+    warned = [w for w in real["device_class"].get("warnings") or [] if "extendedResourceName" in w]
+    assert bool(warned) is not release.extended_resource_name, real["device_class"].get("warnings")
+    dc_ext = h.kubectl_json(bed["play"].cp, "get", "deviceclass", "mod-a100-3g.20gb")["spec"].get(
+        "extendedResourceName"
+    )
+    assert dc_ext == ("gpupool.io/mod-a100-3g.20gb" if release.extended_resource_name else None)
     assert real["compute_domain"]["api_version"] == "resource.nvidia.com/v1beta1"
     # writes of the first real run: one apply per object, one merge patch per node (labels and taints together)
     assert h.write_counts(bed["real_window"]) == {
@@ -214,6 +223,7 @@ def test_first_run_changes_second_run_writes_nothing_check_mode_predicts_the_rea
     assert res.recap["cern-gpu"]["changed"] == 0
 
 
+@pytest.mark.dra_api
 def test_changes_are_previewed_exactly_and_immutable_compute_domains_need_recreate(bed):
     cp, play = bed["play"].cp, bed["play"]
     changed = copy.deepcopy(CLUSTER)
@@ -336,7 +346,7 @@ def test_changes_are_previewed_exactly_and_immutable_compute_domains_need_recrea
     h.set_node_ready(cp, "mod-t4-1", True)
 
 
-FOREIGN = """apiVersion: resource.k8s.io/v1
+FOREIGN = """apiVersion: resource.k8s.io/{version}
 kind: DeviceClass
 metadata: {name: %s, labels: %s}
 spec:
@@ -344,16 +354,18 @@ spec:
 """
 
 
+@pytest.mark.dra_api
 def test_failures_are_clear_and_write_nothing_they_should_not(control_plane, tmp_path):
     cp = control_plane
-    cp.kubectl("create", "-f", "-", input=FOREIGN % ("mod-foreign", "{}"))
+    foreign_yaml = FOREIGN.replace("{version}", cp.release.resource_version)
+    cp.kubectl("create", "-f", "-", input=foreign_yaml % ("mod-foreign", "{}"))
     cp.kubectl(
         "apply",
         "--server-side",
         "--field-manager=other-tool",
         "-f",
         "-",
-        input=FOREIGN % ("mod-conf", '{"app.kubernetes.io/managed-by": gpupool, "gpupool.io/pool": mod-conf}'),
+        input=foreign_yaml % ("mod-conf", '{"app.kubernetes.io/managed-by": gpupool, "gpupool.io/pool": mod-conf}'),
     )
     foreign_rv = h.kubectl_json(cp, "get", "deviceclass", "mod-foreign")["metadata"]["resourceVersion"]
 
@@ -428,7 +440,7 @@ def test_failures_are_clear_and_write_nothing_they_should_not(control_plane, tmp
     assert unknown["failed"] and "pool(s) 'nope' not in gpupool_cluster.pools" in unknown["msg"]
     assert missing_ns["failed"] and ("namespace mod-missing does not exist; create it first") in missing_ns["msg"]
     assert unreachable["failed"] and unreachable["msg"].startswith(
-        "cannot reach the Kubernetes API at %s (GET /apis/resource.nvidia.com): connection refused" % closed
+        "cannot reach the Kubernetes API at %s (GET /apis/resource.k8s.io): connection refused" % closed
     )
     assert "secret-token" not in res.stdout + res.stderr
     # what was written: the failed attempts (422, 409, 404) and the forced apply, nothing to mod-foreign

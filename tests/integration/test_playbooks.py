@@ -51,6 +51,8 @@ def bed(sandbox, tmp_path_factory):
                 "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1},
                 "gpu": {"model": "T4"},
                 "sharing": {"time_slicing": {"interval": "Medium"}},
+                # kept by 1.37; before 1.34 a schema answer, on 1.34 a dropped field: a warning either way
+                "device_classes": {"extended_resource_names": True},
             },
             {
                 "name": names["a100"],
@@ -127,6 +129,7 @@ def summary(res):
     return [line[8:] for line in match.group(1).splitlines()]
 
 
+@pytest.mark.dra_api
 def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
     res, window = run(bed, "site", check=True, diff=True)
     assert window.writes(user=ADMIN) == []  # check mode: dry runs only
@@ -176,8 +179,18 @@ def test_site_check_diff_then_converge_reads_as_one_line_per_step(bed):
         bed["sandbox"].cp.kubectl("get", "resourceclaimtemplates", "-n", bed["ns"], "-o", "json").stdout
     )["items"]
     assert sorted(t["metadata"]["name"] for t in templates) == ["a100-slice", "one-t4"]
+    # DeviceClass extendedResourceName: kept where the release has it; else one warning, the class without it
+    release = bed["sandbox"].cp.release
+    t4_class = json.loads(bed["sandbox"].cp.kubectl("get", "deviceclass", bed["t4"], "-o", "json").stdout)
+    assert t4_class["spec"].get("extendedResourceName") == (
+        "gpupool.io/%s" % bed["t4"] if release.extended_resource_name else None
+    )
+    warned = "the cluster does not keep DeviceClass extendedResourceName" in res.stdout + res.stderr
+    assert warned is not release.extended_resource_name, res.stdout[-4000:]
+    assert "overloaded or failing" not in res.stdout + res.stderr
 
 
+@pytest.mark.dra_api
 def test_a_second_site_run_changes_nothing_reads_each_kind_once_and_prints_no_progress(bed):
     """The no-op: changed=0, zero writes, one line per step; the Nodes listed once for the whole run (node_pool
     lists them, mig_layout and pool_info read the run's view), no LIST paged, nothing waited for."""

@@ -131,30 +131,29 @@ def bed(sandbox, tmp_path_factory):
     cp.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
 
+@pytest.mark.dra_api
 def test_report_after_rollout_counts_mig_devices_by_profile_read_only(bed):
     cp, play = bed["cp"], bed["play"]
-    # A claim the scheduler allocated (the test writes the status the scheduler would).
+    # A claim the scheduler allocated (the test writes the status the scheduler would), in the release's version.
     from kubernetes import client
 
+    from testbed import dra_api
+
+    version = cp.release.resource_version
     co = client.CustomObjectsApi(cp.api_client())
     device = [d for d in slice_devices(cp, A100_NODES[0]) if "-mig-3g20gb-" in d][0]
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "train"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "poolinfo-a100-3g.20gb"}}]}},
+    }
     co.create_namespaced_custom_object(
-        "resource.k8s.io",
-        "v1",
-        NS,
-        "resourceclaims",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "train"},
-            "spec": {
-                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "poolinfo-a100-3g.20gb"}}]}
-            },
-        },
+        "resource.k8s.io", version, NS, "resourceclaims", dra_api.claim_to(version, claim)
     )
     co.patch_namespaced_custom_object_status(
         "resource.k8s.io",
-        "v1",
+        version,
         NS,
         "resourceclaims",
         "train",
@@ -192,13 +191,14 @@ def test_report_after_rollout_counts_mig_devices_by_profile_read_only(bed):
     t4 = real["pools"]["poolinfo-t4"]
     assert t4["gpus"] == {"total": 1, "allocated": 0, "free": 1} and t4["mig_devices"] == {}
     assert real["ok"] is True and real["mismatches"] == []
-    assert real["resource_api_version"] == "resource.k8s.io/v1"
+    assert real["resource_api_version"] == "resource.k8s.io/" + version
     assert (
         "poolinfo-a100: 2/2 nodes Ready (nodegroup wants 2); 8 x 2g.10gb, 8 free; 4 x 3g.20gb, 3 free; OK"
         in real["summary"]
     )
 
 
+@pytest.mark.dra_api
 def test_wrong_layout_and_missing_node_are_mismatches(bed):
     cp, play, sandbox = bed["cp"], bed["play"], bed["sandbox"]
     # Someone switches one node to another config by hand: the MIG manager applies it.

@@ -125,11 +125,23 @@ def nodes_of(core, nodegroup):
     return sorted(core.list_node(label_selector="%s=%s" % (NG_LABEL, nodegroup)).items, key=lambda n: n.metadata.name)
 
 
+def dra_version():
+    """The resource.k8s.io version of the session's release (testbed/k8s_releases.py; checked against discovery
+    in test_controlplane.py)."""
+    from testbed import k8s_releases
+
+    return k8s_releases.release().resource_version
+
+
 def slices_of(custom, node):
+    """The node's ResourceSlices by driver, read in the version the server serves, in the v1 shape."""
+    from testbed import dra_api
+
+    version = dra_version()
     items = custom.list_cluster_custom_object(
-        "resource.k8s.io", "v1", "resourceslices", field_selector="spec.nodeName=%s" % node
+        "resource.k8s.io", version, "resourceslices", field_selector="spec.nodeName=%s" % node
     )["items"]
-    return {s["spec"]["driver"]: s for s in items}
+    return {s["spec"]["driver"]: dra_api.slice_from(version, s) for s in items}
 
 
 def device_names(sl):
@@ -148,7 +160,7 @@ def test_default_nodegroups_are_nodes(sandbox, core):
         assert labels["magnum.openstack.org/role"] == role
         assert labels["node.kubernetes.io/instance-type"] == "m2.large"
         assert "nvidia.com/gpu.present" not in labels
-        assert node.status.node_info.kubelet_version == "v1.37.1"
+        assert node.status.node_info.kubelet_version == sandbox.cp.release.version
         assert [c.status for c in node.status.conditions if c.type == "Ready"] == ["True"]
         assert node.metadata.name.startswith("digaponc-gpu-004-%s-" % ng)
     assert sandbox.cluster()["labels"]["nvidia_gpu_enabled"] == "true"
@@ -186,7 +198,7 @@ def test_openstacksdk_nodegroup_lifecycle_registers_nodes(sandbox, magnum, core)
     }
     assert "nvidia.com/gpu.clique" not in labels  # A100 PCIe/SXM4 nodes have no multi-node NVLink
     assert node.status.capacity["cpu"] == "32" and node.status.capacity["memory"] == "240Gi"
-    assert node.status.node_info.kubelet_version == "v1.37.1"
+    assert node.status.node_info.kubelet_version == sandbox.cp.release.version
     assert node.spec.provider_id.startswith("openstack:///")
     assert [n.name for n in sandbox.magnum.nodes_of(sandbox.cluster_name, name)] == [node.metadata.name]
 
@@ -261,6 +273,7 @@ def test_chart_refuses_gpus_without_override(sandbox, tmp_path):
     assert "gpuResourcesEnabledOverride=true" in r.stderr and "KEP 5004" in r.stderr
 
 
+@pytest.mark.dra_api
 def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, custom):
     from kubernetes import client
 
@@ -278,7 +291,7 @@ def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, 
     assert dep.status.ready_replicas == 1 and dep.status.observed_generation == dep.metadata.generation
     classes = {
         c["metadata"]["name"]: c
-        for c in custom.list_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses")["items"]
+        for c in custom.list_cluster_custom_object("resource.k8s.io", dra_version(), "deviceclasses")["items"]
     }
     assert {
         "gpu.nvidia.com",
@@ -287,9 +300,14 @@ def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, 
         "compute-domain-daemon.nvidia.com",
         "compute-domain-default-channel.nvidia.com",
     } <= set(classes)
-    assert classes["gpu.nvidia.com"]["spec"]["extendedResourceName"] == "nvidia.com/gpu"
+    # the chart sets it on v1; the server keeps it where the release has DRAExtendedResource on (1.37, not 1.34)
+    from testbed import k8s_releases
+
+    kept = "nvidia.com/gpu" if k8s_releases.release().extended_resource_name else None
+    assert classes["gpu.nvidia.com"]["spec"].get("extendedResourceName") == kept
 
 
+@pytest.mark.dra_api
 def test_resourceslices_match_the_flavor(sandbox, dra_driver, a100, custom):
     slices = wait_for("slices of %s" % a100, lambda: slices_of(custom, a100))
     # the compute-domain plugin publishes channel-0/daemon-0 on every node it runs on, NVLink fabric or not
@@ -385,6 +403,7 @@ def state_of(core, node):
     return (core.read_node(node).metadata.labels or {}).get("nvidia.com/mig.config.state")
 
 
+@pytest.mark.dra_api
 def test_mig_config_label_changes_the_mig_devices(sandbox, dra_driver, a100, core, custom):
     write_mig_config(core, {"gpupool-a100": [("all", CERN_LAYOUT)]})
     before = wait_for("slices", lambda: slices_of(custom, a100))["gpu.nvidia.com"]
@@ -422,6 +441,7 @@ def test_mig_config_failures(sandbox, dra_driver, a100, core, custom):
     assert label(sandbox, core, a100, "all-disabled") == ["success"]  # already so: "assert" passes at once
 
 
+@pytest.mark.dra_api
 def test_nvlink_flavor_gets_a_clique_and_compute_domain_devices(sandbox, dra_driver, magnum, core, custom):
     name = unique("gpu-gb200")
     magnum.create(name, "g6.gb200x4", 2)
@@ -445,13 +465,14 @@ def test_nvlink_flavor_gets_a_clique_and_compute_domain_devices(sandbox, dra_dri
         wait_for("slices of the deleted %s to go" % n.metadata.name, lambda: slices_of(custom, n.metadata.name) == {})
 
 
+@pytest.mark.dra_api
 def test_uninstall_deletes_the_slices(sandbox, dra_driver, a100, custom):
     assert slices_of(custom, a100)
     helm(sandbox, "uninstall", RELEASE, "--namespace", DRA_NS, "--wait")
     wait_for("slices to go with the DaemonSet", lambda: slices_of(custom, a100) == {})
     assert (
         custom.list_cluster_custom_object(
-            "resource.k8s.io", "v1", "resourceslices", label_selector="testbed.gpupool.io/simulated=true"
+            "resource.k8s.io", dra_version(), "resourceslices", label_selector="testbed.gpupool.io/simulated=true"
         )["items"]
         == []
     )

@@ -20,7 +20,11 @@ TLS) with
   through a small on-disk cache (see `DiscoveryCache`), so each group is discovered once per run;
 * errors turned into `K8sError` whose `describe()` is a sentence a person can act on
   (401: check credentials, 403: bind the gpupool ClusterRole, connection refused:
-  check the address).
+  check the address);
+* an answer about the server's schema - a field newer than the cluster's Kubernetes release, which server-side
+  apply refuses with HTTP 500 "field not declared in schema" and strict decoding with 400 "unknown field" - is
+  `FieldNotInSchema`: never retried, never taken for a server in trouble (the caller decides: leave the field
+  out, or tell the person which release has it).
 
 The `kubernetes` package is imported lazily: `connect()` raises
 `MissingDependency` with the import traceback when it is absent, and the
@@ -32,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 import traceback
 
@@ -114,6 +119,16 @@ class K8sError(GpupoolError):
 
 class NotFound(K8sError):
     pass
+
+
+class FieldNotInSchema(K8sError):
+    """The server does not know a field of the request: the field is newer than the cluster's Kubernetes release.
+
+    `fields`: the field paths the server named (".spec.extendedResourceName")."""
+
+    def __init__(self, message, fields=(), **kw):
+        super().__init__(message, **kw)
+        self.fields = tuple(fields)
 
 
 class Conflict(K8sError):
@@ -295,13 +310,15 @@ class K8sClient:
                 if method != "GET" and self.view.enabled:
                     self._keep_view(method, path, query, body, out)
                 return out
-            if status in retry_status and attempt <= self.retries and self._gave_up is None:
+            schema = status in (400, 422, 500) and bool(schema_fields(raw))
+            if status in retry_status and not schema and attempt <= self.retries and self._gave_up is None:
                 self._backoff(attempt, resp.headers.get("Retry-After"))
                 continue
             err = _error(method, path, status, resp.reason, raw, self)
-            if status in retry_status:
+            if status in retry_status and not schema:
                 # gave up on a status this request retried: the server is in trouble, later requests fail at once.
-                # Not for an answer the caller waits out itself (an Eviction's 429 is a PodDisruptionBudget).
+                # Not for an answer the caller waits out itself (an Eviction's 429 is a PodDisruptionBudget), nor
+                # for an answer about the schema (a field newer than the server's release).
                 self._gave_up = err
             raise err
 
@@ -519,6 +536,22 @@ def _connection_reason(exc):
     return text[:300]
 
 
+# What an API server says about a field its schema lacks: server-side apply builds a typed object from the schema
+# (".spec.extendedResourceName: field not declared in schema", HTTP 500 - kubernetes-dra-versions.md, seen on 1.32),
+# strict field validation answers 400 'unknown field "spec.x"'.
+_NOT_DECLARED = re.compile(r"(\.[\w.\[\]=\-/\\\"]*\w\]?):\s*field not declared in schema")
+_UNKNOWN_FIELD = re.compile(r'unknown field \\?"([^"\\]+)\\?"')
+
+
+def schema_fields(raw):
+    """The field paths an error answer says the server's schema lacks ([] for any other answer)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw or "")
+    fields = _NOT_DECLARED.findall(text)
+    if not fields and "strict decoding error" in text:
+        fields = ["." + f.lstrip(".") for f in _UNKNOWN_FIELD.findall(text)]
+    return list(dict.fromkeys(fields))
+
+
 def _error(method, path, status, reason, raw, client):
     try:
         body = json.loads(raw.decode("utf-8")) if raw else {}
@@ -527,6 +560,29 @@ def _error(method, path, status, reason, raw, client):
     message = body.get("message") or ("%s %s" % (status, reason))
     hint = ""
     cls = K8sError
+    fields = schema_fields(raw) if status in (400, 422, 500) else []
+    if fields:
+        return FieldNotInSchema(
+            "the API server at %s does not know %s (%s %s, HTTP %d: %s): %s newer than this cluster's Kubernetes "
+            "release"
+            % (
+                client.host,
+                ", ".join(fields),
+                method,
+                path,
+                status,
+                message,
+                "the field is" if len(fields) == 1 else "the fields are",
+            ),
+            fields=fields,
+            status=status,
+            reason=body.get("reason") or reason,
+            method=method,
+            path=path,
+            body=body,
+            hint="an answer about the server's schema, not a server in trouble: leave out the inventory setting "
+            "that needs the field, or upgrade the cluster (docs/compatibility.md lists what each release lacks)",
+        )
     if status == 401:
         message = "the API server at %s rejected the credentials (401 Unauthorized) for %s %s" % (
             client.host,
