@@ -141,9 +141,9 @@ def inventory_md():
         "",
         "In your own project's `ansible.cfg`, `duplicate_dict_key = ignore` silences ansible-core's warning "
         "about merge overrides (its default is `warn`); `error` refuses them before gpupool runs. Two mappings "
-        "of one merge list that both hold a key (`<<: [*a, *b]`) are not a duplicate, but PyYAML, and so "
-        "Ansible, takes the value of the last one where the YAML merge specification says the first: write "
-        "the key itself instead of relying on the order.",
+        "of one merge list that both hold a key (`<<: [*a, *b]`) are not a duplicate, but which value Ansible "
+        "gets depends on the PyYAML release (6.0.2 takes the first, as the YAML merge specification says; "
+        "6.0.4 the last): write the key itself instead of relying on the order.",
         "",
         "## Checks beyond types",
         "",

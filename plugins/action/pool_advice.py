@@ -21,6 +21,7 @@ from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import St
 
 class PoolAdviceModule(KubernetesModule):
     shared = (NODES,)
+    required_libraries = ("pydantic", "yaml")  # the inventory file's diff is made from its YAML nodes
     argument_spec = dict(
         inventory_file=dict(type="path"),
         pictures=dict(type="bool", default=True),

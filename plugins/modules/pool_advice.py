@@ -33,7 +33,7 @@ options:
   inventory_file:
     description:
       - The inventory file that holds C(gpupool_cluster) (e.g. C(inventories/site/host_vars/cluster/gpupool.yml)),
-        read on the controller. The diff RV(diff) is then a diff of that file, edited where the keys are, with its
+        read on the controller. The diff RV(inventory_diff) is then a diff of that file, edited where the keys are, with its
         comments kept. Without it, the diff is of the changed pools' data.
     type: path
   pictures:
@@ -103,7 +103,7 @@ waiting:
       description:
         - Why it waits (its first request that cannot be allocated now) - C(no_device_class),
           C(class_not_evaluated), C(selects_nothing), C(no_nodes), C(nodes_unusable), C(too_many), C(fragmented),
-          C(all_allocated), or C(free_now) (devices are free for it: it waits for the scheduler).
+          C(all_allocated), or C(free_now) (devices are free for it; it waits for the scheduler).
       type: str
     message:
       description: The reason in words, with what to do.
@@ -181,7 +181,7 @@ snippet:
   description: The advice as YAML to paste into C(gpupool_cluster.pools) (empty when nothing changes).
   returned: always
   type: str
-diff:
+inventory_diff:
   description: A unified diff of the inventory file (O(inventory_file)), or of the changed pools' data.
   returned: always
   type: str

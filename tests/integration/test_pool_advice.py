@@ -294,7 +294,7 @@ def test_nothing_waits_nothing_to_change(bed, sandbox):
     assert done["allocated"] == {NS + "/held-3g": {"node": bed["a100"], "devices": ["gpu-0-mig-3g20gb-9-4"]}}
     result = bed["runs"].advice("nothing")
     assert result["waiting"] == [] and result["nothing_to_change"] is True and result["pools"] == {}
-    assert result["snippet"] == "" and result["diff"] == ""
+    assert result["snippet"] == "" and result["inventory_diff"] == ""
     assert result["summary"].splitlines() == ["advise: no claim waits", "nothing to change"]
 
 

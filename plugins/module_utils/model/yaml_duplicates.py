@@ -68,8 +68,9 @@ def find_duplicate_keys(text: str, file: str) -> List[DuplicateKey]:
     """Every key written twice in one mapping of the YAML `text` (all its documents), in file order.
 
     Not duplicates: keys that come from a ``<<`` merge and are written again in the mapping (an override),
-    a key in two mappings of one merge list (``<<: [*a, *b]``; PyYAML, and so ansible-core, keeps the last
-    one's value where the YAML merge spec says the first: docs/inventory.md), the same mapping reached again
+    a key in two mappings of one merge list (``<<: [*a, *b]``; which value PyYAML, and so ansible-core, keeps
+    depends on its release - 6.0.2 the first, as the YAML merge spec says, 6.0.4 the last: docs/inventory.md),
+    the same mapping reached again
     through an alias (it is checked once, where its anchor is). Quoted and plain spellings of
     one key (``"gpu"`` and ``gpu``) are one key, as they are once loaded. Text that is not YAML gives nothing:
     ansible-core reports it with its own position when it loads the file."""

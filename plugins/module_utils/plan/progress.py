@@ -7,8 +7,8 @@ A step says what it waits for under a *subject* ("node gpu-a100-0", "MIG wave 1/
 rollout"): `Progress.update(subject, status)`. A line goes out when the status of a subject changes, and at
 least every `heartbeat` seconds while it does not (with the time spent so far, so a silent minute never looks like
 a hang); repeating an unchanged status more often prints nothing. `Progress.done(subject, status)` prints the
-last line of a subject that was shown at all (unless it is the line shown last). Every line names the cluster the step works on (``prefix``): with ``--forks`` several
-clusters print at once.
+last line of a subject that was shown at all (unless it is the line shown last). Every line names the cluster the
+step works on (``prefix``): with ``--forks`` several clusters print at once.
 
 Pure: the clock is injected and `emit` is whatever shows a line (the controller's display in an action plugin,
 nothing in a module, a list in tests).

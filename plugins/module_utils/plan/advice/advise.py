@@ -105,7 +105,7 @@ def advise(
     namespaces: Optional[List[str]] = None,
 ) -> Dict[str, Any]:
     """{"waiting": [per waiting claim: pods, requests, reason, message], "pools": {pool: {"demand", "options",
-    "advice", "unserved", "cut_short"}}, "nothing_to_change", "snippet", "diff", "diff_note", "pictures",
+    "advice", "unserved", "cut_short"}}, "nothing_to_change", "snippet", "inventory_diff", "diff_note", "pictures",
     "problems", "summary"} for the present pools in scope (default: all) and the claims of `namespaces` (default:
     every namespace)."""
     scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
@@ -204,7 +204,7 @@ def advise(
         "pools": out_pools,
         "nothing_to_change": not advice,
         "snippet": inventory_edit.snippet(cluster.name, changes),
-        "diff": diff,
+        "inventory_diff": diff,
         "diff_note": note,
         "pictures": drawn,
         "problems": problems,

@@ -16,7 +16,10 @@ import copy
 import difflib
 from typing import Any, Dict, List, Optional, Tuple
 
-import yaml
+try:
+    import yaml
+except ImportError:  # the step reports it (required_libraries); the advice itself needs no YAML below this file
+    yaml = None
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems

@@ -197,7 +197,7 @@ class RolloutPlan:
         """The waves as text for --diff (plan/mig/rollout_text.py); '' before the plan or without waves."""
         if self.documents is None or not self.waves:
             return ""
-        read, merged = self.documents
+        read, merged = self.documents  # pylint: disable=unpacking-non-sequence  # not None: checked above
         before = dict(((read or {}).get("mig-configs") or {}))
         after = dict(((merged or {}).get("mig-configs") or {}))
         after.update(self.desired)

@@ -37,7 +37,7 @@ def test_a_change_is_shown_at_once_and_a_repeat_is_not():
 def test_an_unchanged_status_is_repeated_every_heartbeat_with_the_time_spent():
     progress, clock, lines = reporter(heartbeat=5)
     progress.update("MIG wave 1/2 of gpu-a100-mig", "n0 pending")
-    for _ in range(12):
+    for _second in range(12):
         clock.now += 1
         progress.update("MIG wave 1/2 of gpu-a100-mig", "n0 pending")
     assert lines == [

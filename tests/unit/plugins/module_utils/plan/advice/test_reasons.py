@@ -29,7 +29,7 @@ def test_nothing_waits_is_nothing_to_change():
     held = b.claim("held", "a100-3g.20gb", allocated=[("a100-0", "gpu-0-mig-3g20gb-9-4")])
     result = run(b.cluster_data(b.A100), nodes, slices, [held])
     assert result["waiting"] == [] and result["nothing_to_change"] is True
-    assert result["snippet"] == "" and result["diff"] == "" and result["pools"] == {}
+    assert result["snippet"] == "" and result["inventory_diff"] == "" and result["pools"] == {}
     assert result["summary"].splitlines() == ["c1: no claim waits", "nothing to change"]
 
 

@@ -67,7 +67,7 @@ def test_drain_options_of_the_call_override_the_policy_and_standalone_drains_onl
 
 def test_only_a_nodegroup_to_create_needs_the_cluster():
     cluster = inventory()
-    targets, _ = pool_targets(cluster, cluster.pools, NO_OPTIONS)
+    targets = pool_targets(cluster, cluster.pools, NO_OPTIONS)[0]
     both = {"gpu-a": {}, "gpu-b": {}}
     assert needs_cluster(targets, {"gpu-a": {}}) is True
     assert needs_cluster(targets, both) is False
@@ -84,7 +84,7 @@ def test_a_nodegroup_in_progress_is_waited_for_only_when_waits_are_allowed():
 
 def test_the_failure_names_each_failed_pool_and_counts_the_others():
     cluster = inventory()
-    targets, _ = pool_targets(cluster, cluster.pools, NO_OPTIONS)
+    targets = pool_targets(cluster, cluster.pools, NO_OPTIONS)[0]
     targets[1].fail("flavor cannot change.", {"status": 409})
     assert failure_message(targets, standalone=False) == (
         "The nodegroups of 1 pool(s) failed (gpu-b); 1 other pool(s) were converged, see pools. "

@@ -19,7 +19,8 @@ def labelled(name, config=None):
     return {"metadata": {"name": name, "labels": labels}}
 
 
-def live(doc=DOC, owned="gpupool-a100", version="41"):
+def live(doc=None, owned="gpupool-a100", version="41"):
+    doc = DOC if doc is None else doc
     return {
         "metadata": {
             "name": "cm",
