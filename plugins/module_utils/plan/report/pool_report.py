@@ -650,6 +650,24 @@ def _sum(buckets):
     return out
 
 
+MISMATCHES_SHOWN = 3  # of each kind; a cluster of 2,000 unpublished nodes is three lines and a count, not 2,000
+
+
+def mismatch_lines(mismatches, indent="  "):
+    """The mismatches as lines a person reads, at most MISMATCHES_SHOWN of each kind (the report holds them all)."""
+    lines, shown = [], {}
+    for m in mismatches:
+        shown[m["kind"]] = shown.get(m["kind"], 0) + 1
+        if shown[m["kind"]] <= MISMATCHES_SHOWN:
+            lines.append("%s- [%s] %s" % (indent, m["kind"], m["message"]))
+    for kind, count in shown.items():
+        if count > MISMATCHES_SHOWN:
+            lines.append(
+                "%s- [%s] and %d more like these (all in the report)" % (indent, kind, count - MISMATCHES_SHOWN)
+            )
+    return lines
+
+
 def summary(report):
     """A few lines a person reads: per pool nodes, devices and free counts, then the mismatches."""
     lines = []
@@ -666,8 +684,7 @@ def summary(report):
         devices = "; ".join(parts) or "no devices published"
         state = "OK" if not rep["mismatches"] else "%d mismatch(es)" % len(rep["mismatches"])
         lines.append("%s: %s; %s; %s" % (name, nodes, devices, state))
-    for mm in report["mismatches"]:
-        lines.append("  - [%s] %s" % (mm["kind"], mm["message"]))
+    lines += mismatch_lines(report["mismatches"])
     if not report["pools"]:
         lines.append("no pools in scope")
     return "\n".join(lines)

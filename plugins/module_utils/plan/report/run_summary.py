@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.markdown import capacity_lines
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import mismatch_lines
 
 
 def _first_line(text: object) -> str:
@@ -127,24 +128,6 @@ def step_changes(step: str, result: Optional[dict], check_mode: bool = False) ->
     return lines
 
 
-MISMATCHES_SHOWN = 3  # of each kind; a cluster of 2,000 unpublished nodes is three lines and a count, not 2,000
-
-
-def mismatch_lines(mismatches: List[dict]) -> List[str]:
-    """The mismatches, at most MISMATCHES_SHOWN of each kind (the report and the result hold all of them)."""
-    lines, shown = [], {}
-    for m in mismatches:
-        shown[m["kind"]] = shown.get(m["kind"], 0) + 1
-        if shown[m["kind"]] <= MISMATCHES_SHOWN:
-            lines.append("    - [%s] %s" % (m["kind"], m["message"]))
-    for kind, count in shown.items():
-        if count > MISMATCHES_SHOWN:
-            lines.append(
-                "    - [%s] and %d more like these (all in the pool report)" % (kind, count - MISMATCHES_SHOWN)
-            )
-    return lines
-
-
 def run_summary(
     cluster: str, steps: Dict[str, Optional[dict]], report: Optional[dict] = None, check_mode: bool = False
 ) -> dict:
@@ -178,5 +161,5 @@ def run_summary(
         mismatches = report.get("mismatches") or []
         if mismatches:
             lines.append("  %d mismatch(es) between the inventory and the cluster:" % len(mismatches))
-            lines += mismatch_lines(mismatches)
+            lines += mismatch_lines(mismatches, indent="    ")
     return {"lines": lines, "data": data}
