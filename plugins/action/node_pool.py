@@ -129,15 +129,19 @@ class NodePoolModule(KubernetesModule):
         try:
             res = self.engine.converge_node(node, labels, taints, pool=pool)
         except K8sError as err:
-            res = Result("Node", name, None, pool)
-            res.action = "failed"
-            res.error = self.engine.explain(NODE, res, err, None)
-            self._record(res)
-            return [res.error]
+            return self._failed(name, pool, err)
         if res.changed and action in ("released", "orphaned"):
             res.action = action
         self._record(res)
         return []
+
+    def _failed(self, name, pool, err):
+        """Record a node write the API server refused; returns its sentence, for the step's failure."""
+        res = Result("Node", name, None, pool)
+        res.action = "failed"
+        res.error = self.engine.explain(NODE, res, err, None)
+        self._record(res)
+        return [res.error]
 
     def _cordon(self, node, pool, patch, action):
         """Cordon or uncordon one node (merge patch, dry run in check mode); the change joins the node's result."""
@@ -145,11 +149,7 @@ class NodePoolModule(KubernetesModule):
         try:
             self.engine.merge_patch(NODE, name, patch)
         except K8sError as err:
-            res = Result("Node", name, None, pool)
-            res.action = "failed"
-            res.error = self.engine.explain(NODE, res, err, None)
-            self._record(res)
-            return [res.error]
+            return self._failed(name, pool, err)
         res = self.node_results.get(name)
         if res is None or res.action == "failed":
             return []

@@ -72,28 +72,39 @@ def node_matcher(pool, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
     return match
 
 
-def assign_nodes(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
-    """{pool name: [nodes]} for present pools; a node matched by two pools is an error."""
-    matchers = [(p, node_matcher(p, nodegroup_label, name_pattern)) for p in pools if p.state == "present"]
-    out = {m[0].name: [] for m in matchers}
-    owner, problems = {}, []
+def match_nodes(matchers, nodes):
+    """({pool name: [nodes]}, conflicts) for (pool, matcher) pairs; a node goes to the first pool that matches it.
+
+    conflicts: [(pool name, node name, sentence)] for each further pool that matches a node already taken -
+    node_pool refuses to act on those, the pool report lists them."""
+    out = {pool.name: [] for pool, _match in matchers}
+    owner, conflicts = {}, []
     for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = node["metadata"]["name"]
         for pool, match in matchers:
-            if match(node):
-                if name in owner:
-                    problems.append(
-                        (
-                            "pools",
-                            "node %s matches pools %s and %s; make their node_selector or "
-                            "nodegroups disjoint" % (name, owner[name], pool.name),
-                        )
+            if not match(node):
+                continue
+            if name in owner:
+                conflicts.append(
+                    (
+                        pool.name,
+                        name,
+                        "node %s matches pools %s and %s; make their node_selector or nodegroups disjoint"
+                        % (name, owner[name], pool.name),
                     )
-                    continue
-                owner[name] = pool.name
-                out[pool.name].append(node)
-    if problems:
-        raise Problems(problems)
+                )
+                continue
+            owner[name] = pool.name
+            out[pool.name].append(node)
+    return out, conflicts
+
+
+def assign_nodes(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
+    """{pool name: [nodes]} for present pools; a node matched by two pools is an error."""
+    matchers = [(p, node_matcher(p, nodegroup_label, name_pattern)) for p in pools if p.state == "present"]
+    out, conflicts = match_nodes(matchers, nodes)
+    if conflicts:
+        raise Problems([("pools", text) for _pool, _node, text in conflicts])
     return out
 
 

@@ -36,6 +36,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import co
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.orphans import orphan_message, orphan_rows
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
     desired_node_taints,
+    match_nodes,
     node_matcher,
     node_ready,
 )
@@ -367,32 +368,16 @@ def compute_domain_report(pool, compute_domains, served=True):
 
 def assign(pools, nodes, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
     """({pool: [nodes]}, mismatches) - like node_pool's assignment, but a problem is reported, not raised."""
-    out, owner, mismatches = {}, {}, []
-    matchers = []
+    mismatches, matchers = [], []
     for pool in pools:
-        out[pool.name] = []
         try:
             matchers.append((pool, node_matcher(pool, nodegroup_label, name_pattern)))
         except Problems as exc:  # only a cluster that skipped load_cluster's checks gets here
             mismatches.append(_mm(pool.name, None, "no_node_selector", exc.problems[0][1]))
-    for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
-        name = _meta(node).get("name")
-        for pool, match in matchers:
-            if not match(node):
-                continue
-            if name in owner:
-                mismatches.append(
-                    _mm(
-                        pool.name,
-                        name,
-                        "node_in_two_pools",
-                        "node %s matches pools %s and %s; make their node_selector or nodegroups "
-                        "disjoint" % (name, owner[name], pool.name),
-                    )
-                )
-                continue
-            owner[name] = pool.name
-            out[pool.name].append(node)
+    named = [n for n in nodes if _meta(n).get("name")]
+    matched, conflicts = match_nodes(matchers, named)
+    out = {pool.name: matched.get(pool.name, []) for pool in pools}
+    mismatches += [_mm(pool, node, "node_in_two_pools", text) for pool, node, text in conflicts]
     return out, mismatches, {p.name: m.describe for p, m in matchers}
 
 
