@@ -313,6 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
     emu: MagnumEmulator
     protocol_version = "HTTP/1.1"
     server_version = "MagnumEmulator/1.0"
+    _record: dict[str, Any] | None = None  # the request being answered, logged as its answer leaves
 
     def log_message(self, fmt: str, *args: Any) -> None:  # keep test output quiet
         LOG.debug("%s - %s", self.address_string(), fmt % args)
@@ -330,6 +331,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
         data = b"" if body is None else json.dumps(body).encode()
+        self._status = status
+        self._log_request()  # before the answer leaves: the client's next request is logged after this one
         self.send_response(status, REASONS.get(status))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -339,7 +342,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if data and self.command != "HEAD":
             self.wfile.write(data)
-        self._status = status
+
+    def _log_request(self) -> None:
+        record, self._record = self._record, None
+        if record is not None:
+            record["status"] = self._status
+            with self.emu.cloud.lock:
+                self.emu.requests.append(record)
 
     def _error(self, err: ApiError, headers: dict[str, str] | None = None) -> None:
         # ParsableErrorMiddleware: title is the faultstring up to the first '.', detail the whole text.
@@ -379,7 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._status = 0
         self._mv_headers = None
         body = None
-        record = {
+        record = self._record = {
             "time": time.time(),
             "method": self.command,
             "path": path,
@@ -412,9 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
             LOG.exception("emulator error")
             self._error(ApiError(500, "Emulator bug: %r" % exc, code="server"))
         finally:
-            record["status"] = self._status
-            with emu.cloud.lock:
-                emu.requests.append(record)
+            self._log_request()  # a request that got no answer (the emulator failed to send one)
 
     # -------------------------------------------------------------- Keystone v3
     def _keystone_version(self) -> dict:
