@@ -76,11 +76,13 @@ SIZES = {
     # a smoke run of the whole machinery (seconds, not a measurement)
     "tiny": [Point(1, 3, 9, compare=True), Point(2, 4, 8, magnum=True)],
     "small": [
+        Point(1, 6, 6),  # the demo's size (inventories/example: 6 pools, one node each)
         Point(1, 6, 50),
         Point(1, 6, 200, compare=True, kubernetes_core_scenarios=("first", "noop")),
         Point(2, 10, 200, magnum=True),
     ],
     "full": [
+        Point(1, 6, 6),  # the demo's size (inventories/example: 6 pools, one node each)
         Point(1, 6, 50),
         Point(1, 6, 200, compare=True),
         Point(1, 6, 500),

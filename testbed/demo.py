@@ -67,15 +67,19 @@ def environment():
 
 
 def site(env, label):
+    """Run site.yml with its output shown as it comes (the steps' progress lines live), and keep it for the recap."""
     t0 = time.monotonic()
-    proc = run(
-        [VENV_BIN / "ansible-playbook", "-i", INVENTORY, ROOT / "playbooks" / "site.yml"],
-        env=env,
-        check=False,
-        capture=True,
-    )
-    print(proc.stdout)
-    recap = dict(re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", proc.stdout, re.M))
+    cmd = [VENV_BIN / "ansible-playbook", "-i", INVENTORY, ROOT / "playbooks" / "site.yml"]
+    say("$ " + " ".join(str(c) for c in cmd))
+    lines = []
+    with subprocess.Popen(
+        [str(c) for c in cmd], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as proc:
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+            lines.append(line)
+    output = "".join(lines)
+    recap = dict(re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", output, re.M))
     say("%s: exit %d, changed=%s, %.0fs" % (label, proc.returncode, recap.get("cern-gpu"), time.monotonic() - t0))
     return proc.returncode, int(recap.get("cern-gpu", -1))
 
