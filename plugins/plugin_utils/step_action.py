@@ -120,10 +120,16 @@ def hide(result: Dict[str, Any], secrets: Set[str]) -> Dict[str, Any]:
     secrets = {s for s in secrets if s}
     if not secrets:
         return result
-    text = json.dumps(result, default=str)
-    if not any(secret in text for secret in secrets):
-        return result
-    return remove_values(result, secrets)
+    text = json.dumps(result, default=_as_text, ensure_ascii=False)
+    # JSON escapes a string character by character, so a secret inside any string of the result is inside the text
+    # in its escaped form (a quote, a backslash, a control character); numbers are written as str() writes them
+    if any(json.dumps(s, ensure_ascii=False)[1:-1] in text for s in secrets):
+        return remove_values(result, secrets)
+    return result
+
+
+def _as_text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 @contextmanager

@@ -9,6 +9,7 @@ import os
 import signal
 
 import pytest
+from ansible.module_utils.common.parameters import remove_values
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Cancelled
 from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
@@ -101,3 +102,16 @@ def test_hide_masks_a_secret_wherever_it_is_and_leaves_a_clean_result_as_it_is()
         "msg": "token ******** refused",
         "auth": {"password": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"},
     }
+
+
+def test_hide_finds_a_secret_that_json_escapes():
+    for secret in ('pa"ss', "back\\slash", "p\u00e4ss", "tab\tbed"):
+        dirty = {"msg": "token %s refused" % secret, "auth": {"password": secret}}
+        assert hide(dirty, {secret}) == {
+            "msg": "token ******** refused",
+            "auth": {"password": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"},
+        }, secret
+    # whatever remove_values masks (numbers by their text, bytes), hide masks too
+    result = {"port": 6443, "ratio": 1.5, "raw": "s3cret".encode(), "ok": True}
+    for secret in ("6443", "1.5", "s3cret"):
+        assert hide(result, {secret}) == remove_values(result, {secret}) != result, secret
