@@ -30,12 +30,6 @@ class PoolAdviceModule(KubernetesModule):
 
     def run(self):
         p = self.params
-        version = self.engine.version(RESOURCE_CLAIM, required=False)
-        if version is None:
-            raise GpupoolError(
-                "the cluster does not serve resource.k8s.io (Dynamic Resource Allocation): no claim can wait for a "
-                "device there, so there is nothing to advise"
-            )
         text = None
         if p["inventory_file"]:
             try:
@@ -58,7 +52,7 @@ class PoolAdviceModule(KubernetesModule):
             pictures=p["pictures"],
             namespaces=p["namespaces"],
         )
-        return dict(result, resource_api_version="resource.k8s.io/%s" % version)
+        return dict(result, resource_api_version=self.engine.api_version(RESOURCE_CLAIM))
 
     def partial_result(self):
         return {"changed": False}  # advice: it reads, never writes

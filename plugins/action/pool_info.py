@@ -29,16 +29,9 @@ class PoolInfoModule(KubernetesModule):
         p = self.params
         # the run's view (k8s/run_view.py): what node_pool, mig_layout and compute_domain listed, as written since
         nodes = self.engine.observe(NODE)
-        version = self.engine.version(RESOURCE_SLICE, required=False)
-        if version is None:
-            self.warn(
-                "the cluster does not serve resource.k8s.io (Dynamic Resource Allocation), so no device is "
-                "published; every node is reported as not published"
-            )
-            slices, claims = [], []
-        else:
-            slices = self.engine.observe(RESOURCE_SLICE)
-            claims = self.engine.observe(RESOURCE_CLAIM)
+        # resource.k8s.io is served: the engine refused a cluster without it before any request (k8s/support.py)
+        slices = self.engine.observe(RESOURCE_SLICE)
+        claims = self.engine.observe(RESOURCE_CLAIM)
         daemonsets = self.engine.observe(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
         cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
         compute_domains = self.engine.observe(COMPUTE_DOMAIN) if cd_version else []
@@ -63,7 +56,7 @@ class PoolInfoModule(KubernetesModule):
             orphaned=report["orphaned"],
             ok=not report["mismatches"],
             summary=text,
-            resource_api_version=("resource.k8s.io/%s" % version) if version else None,
+            resource_api_version=self.engine.api_version(RESOURCE_SLICE),
         )
         if p["markdown"]:
             out["markdown"] = cluster_markdown(self.cluster.name, report)

@@ -279,7 +279,7 @@ pictures:
   returned: when O(markdown=true)
   type: dict
 resource_api_version:
-  description: The C(resource.k8s.io) version read, or null when the cluster does not serve it.
+  description: The C(resource.k8s.io) version read (a cluster that serves none is refused before any request).
   returned: always
   type: str
   sample: resource.k8s.io/v1
