@@ -458,6 +458,12 @@ class Cluster(Strict):
     """A Kubernetes cluster and its GPU pools."""
 
     name: str = Field(..., description="Cluster name (reports, object names).")
+    owner: Optional[str] = Field(
+        None,
+        description="Owner identity of the objects gpupool makes on the Kubernetes cluster (label gpupool.io/owner); "
+        "prune deletes only this owner's objects. Default: `name`. Set it when two inventories share one cluster "
+        "name, or keep it when a cluster is renamed in the inventory.",
+    )
     kubeconfig: Optional[str] = Field(None, description="kubeconfig path; default: the usual client lookup.")
     context: Optional[str] = Field(None, description="kubeconfig context.")
     magnum: Optional[Magnum] = Field(None, description="OpenStack Magnum cluster that hosts the nodegroups.")
@@ -487,6 +493,11 @@ class Cluster(Strict):
         for index, pool in enumerate(self.pools):
             pool._index = index
         return self
+
+    @property
+    def owner_id(self) -> str:
+        """The value of gpupool.io/owner on this inventory's objects."""
+        return self.owner or self.name
 
     def pool(self, name):
         for p in self.pools:

@@ -21,6 +21,10 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "gpupool"}
 
 POOL_LABEL = "gpupool.io/pool"
 
+# Which gpupool_cluster (its `owner`, by default its `name`) made an object: prune deletes only this owner's objects,
+# so two inventories pointed at one cluster never delete each other's (docs/security.md, "Owners").
+OWNER_LABEL = "gpupool.io/owner"
+
 
 DRIVER = "gpu.nvidia.com"
 
@@ -184,6 +188,12 @@ CORDON_ANNOTATION = "gpupool.io/cordoned-by"
 
 
 CORDON_VALUE = "mig-layout"
+
+
+# The cordon ledger (docs/operations.md, "Cordons"): besides gpupool.io/cordoned-by (which step), every cordon
+# gpupool makes says why (a short reason a later run re-checks) and which run made it (the run lease's holder).
+CORDON_REASON_ANNOTATION = "gpupool.io/cordon-reason"
+CORDON_RUN_ANNOTATION = "gpupool.io/cordon-run"
 
 
 # A node whose pool left the inventory (or is absent): node_pool keeps it cordoned (annotated with this module name)
