@@ -149,6 +149,13 @@ class GpupoolModule:
 
     # ---- helpers ----------------------------------------------------------------------------------
     @property
+    def run_holder(self) -> Optional[str]:
+        """This run's identity: the holder of its run lease (O(run_lease)), or None for a step run alone. Every cordon
+        the step makes records it (model/names.py CORDON_RUN_ANNOTATION)."""
+        lease = self.params.get("run_lease")
+        return lease.get("holder") if isinstance(lease, dict) else None
+
+    @property
     def may_wait(self) -> bool:
         """Waits and drains are skipped in check mode: nothing was written that could be waited for."""
         return not self.check_mode
