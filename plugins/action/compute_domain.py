@@ -36,7 +36,7 @@ class ComputeDomainModule(KubernetesModule):
         api_version = self.engine.api_version(COMPUTE_DOMAIN)
         info["api_version"] = api_version
         wanted = cluster_compute_domains(self.cluster, self.pool_names, api_version=api_version)
-        prune = PruneScope(pools=self.pool_names) if p["prune"] else None
+        prune = PruneScope.of(self.cluster, self.pool_names) if p["prune"] else None
         self.converge(
             COMPUTE_DOMAIN,
             wanted,

@@ -63,7 +63,7 @@ class DeviceClassModule(KubernetesModule):
                     % ", ".join(d.obj["metadata"]["name"] for d in with_ext)
                 )
                 wanted = without_extended_resource_names(wanted)
-        self.converge(DEVICE_CLASS, wanted, prune=PruneScope(pools=pools) if self.params["prune"] else None)
+        self.converge(DEVICE_CLASS, wanted, prune=PruneScope.of(cluster, pools) if self.params["prune"] else None)
         return info
 
 

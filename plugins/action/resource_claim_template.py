@@ -38,7 +38,7 @@ class ResourceClaimTemplateModule(KubernetesModule):
         namespaces = set(p["namespaces"] or [])
         for t in p["templates"] or []:
             namespaces.update(t.get("namespaces") or [])
-        prune = PruneScope(pools=self.pool_names, namespaces=namespaces) if p["prune"] and namespaces else None
+        prune = PruneScope.of(self.cluster, self.pool_names, namespaces) if p["prune"] and namespaces else None
         self.converge(RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=p["recreate"])
         return {"api_version": api_version}
 
@@ -59,7 +59,7 @@ class ResourceClaimTemplateModule(KubernetesModule):
         tenant_claim_templates(self.cluster, self.pool_names)  # inventory problems before any request
         api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
         wanted = tenant_claim_templates(self.cluster, self.pool_names, api_version)
-        prune = PruneScope(pools=self.pool_names) if self.params["prune"] else None
+        prune = PruneScope.of(self.cluster, self.pool_names) if self.params["prune"] else None
         self.converge(
             RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=self.params["recreate"]
         )

@@ -24,7 +24,20 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes
     gpupool_label_keys,
     node_patch,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import is_owned, pool_of
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import (
+    LEGACY,
+    adopted_message,
+    clash_message,
+    classify,
+    is_owned,
+    legacy_left_message,
+    legacy_pruned_message,
+    may_prune,
+    owner_clashes,
+    owner_of,
+    pool_of,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import ref as object_ref
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ssa_compare import (
     diff_view,
     differences,
@@ -92,19 +105,32 @@ class PruneScope:
 
     pools: only objects labelled with one of these pools (None: every gpupool object of the kind).
     namespaces: for namespaced kinds, limit to these namespaces (None: all namespaces).
+    owner: the inventory's gpupool.io/owner (cluster.owner_id): only this owner's objects are pruned, plus objects
+    made before the owner label whose pool is one of `inventory_pools` (the rule: plan/objects/ownership.py).
+    None: every gpupool object in scope, whoever made it (the engine used on its own, without an inventory).
     """
 
-    def __init__(self, pools=None, namespaces=None):
+    def __init__(self, pools=None, namespaces=None, owner=None, inventory_pools=None):
         self.pools = set(pools) if pools else None
         self.namespaces = set(namespaces) if namespaces else None
+        self.owner = owner
+        self.inventory_pools = set(inventory_pools or ())
 
-    def covers(self, obj):
-        if not is_owned(obj):
-            return False
+    @classmethod
+    def of(cls, cluster, pools=None, namespaces=None):
+        """The scope of a step converging `cluster`'s objects (pools/namespaces as above)."""
+        return cls(pools, namespaces, cluster.owner_id, [p.name for p in cluster.pools])
+
+    def in_scope(self, obj):
         if self.pools is not None and pool_of(obj) not in self.pools:
             return False
         ns = (obj.get("metadata") or {}).get("namespace")
         return self.namespaces is None or ns in self.namespaces
+
+    def covers(self, obj):
+        if not is_owned(obj) or not self.in_scope(obj):
+            return False
+        return self.owner is None or may_prune(obj, self.owner, self.inventory_pools)
 
 
 CONFLICT_CAUSE = re.compile(r'conflict with "([^"]+)"(?: with subresource "([^"]+)")?(?: using ([^:\s]+))?')
@@ -319,8 +345,10 @@ class ApplyEngine:
         live = self.live_by_name(kind, [None] if every_namespace else namespaces)
         for key in [k for k in self._live if k[0] == kind]:
             del self._live[key]  # what follows may write
+        self._refuse_other_owners(kind, desired, live)  # before the first write of this kind
         results, errors = [], []
         wanted = set()
+        adopted = []
         for d in desired:
             obj = copy.deepcopy(d.obj)
             obj["apiVersion"] = api_version
@@ -329,15 +357,22 @@ class ApplyEngine:
             wanted.add((ns, meta["name"]))
             res = Result(kind.kind, meta["name"], ns, d.pool, d.origin)
             results.append(res)
+            before = live.get((ns, meta["name"]))
             try:
-                self._converge_one(kind, obj, live.get((ns, meta["name"])), res, d, immutable, recreate, delete_timeout)
+                self._converge_one(kind, obj, before, res, d, immutable, recreate, delete_timeout)
+                if res.changed and owner_of(obj) and before is not None and classify(before, owner_of(obj)) == LEGACY:
+                    res.action = "adopted"
+                    adopted.append(res.ref)
             except K8sError as err:
                 res.action = "failed"
                 res.error = self.explain(kind, res, err, d)
                 errors.append(res.error)
+        if adopted:
+            self.warnings.append(adopted_message(adopted))
         if errors:  # never prune while the desired state could not be applied
             raise ConvergeError("\n".join(errors), results)
         if prune is not None:
+            self._report_legacy(kind, prune, [o for k, o in live.items() if k not in wanted])
             candidates = list(live.values())  # prune.covers() keeps gpupool's, of the pools and namespaces in scope
             for obj in sorted(candidates, key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"])):
                 meta = obj["metadata"]
@@ -357,6 +392,38 @@ class ApplyEngine:
         if errors:
             raise ConvergeError("\n".join(errors), results)
         return results
+
+    def _refuse_other_owners(self, kind, desired, live):
+        """A desired object whose name (and namespace) another gpupool owner's live object holds: refused, all of
+        them in one message, before anything of this kind is written (plan/objects/ownership.py)."""
+        wanted, pools = {}, {}
+        for d in desired:
+            meta = d.obj["metadata"]
+            owner = owner_of(d.obj)
+            if owner:
+                key = (meta.get("namespace") if kind.namespaced else None, meta["name"])
+                wanted[key], pools[key] = owner, d.pool
+        clashes = owner_clashes(wanted, live)
+        if clashes:
+            raise ConvergeError(
+                "\n".join(clash_message(kind.kind, k, theirs, ours, pools[k]) for k, theirs, ours in clashes)
+            )
+
+    def _report_legacy(self, kind, prune, unwanted):
+        """Say which objects made before owner labels this prune deletes, and which it leaves to their owner."""
+        if prune.owner is None:
+            return
+        pruned, left = [], []
+        for obj in unwanted:
+            if classify(obj, prune.owner) != LEGACY or not prune.in_scope(obj):
+                continue
+            meta = obj["metadata"]
+            key = (meta.get("namespace") if kind.namespaced else None, meta["name"])
+            (pruned if prune.covers(obj) else left).append(object_ref(kind.kind, key))
+        if pruned:
+            self.warnings.append(legacy_pruned_message(sorted(pruned)))
+        if left:
+            self.warnings.append(legacy_left_message(sorted(left)))
 
     def _converge_one(self, kind, obj, live, res, d, immutable, recreate, delete_timeout):
         if live is not None and not is_owned(live):

@@ -39,8 +39,9 @@ def resource_claim_template(
     config=None,
     match_attribute=None,
     request="gpu",
+    owner=None,
 ):
-    """One ResourceClaimTemplate: one request for `count` devices of `device_class`."""
+    """One ResourceClaimTemplate: one request for `count` devices of `device_class` (owner: gpupool.io/owner)."""
     version = api_version.split("/")[-1]
     exact = {"deviceClassName": device_class, "allocationMode": allocation_mode}
     if allocation_mode == "ExactCount":
@@ -58,7 +59,7 @@ def resource_claim_template(
     return {
         "apiVersion": api_version,
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name)},
+        "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name, owner)},
         "spec": {"metadata": {"labels": {POOL_LABEL: pool_name}}, "spec": {"devices": devices}},
     }
 
@@ -86,6 +87,7 @@ def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v
             template.allocation_mode,
             config,
             template.match_attribute,
+            owner=cluster.owner_id,
         )
         out.append(Desired(obj, template.pool, entry.at, {"device_class": device_class.name, "count": template.count}))
     return out

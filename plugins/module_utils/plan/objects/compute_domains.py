@@ -16,7 +16,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Des
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import ownership_labels
 
 
-def compute_domain(pool, api_version="resource.nvidia.com/v1beta1", at="gpupool_cluster.pools[0]"):
+def compute_domain(pool, api_version="resource.nvidia.com/v1beta1", at="gpupool_cluster.pools[0]", owner=None):
     cd = pool.nvlink.compute_domain
     obj = {
         "apiVersion": api_version,
@@ -24,7 +24,7 @@ def compute_domain(pool, api_version="resource.nvidia.com/v1beta1", at="gpupool_
         "metadata": {
             "name": compute_domain_name(pool),
             "namespace": cd.namespace,
-            "labels": ownership_labels(pool.name),
+            "labels": ownership_labels(pool.name, owner),
         },
         "spec": {
             "channel": {
@@ -45,5 +45,5 @@ def cluster_compute_domains(cluster, pools=None, api_version="resource.nvidia.co
     out = []
     for i, pool in enumerate(cluster.pools):
         if pool.state == "present" and pool.nvlink.mode in COMPUTE_DOMAIN_MODES and pool.name in scope:
-            out.append(compute_domain(pool, api_version, "%s.pools[%d]" % (root, i)))
+            out.append(compute_domain(pool, api_version, "%s.pools[%d]" % (root, i), cluster.owner_id))
     return out

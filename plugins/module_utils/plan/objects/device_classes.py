@@ -26,7 +26,17 @@ def product_names(pool):
 
 
 def _device_class(
-    api_version, name, pool, origin, role, selectors, config=None, ext_name=None, profile=None, selector_origins=None
+    api_version,
+    name,
+    pool,
+    origin,
+    role,
+    selectors,
+    config=None,
+    ext_name=None,
+    profile=None,
+    selector_origins=None,
+    owner=None,
 ):
     spec = {"selectors": [selector(s) for s in selectors]}
     if config:
@@ -36,15 +46,16 @@ def _device_class(
     obj = {
         "apiVersion": api_version,
         "kind": "DeviceClass",
-        "metadata": {"name": name, "labels": ownership_labels(pool.name)},
+        "metadata": {"name": name, "labels": ownership_labels(pool.name, owner)},
         "spec": spec,
     }
     info = {"role": role, "profile": profile, "selector_origins": selector_origins or [origin] * len(selectors)}
     return Desired(obj, pool.name, origin, info)
 
 
-def pool_device_classes(pool, at="gpupool_cluster.pools[0]", api_version="resource.k8s.io/v1"):
-    """DeviceClasses of one present pool (names from model/names.py, checked by model/device_class_checks.py)."""
+def pool_device_classes(pool, at="gpupool_cluster.pools[0]", api_version="resource.k8s.io/v1", owner=None):
+    """DeviceClasses of one present pool (names from model/names.py, checked by model/device_class_checks.py);
+    owner: the inventory's gpupool.io/owner (cluster.owner_id)."""
     products = product_names(pool)
     entries = device_class_names(pool)
     out = []
@@ -63,6 +74,7 @@ def pool_device_classes(pool, at="gpupool_cluster.pools[0]", api_version="resour
                 config,
                 entry.extended_resource_name,
                 profile=entry.profile,
+                owner=owner,
             )
         )
     extras = [entry for entry in entries if entry.role == "extra"]
@@ -91,6 +103,7 @@ def pool_device_classes(pool, at="gpupool_cluster.pools[0]", api_version="resour
                 entry.extended_resource_name,
                 profile=entry.profile,
                 selector_origins=origins,
+                owner=owner,
             )
         )
     return out
@@ -106,7 +119,7 @@ def cluster_device_classes(cluster, pools=None, root="gpupool_cluster", api_vers
     out = []
     for i, pool in enumerate(cluster.pools):
         if pool.name in scope:
-            out += pool_device_classes(pool, "%s.pools[%d]" % (root, i), api_version)
+            out += pool_device_classes(pool, "%s.pools[%d]" % (root, i), api_version, cluster.owner_id)
     return out
 
 

@@ -107,6 +107,7 @@ def test_valid_tenants_build_one_template_each_and_defaults_per_class():
     assert by_name["one-t4"].obj["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "gpupool",
         "gpupool.io/pool": "gpu-t4",
+        "gpupool.io/owner": "c1",
     }
 
 

@@ -99,7 +99,11 @@ def exprs(d):
 def test_full_gpu_class_with_time_slicing():
     d = classes(cluster())["t4"]
     assert d.obj["apiVersion"] == "resource.k8s.io/v1" and d.obj["kind"] == "DeviceClass"
-    assert d.obj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpupool", "gpupool.io/pool": "t4"}
+    assert d.obj["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "gpupool",
+        "gpupool.io/pool": "t4",
+        "gpupool.io/owner": "c1",
+    }
     assert exprs(d) == [
         "device.driver == 'gpu.nvidia.com' && %s.type == 'gpu' && %s.productName == 'Tesla T4'" % (ATTR, ATTR)
     ]
@@ -431,7 +435,7 @@ def test_compute_domain():
         "metadata": {
             "name": "gb200-domain",
             "namespace": "ml",
-            "labels": {"app.kubernetes.io/managed-by": "gpupool", "gpupool.io/pool": "gb200"},
+            "labels": {"app.kubernetes.io/managed-by": "gpupool", "gpupool.io/pool": "gb200", "gpupool.io/owner": "c1"},
         },
         "spec": {"channel": {"resourceClaimTemplate": {"name": "gb200-domain-channel"}, "allocationMode": "Single"}},
     }
