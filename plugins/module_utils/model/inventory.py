@@ -454,6 +454,28 @@ class Tenant(Strict):
     )
 
 
+class OrphanGuard(Strict):
+    """How many of a pool's nodes one run may orphan (cordon and taint because the pool no longer selects them).
+
+    A node_selector typo matches no node, and every node of the pool would be cordoned; node_pool refuses such a run
+    before any write unless it is confirmed. Pools set to `state: absent` or removed from the inventory are explicit
+    decisions and are not guarded."""
+
+    max_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Largest share of a present pool's nodes one run may orphan without confirmation; a run that "
+        "would orphan more, or all of them, is refused. Default 0.5: losing a node or two to a relabel is routine, "
+        "losing most of a pool at once is nearly always a selector or nodegroup mistake.",
+    )
+    confirm_pools: List[str] = Field(
+        default_factory=list,
+        description="Pools whose orphaning this inventory confirms (their selector change is intended); remove "
+        "them after the run. A run confirms every pool with `-e gpupool_confirm_orphans=true`.",
+    )
+
+
 class Cluster(Strict):
     """A Kubernetes cluster and its GPU pools."""
 
@@ -473,6 +495,10 @@ class Cluster(Strict):
         default_factory=DrainPolicy,
         description="How nodes are drained before they go away "
         "or their GPUs change; a pool's `drain` changes it for its nodes.",
+    )
+    orphan_guard: OrphanGuard = Field(
+        default_factory=OrphanGuard,
+        description="Refuse a run that would orphan (cordon) more than a share of a pool's nodes unless confirmed.",
     )
     pools: List[Pool] = Field(default_factory=list, description="The GPU pools.")
     tenants: Optional[List[Tenant]] = Field(
