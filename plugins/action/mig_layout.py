@@ -50,7 +50,7 @@ class MigLayoutModule(KubernetesModule):
         """Plan from the run's view, write the ConfigMap, roll the waves; the plan is the result."""
         options = RolloutOptions.from_params(self.params)
         plan = RolloutPlan(self.cluster, self.selected, options, self.check_mode)
-        runner = MigRollout(self.engine, plan, warn=self.warn, progress=self.progress)
+        runner = MigRollout(self.engine, plan, warn=self.warn, progress=self.progress, run=self.run_holder)
         self.rollout = plan  # once connected and holding the run lease (a refusal there reports no plan)
         runner.plan_rollout()
         runner.run()

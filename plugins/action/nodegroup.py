@@ -131,6 +131,7 @@ class NodegroupModule(MagnumPoolModule):
             wait_timeout=p["wait_timeout"],
             check_mode=self.check_mode,
             standalone=inventory is None,
+            run=self.run_holder,
         )
         if inventory is None or p["pools"]:
             converge.run(self.targets)

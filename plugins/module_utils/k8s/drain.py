@@ -80,9 +80,15 @@ class Drain:
         progress: Optional[Progress] = None,
         skip_pods: Optional[str] = None,
         when_budget_blocks: str = "wait",
+        reason: Optional[str] = None,
+        run: Optional[str] = None,
     ) -> None:
         self.client = client
         self.cordon_by = cordon_by
+        # The cordon ledger (plan/nodes/cordon_ledger.py): why this drain cordons (a reason of
+        # plan/nodes/cordon_reasons.py; cordon() may name another per node) and which run does (the lease holder).
+        self.reason = reason
+        self.run = run
         self.timeout = float(timeout)
         self.grace_period = grace_period
         self.skip_pods = skip_pods
@@ -143,7 +149,12 @@ class Drain:
         self.writes += 1
 
     def cordon(
-        self, name: str, node: Optional[dict] = None, also: Optional[dict] = None, attempts: int = 5
+        self,
+        name: str,
+        node: Optional[dict] = None,
+        also: Optional[dict] = None,
+        attempts: int = 5,
+        reason: Optional[str] = None,
     ) -> Optional[str]:
         """Cordon a node; returns "cordoned" (done now), "ours" (already cordoned by this module, e.g. by an
         interrupted earlier run: ours to uncordon), "theirs" (cordoned by someone else: left so, not ours to
@@ -151,13 +162,14 @@ class Drain:
 
         node: the node as last read (say from the caller's LIST), so no GET is needed; the write carries its
         resourceVersion as precondition, and a node changed meanwhile is read again and decided anew.
-        also: a merge patch sent in the same write (mig_layout's config label), whatever the cordon decides."""
+        also: a merge patch sent in the same write (mig_layout's config label), whatever the cordon decides.
+        reason: why (the ledger's reason), recorded with the cordon; None: the drain's own `reason`."""
         if node is None:
             node = self.node(name)
         for _attempt in range(attempts):
             if node is None:
                 return None
-            patch, state = plan_eviction.cordon_decision(node, self.cordon_by)
+            patch, state = plan_eviction.cordon_decision(node, self.cordon_by, reason or self.reason, self.run)
             patch = plan_eviction.merge_patches(patch, also)
             if patch:
                 version = (node.get("metadata") or {}).get("resourceVersion")

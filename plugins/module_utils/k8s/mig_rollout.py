@@ -22,12 +22,13 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drain, DrainError
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_VALUE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import CONFIG_MAP, NODE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import config_map as plan_config_map
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import waves as plan_waves
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout import (
+    BlockedPools,
     blocked_problems,
     label_patch,
     merge_document,
@@ -35,6 +36,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout impo
     wave_status,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_plan import RolloutPlan
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import DrainSettings
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import assign_nodes
 from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
@@ -49,8 +51,16 @@ class MigRollout:
     """Runs a RolloutPlan against the API server: `plan()` reads and plans, `run()` writes and waits; the
     plan's `result()` says what was done, also after a failure."""
 
-    def __init__(self, engine: Any, plan: RolloutPlan, warn: Callable[[str], None], progress: Progress) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        plan: RolloutPlan,
+        warn: Callable[[str], None],
+        progress: Progress,
+        run: Optional[str] = None,
+    ) -> None:
         self.engine = engine
+        self.run_holder = run  # this run's identity, recorded with every cordon (the cordon ledger)
         self.client = engine.client
         self.plan = plan
         self.options = plan.options
@@ -71,6 +81,7 @@ class MigRollout:
             self.client,
             CORDON_VALUE,
             settings,
+            run=self.run_holder,
             sleep=max(0.1, min(self.options.wait_sleep, 2.0)),
             warn=self.warn,
             progress=self.progress,
@@ -90,7 +101,8 @@ class MigRollout:
         return merge_document(doc, desired, owned, prune, self.where)
 
     def plan_rollout(self) -> None:
-        """Read what the plan needs and plan every pool; refuses (Problems) while a node is failed."""
+        """Read what the plan needs and plan every pool; a pool with a failed node gets no wave (run() fails at the
+        end, after the other pools rolled)."""
         o, plan = self.options, self.plan
         nodes = self.engine.observe(NODE)  # the run's view (k8s/run_view.py); the waves below read live
         self.nodes_by_name = {n["metadata"]["name"]: n for n in nodes}
@@ -101,9 +113,6 @@ class MigRollout:
         changes = self.merged[2]
         for text in plan.plan_pools(assigned, {n for n, c in changes.items() if c in ("created", "updated")}):
             self.warn(text)
-        problems = blocked_problems(plan.plans, self.mm.namespace)
-        if problems:
-            raise Problems(problems)
         for pool_plan in plan.plans:
             drainer = self.drainers[pool_plan["pool"]] if plan.drains(pool_plan["pool"]) else None
             for index, wave in enumerate(pool_plan["waves"]):
@@ -174,7 +183,8 @@ class MigRollout:
         no GET per node; the config label goes in the same write when plan_waves.cordon_label says so."""
         drains = self.plan.drains(pool_plan["pool"])
         label = plan_waves.cordon_label(entry["actions"][name], drains, pool_plan["config_name"], pool_plan["digest"])
-        done = self.drainer.cordon(name, self.nodes_by_name.get(name), also=label)
+        reason = cordon_reasons.mig_layout(pool_plan["pool"], pool_plan["config_name"])
+        done = self.drainer.cordon(name, self.nodes_by_name.get(name), also=label, reason=reason)
         ours, changed, labelled = plan_waves.after_cordon(done, label)
         if ours:
             entry["cordoned"].append(name)
@@ -270,7 +280,8 @@ class MigRollout:
     # ---- the run -------------------------------------------------------------------------------------------
     def run(self) -> None:
         """Write the ConfigMap, uncordon what earlier runs left, then each wave in order (check mode: only say
-        what each would change)."""
+        what each would change). A pool blocked by a failed node rolled nothing: the step fails at the end,
+        naming the node and how to retry it."""
         self.write_config_map()
         for pool_plan in self.plan.plans:
             self.uncordon_leftovers(pool_plan)
@@ -282,3 +293,6 @@ class MigRollout:
                 self.plan.diff.extend(plan_waves.node_diffs(pool_plan, entry["nodes"], {}))
                 continue
             self.run_wave(pool_plan, entry)
+        problems = blocked_problems(self.plan.plans, self.mm.namespace)
+        if problems:
+            raise BlockedPools(problems)

@@ -47,6 +47,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.targets i
     undrained_removal_warning,
     unproven_orphan_warning,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.orphans import nodegroup_pool
 
 # The value of gpupool.io/cordoned-by on nodes this step cordons (mig_layout uses its own), so neither step
@@ -80,6 +81,7 @@ class NodegroupConverge:
         wait_timeout: int,
         check_mode: bool,
         standalone: bool,
+        run: Optional[str] = None,
     ) -> None:
         self.client, self.cluster = client, cluster
         self.warn, self.progress = warn, progress
@@ -88,6 +90,7 @@ class NodegroupConverge:
         self._connect_kubernetes = kubernetes
         self._kubernetes = None
         self._drains: Dict[Target, Drain] = {}
+        self.run_holder = run  # this run's identity, recorded with every cordon (the cordon ledger)
 
     def run(self, targets: List[Target], inventory=None, prune_settings=None) -> Optional[List[str]]:
         """Plan every target, then (not in check mode) apply each one that planned. `inventory`: the cluster
@@ -188,7 +191,12 @@ class NodegroupConverge:
         second read when they are cordoned."""
         if target not in self._drains:
             self._drains[target] = Drain.for_settings(
-                self.kubernetes(), CORDON_BY, target.settings, warn=self.warn, progress=self.progress
+                self.kubernetes(),
+                CORDON_BY,
+                target.settings,
+                warn=self.warn,
+                progress=self.progress,
+                run=self.run_holder,
             )
         return self._drains[target]
 
@@ -224,7 +232,14 @@ class NodegroupConverge:
         drain_plan = target.drain_plan
         if not drain_plan or not action_removes_nodes(action):
             return None
-        done = self.drainer(target).drain(drain_plan["victims"])
+        drainer = self.drainer(target)
+        # The ledger's reason (plan/nodes/cordon_ledger.py): a later run lifts the cordon once the inventory no
+        # longer shrinks (or deletes) this nodegroup.
+        if action.kind == "resize":
+            drainer.reason = cordon_reasons.shrink(target.name, action.payload["node_count"])
+        else:
+            drainer.reason = cordon_reasons.delete(target.name)
+        done = drainer.drain(drain_plan["victims"])
         target.wrote = target.wrote or bool(done["cordoned"] or done["evicted"])
         drain_plan["evicted"] = done["evicted"]
         return drain_plan["nodes_to_remove"]

@@ -19,6 +19,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import
 )
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import _lines as _problem_lines
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import (
     mig_config_problems_of,
     pool_mig_entries,
@@ -234,19 +235,34 @@ def plan_pool(pool_name, config_name, digest, nodes, max_unavailable, config_cha
 
 
 def blocked_problems(plans, namespace="gpu-operator"):
+    """One problem per failed node: its pool rolled no wave (the other pools did), and how to retry it."""
     out = []
     for p in plans:
         for name in p["blocked"]:
             out.append(
                 (
                     "pool %s, node %s" % (p["pool"], name),
-                    "the MIG manager reported %s=failed for config %s. Read the nvidia-mig-manager log on %s "
+                    "the MIG manager reported %s=failed for config %s, so this pool rolled no wave (the other "
+                    "pools did). Read the nvidia-mig-manager log on %s "
                     "(kubectl -n %s logs -l app=nvidia-mig-manager --field-selector spec.nodeName=%s), fix the "
                     "cause, then rerun with retry_failed: true"
                     % (STATE_LABEL, p["config_name"], name, namespace, name),
                 )
             )
     return out
+
+
+class BlockedPools(Problems):
+    """The step's failure when a failed node held its pool back: raised at the end, after the other pools rolled."""
+
+    def render(self) -> str:
+        lines = [
+            "%d node(s) the MIG manager failed on held back their pool's rollout (the other pools rolled on); "
+            "in those pools nothing was changed:" % len(self.problems)
+        ]
+        for path, message in self.problems:
+            lines += _problem_lines("  - %s: " % path, message, indent="    ")
+        return "\n".join(lines)
 
 
 def label_patch(config_name, digest):

@@ -145,6 +145,11 @@ class RolloutPlan:
                 retry_failed=self.options.retry_failed,
             )
             plan["selector"] = self.selector(pool)
+            if plan["blocked"]:
+                # A node the MIG manager failed on blocks its own pool only: no wave of this pool runs (its done
+                # nodes still get their leftover cordons lifted); the other pools roll on, and the step fails at
+                # the end naming the node (blocked_problems).
+                plan["waves"] = []
             self.plans.append(plan)
             self.pools[pool.name] = {
                 "config_name": name,
@@ -153,6 +158,8 @@ class RolloutPlan:
                 "nodes": plan["nodes"],
                 "waves": plan["waves"],
             }
+            if plan["blocked"]:
+                self.pools[pool.name]["blocked"] = list(plan["blocked"])
             warnings += [not_ready_warning(pool.name, node) for node in plan["skipped"]]
         return warnings
 
@@ -213,6 +220,7 @@ class RolloutPlan:
             waves=self.waves,
             failed_nodes=self.failed_nodes,
             skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]),
+            blocked_nodes=sorted(n for p in self.plans for n in p["blocked"]),
         )
         if diff_mode:
             out["diff"] = self.diff

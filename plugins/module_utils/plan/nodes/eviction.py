@@ -16,6 +16,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector 
 from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import parse as parse_selector
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     CORDON_ANNOTATION,
+    CORDON_REASON_ANNOTATION,
+    CORDON_RUN_ANNOTATION,
     EXTENDED_RESOURCE_DOMAIN,
 )
 
@@ -119,17 +121,26 @@ def cordoned_by(node: Pod) -> Optional[str]:
     return (_meta(node).get("annotations") or {}).get(CORDON_ANNOTATION)
 
 
-def cordon_patch(by: str) -> Dict[str, Any]:
-    """Merge patch that cordons a node and records which module did it, so only that module uncordons it."""
-    return {"metadata": {"annotations": {CORDON_ANNOTATION: by}}, "spec": {"unschedulable": True}}
+def cordon_patch(by: str, reason: Optional[str] = None, run: Optional[str] = None) -> Dict[str, Any]:
+    """Merge patch that cordons a node and records which module did it (so only that module uncordons it), why
+    (the ledger's reason, plan/nodes/cordon_ledger.py, re-checked by every later run) and by which run (the run
+    lease's holder; None: a step run without a lease)."""
+    annotations: Dict[str, Any] = {CORDON_ANNOTATION: by}
+    if reason:
+        annotations[CORDON_REASON_ANNOTATION] = reason
+    if run:
+        annotations[CORDON_RUN_ANNOTATION] = run
+    return {"metadata": {"annotations": annotations}, "spec": {"unschedulable": True}}
 
 
-def cordon_decision(node: Pod, by: str) -> Tuple[Optional[Dict[str, Any]], str]:
+def cordon_decision(
+    node: Pod, by: str, reason: Optional[str] = None, run: Optional[str] = None
+) -> Tuple[Optional[Dict[str, Any]], str]:
     """(patch or None, state) for a node as last read, for the module `by`: "cordoned" (the patch cordons it),
     "ours" (already cordoned by `by`, e.g. by an interrupted earlier run: ours to uncordon), "theirs" (cordoned by
     someone else: left cordoned, never uncordoned by us)."""
     if not (node.get("spec") or {}).get("unschedulable"):
-        return cordon_patch(by), "cordoned"
+        return cordon_patch(by, reason, run), "cordoned"
     return None, "ours" if cordoned_by(node) == by else "theirs"
 
 
@@ -146,7 +157,9 @@ def merge_patches(*patches: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def uncordon_patch() -> Dict[str, Any]:
-    return {"metadata": {"annotations": {CORDON_ANNOTATION: None}}, "spec": {"unschedulable": None}}
+    """Merge patch that uncordons a node and removes the cordon's whole record (who, why, which run)."""
+    annotations = {CORDON_ANNOTATION: None, CORDON_REASON_ANNOTATION: None, CORDON_RUN_ANNOTATION: None}
+    return {"metadata": {"annotations": annotations}, "spec": {"unschedulable": None}}
 
 
 class DrainSettings(NamedTuple):
