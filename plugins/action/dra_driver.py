@@ -35,7 +35,7 @@ class DraDriverModule(KubernetesModule):
             return dict(nothing_yet(), msg="dra_driver.enabled is false: the DRA driver is left alone")
         # helm, the GPU Operator, the CRDs, the upgrade and the rollout wait: k8s/driver_release.py
         self.release = DriverRelease(
-            self.cluster, self.params, lambda: self.engine, self.check_mode, self.warn, self.wait_for
+            self.cluster, self.params, lambda: self.engine, self.check_mode, self.warn, self.wait_for, self.progress.say
         )
         return self.release.converge()
 

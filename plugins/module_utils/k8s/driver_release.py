@@ -14,10 +14,17 @@ Every decision comes from plan/driver/; this file runs helm and reads and writes
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import resolve_params
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import ChartRef, Helm, HelmError, apply_crds
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import (
+    PENDING,
+    ChartRef,
+    Helm,
+    HelmError,
+    apply_crds,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import (
     CERT_MANAGER_CRDS,
     line_for,
@@ -28,15 +35,18 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import PO
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver import gpu_operator as operator
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.release import (
     KNOWN_CRDS,
+    RUN_LABEL,
     cert_manager_refusal,
     chart_name,
     driver_slice_nodes,
     helm_problem,
+    pending_recovery,
     present_pool_nodes,
     release_summary,
     rollout_failure,
     rollout_status,
     rollout_warnings,
+    run_label_value,
     upgrade_reasons,
     values_diff_entry,
 )
@@ -68,8 +78,8 @@ class DriverRelease:
     params: the step's options (state, helm_binary, wait, wait_timeout, wait_sleep, purge_crds, gpu_operator,
     registry_username/password, and the Kubernetes connection helm is given); engine(): the step's apply engine
     (connected on first use, so helm is checked before the cluster is touched); warn(message); wait_for: the
-    step's waiter (GpupoolModule.wait_for: progress lines under a subject). `info` is the step's result so far,
-    `changed` whether something was (or in check mode would be) written."""
+    step's waiter (GpupoolModule.wait_for: progress lines under a subject); say(line): a one-off progress line.
+    `info` is the step's result so far, `changed` whether something was (or in check mode would be) written."""
 
     def __init__(
         self,
@@ -79,7 +89,9 @@ class DriverRelease:
         check_mode: bool,
         warn: Callable[[str], None],
         wait_for: Callable[..., Any],
+        say: Callable[[str], None] = lambda line: None,
     ) -> None:
+        self.say = say
         self.cluster, self.settings, self.params = cluster, cluster.dra_driver, params
         self._engine, self.check_mode, self.warn, self.wait_for = engine, check_mode, warn, wait_for
         self.info = nothing_yet()
@@ -192,6 +204,8 @@ class DriverRelease:
         s, helm = self.settings, self.helm
         name = chart_name(ref.chart, helm.show_chart(ref) if ref.is_local else None, ref.version)
         metadata = helm.status(s.release_name, s.namespace)
+        if metadata and metadata.get("status") in PENDING:
+            metadata = self.recover_pending()
         pool_nodes = self.pool_nodes()
         root = self.coexistence(pool_nodes)
         desired = desired_values(self.cluster, line, root)
@@ -208,16 +222,57 @@ class DriverRelease:
             self.values_diff_text = values_diff_entry(s, metadata, current, desired, name)
             self.preflight(desired, line)
             crds = helm.show_crds(ref)
-            # The chart's own checks against the live cluster first: a refusal leaves nothing half-done.
-            helm.upgrade(s.release_name, s.namespace, ref, desired, dry_run=True)
+            # The chart's own checks against the live cluster first: a refusal leaves nothing half-done. A release
+            # still pending (check mode does not recover it) refuses every helm write, the dry run's too.
+            if not (metadata and metadata.get("status") in PENDING):
+                helm.upgrade(s.release_name, s.namespace, ref, desired, dry_run=True)
             self.info["crds"] = apply_crds(self.engine.client, crds, dry_run=self.check_mode)
             if not self.check_mode:
-                helm.upgrade(s.release_name, s.namespace, ref, desired, wait=False)
+                holder = self.run_holder
+                labels = {RUN_LABEL: run_label_value(holder)} if holder else None
+                helm.upgrade(s.release_name, s.namespace, ref, desired, wait=False, labels=labels)
                 self.info["release"] = release_summary(helm.status(s.release_name, s.namespace))
             self.changed = True
         if self.params["wait"] and not self.check_mode:
             self.wait_rollout()
         return self.info
+
+    @property
+    def run_holder(self) -> Optional[str]:
+        lease = self.params.get("run_lease")
+        return lease.get("holder") if isinstance(lease, dict) else None
+
+    def recover_pending(self) -> Optional[Dict[str, Any]]:
+        """A release an interrupted helm left pending-install/-upgrade/-rollback (every helm write would fail with
+        "another operation is in progress"): rolled back to its last deployed revision, or uninstalled when it was
+        never deployed (CRDs stay), as plan/driver/release.pending_recovery decides. Returns the release's metadata
+        now (None after an uninstall); in check mode only says what it would do."""
+        s, helm = self.settings, self.helm
+        history = helm.history(s.release_name, s.namespace)
+        last = history[-1]["revision"] if history else 0
+        labels = helm.revision_labels(s.release_name, s.namespace, last) if last else {}
+        before = {}
+        if last > 1:
+            try:
+                before = helm.revision_labels(s.release_name, s.namespace, last - 1)
+            except HelmError:  # beyond --history-max: nothing inherited to compare with
+                before = {}
+        now = datetime.datetime.now(datetime.timezone.utc)
+        plan = pending_recovery(history, labels, before, self.run_holder, now, s.release_name, s.namespace)
+        metadata = helm.status(s.release_name, s.namespace)
+        if plan is None:  # it finished meanwhile
+            return metadata
+        self.info["recovered"] = {k: plan[k] for k in ("action", "revision", "pending")}
+        self.say(plan["message"] if not self.check_mode else "would take over: " + plan["message"])
+        self.changed = True
+        if self.check_mode:
+            return metadata
+        timeout = self.params["wait_timeout"]
+        if plan["action"] == "rollback":
+            helm.rollback(s.release_name, s.namespace, plan["revision"], timeout=timeout)
+        else:
+            helm.uninstall(s.release_name, s.namespace, wait=True, timeout=timeout)
+        return helm.status(s.release_name, s.namespace)
 
     def preflight(self, desired, line) -> None:
         """What helm would only find out half-way: cert-manager's CRDs for a cert-manager webhook."""

@@ -9,10 +9,16 @@ chart's own ``fail`` text, a missing cert-manager, a timeout, a pending release,
 login) - never a Go stack or a credential. Values go to helm as a private temporary file, never on
 the command line.
 
-Registry credentials: an OCI registry login runs ``helm registry login --password-stdin`` against a
-private registry config in a temporary directory (removed by `close()`); an HTTP chart repository
-gets ``--username``/``--password``. Every message helm prints is scrubbed of the password before it
-is shown.
+Credentials never go on helm's command line (where `ps` shows them to every user of the host): an OCI
+registry login runs ``helm registry login --password-stdin`` against a private registry config, and an
+HTTP chart repository with a username is added with ``helm repo add --password-stdin`` to a private
+repositories.yaml (and its own index cache); later commands name the chart as ``<alias>/<chart>`` and
+get ``--repository-config``/``--repository-cache``. Both live in a 0700 temporary directory, files 0600,
+removed by `close()`. Every message helm prints is scrubbed of the password before it is shown.
+
+A helm child is stopped gently: when the step is cancelled (SIGTERM, Ctrl-C) while helm runs, helm gets
+SIGTERM and up to `STOP_GRACE` seconds to record the release as failed (an upgrade killed outright
+stays pending-upgrade), then SIGKILL.
 
 `apply_crds` server-side applies the chart's CRDs (``helm show crds``) before an install or upgrade:
 Helm installs ``crds/`` only on the first install and never upgrades them (docs/upgrade.md of the
@@ -21,14 +27,16 @@ driver: "kubectl apply the CRDs first").
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
@@ -36,6 +44,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import G
 FIELD_MANAGER = "gpupool"
 REDACTED = "********"
 DEFAULT_TIMEOUT = 600.0  # seconds a helm command may run on top of its own --timeout
+STOP_GRACE = 20.0  # seconds helm gets after SIGTERM to record a cancelled operation before SIGKILL
+PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 
 
 class HelmError(GpupoolError):
@@ -84,16 +94,22 @@ class ChartRef:
         start = len("oci://")
         return self.chart[start:].split("/", 1)[0] if self.is_oci else None
 
-    def args(self) -> List[str]:
+    @property
+    def needs_login(self) -> bool:
+        """An HTTP repository with credentials: `Helm` adds it to a private repositories.yaml first."""
+        return bool(self.repo and self.username)
+
+    def args(self, alias: Optional[str] = None) -> List[str]:
         """The chart and its source flags, as `helm upgrade/show/pull` take them. A local chart gets
-        no --version (helm reads the version from Chart.yaml; the caller compares it)."""
+        no --version (helm reads the version from Chart.yaml; the caller compares it). alias: the name of
+        the repository entry `Helm.repo_login` wrote (its credentials are there, never in these flags)."""
+        if alias:
+            return ["%s/%s" % (alias, self.chart), "--version", self.version]
         out = [self.chart]
         if not self.is_local:
             out += ["--version", self.version]
         if self.repo:
             out += ["--repo", self.repo]
-            if self.username:
-                out += ["--username", self.username, "--password", self.password or ""]
         if self.ca_file:
             out += ["--ca-file", self.ca_file]
         if self.insecure_skip_tls_verify:
@@ -108,6 +124,39 @@ class ChartRef:
 
 
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def run_gently(
+    argv: Sequence[str], input: Optional[str], env: Mapping[str, str], timeout: float
+) -> "subprocess.CompletedProcess[str]":
+    """subprocess.run, but a helm interrupted by an exception here (the step's Cancelled on SIGTERM, a timeout)
+    gets SIGTERM and `STOP_GRACE` seconds before SIGKILL: helm then cancels its operation and records the
+    release as failed, which the next `helm upgrade` takes over, where SIGKILL would leave it pending."""
+    with subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(env),
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
+        except BaseException:
+            stop_gently(proc)
+            raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def stop_gently(proc: "subprocess.Popen[str]", grace: float = STOP_GRACE) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=grace)
+    except BaseException:  # a second interruption, or helm ignored SIGTERM: stop it for good
+        proc.kill()
+        proc.wait()
 
 
 class Helm:
@@ -127,7 +176,8 @@ class Helm:
         self.kubeconfig = kubeconfig
         self.context = context
         self.env = dict(os.environ, **(env or {}))
-        self._run_process = runner or subprocess.run
+        self._run_process = runner or run_gently
+        self._repo_aliases: Dict[str, str] = {}
         self._secrets = [s for s in secrets if s]
         self.command_timeout = command_timeout
         self._tmp = tempfile.mkdtemp(prefix="gpupool-helm-")
@@ -212,17 +262,12 @@ class Helm:
         argv = [self.binary] + list(args) + (self._cluster_args() if cluster else [])
         if self._registry_config_used():
             argv += ["--registry-config", self._registry_config]
+        if self._repository_config_used():
+            argv += ["--repository-config", self._repository_config, "--repository-cache", self._repository_cache]
         self.commands.append([self.redact(a) for a in argv])
+        limit = timeout or self.command_timeout
         try:
-            proc = self._run_process(
-                argv,
-                input=stdin,
-                capture_output=True,
-                text=True,
-                env=self.env,
-                timeout=timeout or self.command_timeout,
-                check=False,
-            )
+            proc = self._run_process(argv, input=stdin, env=self.env, timeout=limit)
         except FileNotFoundError:
             raise HelmNotFound(
                 action,
@@ -232,7 +277,7 @@ class Helm:
         except subprocess.TimeoutExpired:
             raise HelmError(
                 action,
-                "helm did not finish within %.0f s" % (timeout or self.command_timeout),
+                "helm did not finish within %.0f s" % limit,
                 hint="the API server or the chart registry may be unreachable",
             )
         if proc.returncode != 0:
@@ -240,6 +285,17 @@ class Helm:
             message, hint = readable(output)
             raise HelmError(action, message, proc.returncode, output, hint)
         return proc
+
+    @property
+    def _repository_config(self) -> str:
+        return os.path.join(self._tmp, "repositories.yaml")
+
+    @property
+    def _repository_cache(self) -> str:
+        return os.path.join(self._tmp, "repository-cache")
+
+    def _repository_config_used(self) -> bool:
+        return os.path.exists(self._repository_config)
 
     @property
     def _registry_config(self) -> str:
@@ -282,16 +338,65 @@ class Helm:
 
     def show_chart(self, chart: ChartRef) -> Dict[str, Any]:
         """The chart's Chart.yaml (resolves the reference: proves it exists in that version)."""
-        proc = self.run("show chart", ["show", "chart"] + chart.args(), cluster=False)
+        proc = self.run("show chart", ["show", "chart"] + self.chart_args(chart), cluster=False)
         return self._yaml().safe_load(proc.stdout) or {}
 
     def show_crds(self, chart: ChartRef) -> List[Dict[str, Any]]:
         """The chart's crds/ files. helm prints them back to back: each file must start its own YAML
         document with `---` (controller-gen's files do); one that does not merges with the previous."""
-        proc = self.run("show crds", ["show", "crds"] + chart.args(), cluster=False)
+        proc = self.run("show crds", ["show", "crds"] + self.chart_args(chart), cluster=False)
         return [doc for doc in self._yaml().safe_load_all(proc.stdout) if isinstance(doc, dict) and doc.get("kind")]
 
+    def history(self, release: str, namespace: str, limit: int = 20) -> List[Dict[str, Any]]:
+        """The release's last revisions (`helm history -o json`: revision, updated, status, chart, app_version,
+        description), oldest first; [] when there is no such release."""
+        try:
+            proc = self.run(
+                "history", ["history", release, "--namespace", namespace, "--max", str(limit), "--output", "json"]
+            )
+        except HelmError as exc:
+            if "release: not found" in exc.output:
+                return []
+            raise
+        return json.loads(proc.stdout or "[]") or []
+
+    def revision_labels(self, release: str, namespace: str, revision: int) -> Dict[str, str]:
+        """The labels a revision was stored with (`helm upgrade --labels`; helm's own owner/name/status/version
+        are not among them)."""
+        proc = self.run(
+            "get metadata",
+            ["get", "metadata", release, "--namespace", namespace, "--revision", str(revision), "--output", "json"],
+        )
+        return dict(json.loads(proc.stdout or "{}").get("labels") or {})
+
+    def chart_args(self, chart: ChartRef) -> List[str]:
+        """`chart.args()`, after adding a repository with credentials to the private repositories.yaml."""
+        return chart.args(self.repo_login(chart) if chart.needs_login else None)
+
     # ---- writes --------------------------------------------------------------------------------------
+    def repo_login(self, chart: ChartRef) -> str:
+        """Add the chart's HTTP repository with its credentials (``helm repo add --password-stdin``) to this
+        object's private repositories.yaml; returns the entry's name. Once per repository and user."""
+        key = "%s\0%s" % (chart.repo, chart.username)
+        if key in self._repo_aliases:
+            return self._repo_aliases[key]
+        self.add_secret(chart.password)
+        alias = "gpupool-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+        if not self._repository_config_used():
+            fd = os.open(self._repository_config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write('apiVersion: ""\nrepositories: []\n')
+            os.makedirs(self._repository_cache, mode=0o700, exist_ok=True)
+        args = ["repo", "add", alias, chart.repo or "", "--username", chart.username or "", "--password-stdin"]
+        args += ["--force-update"]
+        if chart.ca_file:
+            args += ["--ca-file", chart.ca_file]
+        if chart.insecure_skip_tls_verify:
+            args.append("--insecure-skip-tls-verify")
+        self.run("repo add", args, stdin=chart.password or "", cluster=False)
+        self._repo_aliases[key] = alias
+        return alias
+
     def registry_login(self, host: str, username: str, password: str, insecure: bool = False) -> None:
         """Log in to an OCI registry with --password-stdin into a private registry config."""
         self.add_secret(password)
@@ -315,13 +420,14 @@ class Helm:
         wait: bool = True,
         timeout: float = 300.0,
         create_namespace: bool = True,
+        labels: Optional[Mapping[str, str]] = None,
     ) -> Dict[str, Any]:
         """`helm upgrade --install` with exactly `values` (--reset-values: nothing carried over from
         the previous revision, so `get values` equals what we passed). dry_run: --dry-run=server
         (renders against the live cluster, writes nothing). Returns helm's JSON release."""
         args = (
             ["upgrade", release]
-            + chart.args()
+            + self.chart_args(chart)
             + [
                 "--install",
                 "--namespace",
@@ -335,6 +441,8 @@ class Helm:
         )
         if create_namespace:
             args.append("--create-namespace")
+        if labels:  # stored with the revision (its Secret's labels) from the moment it is pending
+            args += ["--labels", ",".join("%s=%s" % kv for kv in sorted(labels.items()))]
         if dry_run:
             args.append("--dry-run=server")
         elif wait:
@@ -343,6 +451,12 @@ class Helm:
             "upgrade --install" + (" --dry-run=server" if dry_run else ""), args, timeout=timeout + self.command_timeout
         )
         return json.loads(proc.stdout or "{}")
+
+    def rollback(self, release: str, namespace: str, revision: int, timeout: float = 300.0) -> None:
+        """`helm rollback` to `revision` (a new revision with that one's chart and values), without waiting for
+        the rollout (the release step waits for it its own way)."""
+        args = ["rollback", release, str(revision), "--namespace", namespace, "--timeout", "%ds" % int(timeout)]
+        self.run("rollback", args, timeout=timeout + self.command_timeout)
 
     def uninstall(self, release: str, namespace: str, wait: bool = True, timeout: float = 300.0) -> bool:
         """Uninstall; False when there was no release. CRDs stay (helm never deletes crds/)."""
@@ -406,6 +520,8 @@ def readable(output: str) -> "tuple[str, str]":
         return (first, "the cluster's Kubernetes version is older than the chart supports")
     if re.search(r"\b(401|403)\b|unauthorized|denied", text, re.I) and ("registry" in text or "oci" in text):
         return (first, "check the registry credentials (dra_driver registry username/password)")
+    if re.search(r"\b(401|403)\b|unauthorized", text, re.I) and ("repo" in text or "index.yaml" in text):
+        return (first, "check the chart repository's credentials (the dra_driver step's registry_username/password)")
     if "not found" in first and ("chart" in first or "version" in first or "manifest" in first):
         return (first, "check dra_driver.chart and dra_driver.version (and the repository, if any)")
     return (first, "")

@@ -15,15 +15,20 @@ maxUnavailable 100%, so helm calls it ready with no plugin pod ready at all. Don
 Deployment of the release ready, the plugin DaemonSet updated and ready on every node it is scheduled
 to, and every Ready node of a present pool publishing ``gpu.nvidia.com`` ResourceSlices (the plugin
 runs there: tolerations and affinity let it).
+
+`pending_recovery` decides what to do about a release an interrupted helm left pending (roll back to the last
+deployed revision, or uninstall a never-deployed install), and when to refuse instead.
 """
 
 from __future__ import annotations
 
+import datetime
+import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import parse_version
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.values import values_diff
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready
@@ -231,4 +236,105 @@ def rollout_status(
         "nodes_without_plugin": missing,
         "nodes_not_ready": not_ready,
         "deployments_not_ready": not_ready_deps,
+    }
+
+
+# ---- a release left pending by an interrupted helm -------------------------------------------------
+PENDING_STATUSES = ("pending-install", "pending-upgrade", "pending-rollback")
+# the label gpupool's helm upgrades store on their revision (helm upgrade --labels): which run made it
+RUN_LABEL = "gpupool.io/run"
+# a pending revision gpupool did not make is taken over only once it is this old: a person's or another tool's
+# helm may still be working on it (helm's own default --timeout is 5 minutes)
+FOREIGN_GRACE = 600
+
+
+def run_label_value(holder: str) -> str:
+    """A run lease holder (gpupool@host/1a2b3c4d) as a label value (63 characters of [A-Za-z0-9._-])."""
+    value = re.sub(r"[^A-Za-z0-9._-]+", "_", holder)[-63:]
+    return value.strip("._-") or "gpupool"
+
+
+def helm_time(text: str) -> Optional[datetime.datetime]:
+    """helm's timestamps (RFC 3339 with nanoseconds, Z or an offset) as an aware datetime; None if unreadable."""
+    match = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d)?$", (text or "").strip())
+    if not match:
+        return None
+    zone = match.group(3) or "Z"
+    zone = "+00:00" if zone == "Z" else zone[:3] + ":" + zone[-2:]
+    return datetime.datetime.fromisoformat(match.group(1) + "." + (match.group(2) or "0")[:6].ljust(6, "0") + zone)
+
+
+def pending_recovery(
+    history: Sequence[Mapping[str, Any]],
+    pending_labels: Mapping[str, str],
+    previous_labels: Mapping[str, str],
+    holder: Optional[str],
+    now: datetime.datetime,
+    release: str,
+    namespace: str,
+) -> Optional[Dict[str, Any]]:
+    """What to do about a release whose last revision is pending (helm was killed in the middle of an install,
+    upgrade or rollback; every later helm write fails with "another operation is in progress"). None when the
+    last revision is not pending. Else {"action": "rollback", "revision": N} (back to the last deployed
+    revision; the upgrade follows) or {"action": "reinstall"} (nothing was ever deployed: uninstall, CRDs stay,
+    then install), with "pending" (revision, status, updated, made_by) and "message" (the progress line).
+
+    Refused (GpupoolError) unless this run holds the run lease (holder: no other gpupool run is active, so no
+    gpupool helm is still working on it), and, for a revision another tool made (its RUN_LABEL is missing or
+    inherited unchanged from the revision before), until it is FOREIGN_GRACE seconds old.
+    history: `helm history -o json`, oldest first; the labels: those of the last and the one before it."""
+    if not history or history[-1].get("status") not in PENDING_STATUSES:
+        return None
+    last = history[-1]
+    mine = pending_labels.get(RUN_LABEL)
+    made_by = mine if mine and mine != previous_labels.get(RUN_LABEL) else None
+    updated = helm_time(str(last.get("updated") or ""))
+    age = (now - updated).total_seconds() if updated else None
+    pending = {
+        "revision": last.get("revision"),
+        "status": last.get("status"),
+        "updated": last.get("updated"),
+        "made_by": made_by or "not gpupool",
+    }
+    where = "the helm release %s/%s is %s (revision %s)" % (
+        namespace,
+        release,
+        last.get("status"),
+        last.get("revision"),
+    )
+    manual = "helm rollback %s -n %s, or helm uninstall %s -n %s if it was never deployed" % (
+        release,
+        namespace,
+        release,
+        namespace,
+    )
+    if not holder:
+        raise GpupoolError(
+            "%s: only a run that holds the run lease takes it over; run playbooks/site.yml (it takes the lease), "
+            "or recover it yourself: %s" % (where, manual)
+        )
+    if made_by is None and (age is None or age < FOREIGN_GRACE):
+        seen = "%d s ago" % round(age) if age is not None else "at an unknown time"
+        raise GpupoolError(
+            "%s, started %s by something other than gpupool, which may still be working on it; wait for it to "
+            "finish (gpupool takes over one older than %d s), or recover it yourself: %s"
+            % (where, seen, FOREIGN_GRACE, manual)
+        )
+    for wanted in ("deployed", "superseded"):
+        good = [h for h in history[:-1] if h.get("status") == wanted]
+        if good and last.get("status") != "pending-install":
+            revision = good[-1].get("revision")
+            return {
+                "action": "rollback",
+                "revision": revision,
+                "pending": pending,
+                "message": "%s, left by an interrupted run: rolling back to revision %s, then upgrading"
+                % (where, revision),
+            }
+    return {
+        "action": "reinstall",
+        "revision": None,
+        "pending": pending,
+        "message": "%s and was never deployed, left by an interrupted run: uninstalling it (CRDs stay), then "
+        "installing" % where,
     }

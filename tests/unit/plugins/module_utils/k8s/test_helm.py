@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 
 import pytest
@@ -15,17 +17,9 @@ def test_chart_ref_args():
     repo = h.ChartRef(
         "dra-driver-nvidia-gpu", "0.4.1", repo="https://mirror.example/charts", username="u", password="p"
     )
-    assert repo.args() == [
-        "dra-driver-nvidia-gpu",
-        "--version",
-        "0.4.1",
-        "--repo",
-        "https://mirror.example/charts",
-        "--username",
-        "u",
-        "--password",
-        "p",
-    ]
+    # the credentials are never flags: Helm adds the repository to a private repositories.yaml (repo_login)
+    assert repo.args() == ["dra-driver-nvidia-gpu", "--version", "0.4.1", "--repo", "https://mirror.example/charts"]
+    assert repo.needs_login and repo.args("gpupool-x") == ["gpupool-x/dra-driver-nvidia-gpu", "--version", "0.4.1"]
     assert repo.registry_host is None and "from https://mirror.example/charts" in repo.describe()
 
 
@@ -102,3 +96,52 @@ def test_missing_binary_is_a_sentence():
         with pytest.raises(h.HelmNotFound) as err:
             helm.version()
     assert "the helm binary '/no/helm' was not found" in str(err.value) and "helm_binary" in str(err.value)
+
+
+def test_repository_credentials_go_through_stdin_and_a_private_file():
+    seen = []
+
+    def runner(argv, **kwargs):
+        seen.append((list(argv), kwargs.get("input")))
+        return subprocess.CompletedProcess(argv, 0, "name: dra-driver-nvidia-gpu\nversion: 0.4.1\n", "")
+
+    ref = h.ChartRef("dra-driver-nvidia-gpu", "0.4.1", repo="https://m.example/c", username="u", password="hunter22")
+    with h.Helm("helm", kubeconfig="/k", runner=runner) as helm:
+        helm.show_chart(ref)
+        helm.show_chart(ref)  # the repository is added once
+        config = helm._repository_config
+        assert os.stat(config).st_mode & 0o777 == 0o600 and os.stat(helm._tmp).st_mode & 0o777 == 0o700
+    assert not os.path.exists(config)  # close() removed it
+    assert [argv[1:3] for argv, _ in seen] == [["repo", "add"], ["show", "chart"], ["show", "chart"]]
+    assert all("hunter22" not in " ".join(argv) for argv, _ in seen)
+    assert seen[0][1] == "hunter22" and "--password-stdin" in seen[0][0]
+    show = seen[1][0]
+    assert show[3].endswith("/dra-driver-nvidia-gpu") and "--repo" not in show
+    assert show[show.index("--repository-config") + 1] == config
+
+
+def test_a_cancelled_helm_gets_sigterm_before_sigkill(tmp_path):
+    """run_gently: an exception while helm runs (the step's Cancelled) sends SIGTERM and lets it finish."""
+    script = tmp_path / "fake-helm"
+    marker = tmp_path / "terminated"
+    script.write_text(
+        "#!/bin/sh\ntrap 'echo term > %s; exit 1' TERM\necho started > %s.start\nwhile :; do sleep 0.05; done\n"
+        % (marker, marker)
+    )
+    script.chmod(0o755)
+
+    class Stop(Exception):
+        pass
+
+    def interrupt(*_):
+        raise Stop()
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(Stop):
+            h.run_gently([str(script)], None, dict(os.environ), timeout=30)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert marker.read_text().strip() == "term"
