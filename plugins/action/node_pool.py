@@ -9,9 +9,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ConvergeError, Result
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import ORPHANED_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL, ORPHANED_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_ledger
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import orphans as plan_orphans
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
     assign_nodes,
@@ -29,6 +31,7 @@ class NodePoolModule(KubernetesModule):
     argument_spec = dict(
         set_gpu_present=dict(type="bool", default=True),
         release_orphans=dict(type="bool", default=False),
+        confirm_orphans=dict(type="bool", default=False),
         min_ready=dict(type="int"),
         wait_sleep=dict(type="float", default=10.0),
     )
@@ -40,6 +43,7 @@ class NodePoolModule(KubernetesModule):
         self.assigned = {}
         self.ready = {}
         self.orphaned = {}  # node name -> {name, pool, reason}
+        self.lifted = {}  # node name -> the cordon the ledger lifted (cordon_ledger.Verdict.as_dict)
 
     def prepare(self):
         super().prepare()
@@ -80,7 +84,10 @@ class NodePoolModule(KubernetesModule):
 
     def partial_result(self):
         self.results = sorted(self.node_results.values(), key=lambda r: r.name)
-        return super().partial_result()
+        out = super().partial_result()
+        out["cordons_lifted"] = [self.lifted[name] for name in sorted(self.lifted)]
+        out["changed"] = out["changed"] or bool(self.lifted)
+        return out
 
     def converge_nodes(self):
         """One pass: LIST nodes, converge labels/taints of every node in scope. Returns the node list.
@@ -90,6 +97,7 @@ class NodePoolModule(KubernetesModule):
         one node LIST: it becomes the view that mig_layout and pool_info plan from (k8s/run_view.py)."""
         nodes = self.engine.list(NODE)
         self.assigned = assign_nodes(self.present, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
+        self.guard_orphans(nodes)  # before any write
         errors = []
         member = {}
         for pool in self.present:
@@ -112,17 +120,60 @@ class NodePoolModule(KubernetesModule):
             labels = plan_orphans.orphan_labels(node, gpupool_label_keys(node), left)
             errors += self._one(node, labels, None, left, "orphaned")
             if plan_orphans.needs_orphan_cordon(node):
-                errors += self._cordon(node, left, plan_orphans.orphan_cordon_patch(), "orphaned")
+                errors += self._cordon(node, left, plan_orphans.orphan_cordon_patch(left, self.run_holder), "orphaned")
             if self.node_results[name].changed:
                 self.warn(
                     "node %s: %s, so it is kept cordoned with gpupool's taints and labelled %s=true instead "
                     "of being handed back schedulable; see the pool report for how to remove or reuse it"
                     % (name, self.orphaned[name]["reason"], ORPHANED_LABEL)
                 )
+        errors += self.lift_cordons(nodes, member, scope)
         self.ready = {pool.name: sum(1 for n in self.assigned[pool.name] if node_ready(n)) for pool in self.present}
         if errors:
             raise ConvergeError("\n".join(errors), list(self.node_results.values()))
         return nodes
+
+    def guard_orphans(self, nodes):
+        """Refuse, before any write, a run that would orphan too many nodes of a present pool (plan/nodes/orphans.py:
+        the orphan guard). release_orphans hands nodes back on purpose and is not guarded."""
+        if self.p["release_orphans"]:
+            return
+        claimed = [n["metadata"]["name"] for pool in self.present for n in self.assigned[pool.name]]
+        selectors = {
+            pool.name: node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
+            for pool in self.present
+        }
+        scope = [pool.name for pool in self.scope] if self.p["pools"] else None
+        hits = plan_orphans.guard_hits(self.cluster, nodes, claimed, selectors, scope, self.p["confirm_orphans"])
+        if hits:
+            raise GpupoolError(plan_orphans.guard_message(hits, self.cluster.orphan_guard.max_share))
+
+    def lift_cordons(self, nodes, member, scope):
+        """The cordon ledger (plan/nodes/cordon_ledger.py): lift every gpupool cordon whose reason no longer holds,
+        whatever step made it; a cordon node_pool lifted above as an adopted or released orphan is not lifted twice.
+        While this run holds the run lease no other run writes, so no other run's cordon is spared for that."""
+        handled = {name for name, res in self.node_results.items() if res.action in ("adopted", "released")}
+        verdicts = cordon_ledger.plan_ledger(
+            [n for n in nodes if n["metadata"]["name"] not in handled],
+            self.cluster.pools,
+            member,
+            orphans=self.orphaned,
+            scope=scope,
+            busy_runs=frozenset() if self.run_holder else None,
+            nodegroup_label=self.p["nodegroup_label"] or NODEGROUP_LABEL,
+        )
+        errors = []
+        for verdict in verdicts:
+            if verdict.action != cordon_ledger.LIFT or verdict.node in self.lifted:
+                continue
+            try:
+                self.engine.merge_patch(NODE, verdict.node, plan_eviction.uncordon_patch())
+            except K8sError as err:
+                errors += self._failed(verdict.node, None, err)
+                continue
+            self.lifted[verdict.node] = verdict.as_dict()
+            self.warn(cordon_ledger.lifted_message(verdict))
+        return errors
 
     def _one(self, node, labels, taints, pool, action):
         name = node["metadata"]["name"]

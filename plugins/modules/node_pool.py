@@ -37,6 +37,15 @@ description:
 author:
   - gpupool.core developers (@gpupool)
 options:
+  confirm_orphans:
+    description:
+      - Confirm that this run may orphan (cordon and taint) more than C(gpupool_cluster.orphan_guard.max_share) of a
+        present pool's nodes, or all of them. Without it such a run is refused before any write, naming the pool,
+        its selector and the nodes it no longer matches (a node_selector typo would otherwise cordon a whole pool).
+      - The role C(gpupool.core.node_pools) sets it from the variable C(gpupool_confirm_orphans).
+      - Pools set to C(state=absent) or removed from the inventory, and runs with O(release_orphans), are not guarded.
+    type: bool
+    default: false
   release_orphans:
     description:
       - Hand the orphaned nodes in scope back to general use - remove gpupool's labels and taints and lift

@@ -20,7 +20,7 @@ nodegroup is someone else's and is only reported.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     CORDON_ANNOTATION,
@@ -180,3 +180,81 @@ def nodegroup_pool(nodegroup: Dict[str, Any], nodes: Iterable[Node]) -> Optional
     if members and all(former_pool(n) == name for n in members):
         return name
     return None
+
+
+# ---- the orphan guard ---------------------------------------------------------------------------------------------
+# A node_selector typo (a trailing newline, a wrong key) matches no node, and every node of the pool would be
+# orphaned - cordoned and tainted - in one run. So a run that would orphan more than `max_share` of a PRESENT pool's
+# nodes, or all of them, is refused before any write unless confirmed (gpupool_cluster.orphan_guard.confirm_pools
+# or the run's confirm_orphans). A pool set to `state: absent` or removed from the inventory is an explicit decision
+# and is not guarded; nodes orphaned by an earlier (confirmed) run are not counted again.
+class OrphanGuardHit(NamedTuple):
+    pool: str
+    at: str  # the pool's key path
+    selector: str  # how the pool finds its nodes, in words
+    orphaned: List[str]  # node names this run would orphan
+    members: int  # nodes labelled for the pool before this run (not already orphans)
+
+
+def guard_hits(
+    cluster,
+    nodes: Iterable[Node],
+    members: Iterable[str],
+    selectors: Dict[str, str],
+    scope: Optional[Sequence[str]] = None,
+    confirmed: bool = False,
+) -> List[OrphanGuardHit]:
+    """The present pools in scope this run would orphan too many nodes of, unconfirmed (empty: go ahead).
+
+    members: names of the nodes the present pools claim now; selectors: {pool: how it selects nodes};
+    confirmed: the run confirms every pool (node_pool's confirm_orphans)."""
+    guard = cluster.orphan_guard
+    if confirmed:
+        return []
+    claimed = set(members)
+    nodes = list(nodes)
+    hits = []
+    for index, pool in enumerate(cluster.pools):
+        if (
+            pool.state != "present"
+            or pool.name in guard.confirm_pools
+            or (scope is not None and pool.name not in scope)
+        ):
+            continue
+        labelled = [
+            _name(n) for n in nodes if former_pool(n) == pool.name and node_labels_of(n).get(ORPHANED_LABEL) != "true"
+        ]
+        lost = sorted(name for name in labelled if name not in claimed)
+        if lost and (len(lost) == len(labelled) or len(lost) > guard.max_share * len(labelled)):
+            at = "gpupool_cluster.pools[%d]" % index
+            hits.append(OrphanGuardHit(pool.name, at, selectors.get(pool.name, "?"), lost, len(labelled)))
+    return hits
+
+
+def guard_message(hits: Sequence[OrphanGuardHit], max_share: float) -> str:
+    """The refusal: each pool, its selector and the nodes it no longer matches (a few by name), then how to confirm.
+    Every line stays under 200 characters for names Kubernetes accepts."""
+    lines = ["node_pool did not write anything: this run would orphan (cordon and taint) too many nodes of a pool"]
+    for hit in hits:
+        shown = ", ".join(hit.orphaned[:3]) + (
+            " and %d more" % (len(hit.orphaned) - 3) if len(hit.orphaned) > 3 else ""
+        )
+        share = "all" if len(hit.orphaned) == hit.members else "%d of %d" % (len(hit.orphaned), hit.members)
+        lines.append(
+            "  - pool %s (%s): its selector %s no longer matches %s of its nodes: %s"
+            % (hit.pool, hit.at, cut(hit.selector), share, shown)
+        )
+    lines += [
+        "  The limit is gpupool_cluster.orphan_guard.max_share = %g (and never all of a pool's nodes)." % max_share,
+        "  Fix: if the selector or nodegroup is wrong (a typo, a trailing newline), correct it in the inventory.",
+        "  If the change is intended, confirm it: run with -e gpupool_confirm_orphans=true (node_pool option "
+        "confirm_orphans: true),",
+        "  or list the pool in gpupool_cluster.orphan_guard.confirm_pools; or set the pool to state: absent.",
+    ]
+    return "\n".join(lines)
+
+
+def cut(text: str, limit: int = 80) -> str:
+    """A selector as one short line (a trailing newline shown as \\n, not as a line break)."""
+    shown = repr(text)[1:-1] if any(c in text for c in "\n\r\t") else text
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
