@@ -24,6 +24,11 @@ description:
   - ComputeDomains carry C(app.kubernetes.io/managed-by=gpupool) and C(gpupool.io/pool=<pool>); ComputeDomains without
     these labels are never modified or deleted. With O(prune), gpupool's ComputeDomains that are no longer wanted are
     deleted.
+  - Every object also carries C(gpupool.io/owner=<owner>) (C(gpupool_cluster.owner), default its C(name)). Prune
+    deletes only this owner's objects, so two inventories on one cluster never prune each other's; a name another
+    owner's object holds is refused before the task writes anything. Objects made before the owner label are
+    adopted when wanted (action C(adopted), with a warning), pruned only when their pool is one of this
+    inventory's, and otherwise left alone with a warning.
   - Needs the ComputeDomain CRD (the NVIDIA DRA driver chart with C(resources.computeDomains.enabled=true)) and the
     namespace.
 author:
@@ -101,7 +106,7 @@ objects:
       description: Pool.
       type: str
     action:
-      description: C(created), C(updated), C(recreated), C(unchanged), C(deleted) or C(failed).
+      description: C(created), C(updated), C(adopted), C(recreated), C(unchanged), C(deleted) or C(failed).
       type: str
     changed:
       description: Whether the object changed (or would, in check mode).

@@ -25,6 +25,11 @@ description:
   - Uses C(resource.k8s.io/v1), or C(v1beta2)/C(v1beta1) on clusters that do not serve v1.
   - Classes it creates carry C(app.kubernetes.io/managed-by=gpupool) and C(gpupool.io/pool=<pool>). A DeviceClass
     without these labels is never modified or deleted; a name clash with one fails.
+  - Every object also carries C(gpupool.io/owner=<owner>) (C(gpupool_cluster.owner), default its C(name)). Prune
+    deletes only this owner's objects, so two inventories on one cluster never prune each other's; a name another
+    owner's object holds is refused before the task writes anything. Objects made before the owner label are
+    adopted when wanted (action C(adopted), with a warning), pruned only when their pool is one of this
+    inventory's, and otherwise left alone with a warning.
   - With O(prune), gpupool's classes that are no longer wanted (pool removed, set to C(absent), profile dropped) are
     deleted.
   - A DeviceClass selects devices, not nodes; to keep a workload on a pool's nodes, also use the pool's node label
@@ -35,7 +40,7 @@ options:
   prune:
     description:
       - Delete gpupool's DeviceClasses of the pools in scope that are no longer wanted.
-      - Without O(pools), every gpupool DeviceClass not wanted by a present pool is in scope.
+      - Without O(pools), every DeviceClass of this owner not wanted by a present pool is in scope.
     type: bool
     default: true
 extends_documentation_fragment:
@@ -87,7 +92,7 @@ objects:
       description: Pool the class belongs to.
       type: str
     action:
-      description: C(created), C(updated), C(unchanged), C(deleted) or C(failed).
+      description: C(created), C(updated), C(adopted), C(unchanged), C(deleted) or C(failed).
       type: str
     changed:
       description: Whether the object changed (or would, in check mode).

@@ -28,6 +28,11 @@ description:
     the task before a request is sent.
   - Templates carry C(app.kubernetes.io/managed-by=gpupool) and C(gpupool.io/pool=<pool>); claims made from them get
     C(gpupool.io/pool). Templates without these labels are never modified or deleted.
+  - Every object also carries C(gpupool.io/owner=<owner>) (C(gpupool_cluster.owner), default its C(name)). Prune
+    deletes only this owner's objects, so two inventories on one cluster never prune each other's; a name another
+    owner's object holds is refused before the task writes anything. Objects made before the owner label are
+    adopted when wanted (action C(adopted), with a warning), pruned only when their pool is one of this
+    inventory's, and otherwise left alone with a warning.
   - The tenant namespaces must exist; gpupool does not create them.
   - Uses C(resource.k8s.io/v1), or C(v1beta2)/C(v1beta1) on clusters that do not serve v1.
 author:
@@ -132,7 +137,7 @@ objects:
       description: Pool the template asks for.
       type: str
     action:
-      description: C(created), C(recreated), C(unchanged), C(deleted) or C(failed).
+      description: C(created), C(adopted), C(recreated), C(unchanged), C(deleted) or C(failed).
       type: str
     changed:
       description: Whether the object changed (or would, in check mode).

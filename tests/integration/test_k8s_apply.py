@@ -143,7 +143,7 @@ def test_device_classes_first_run_writes_second_run_and_check_mode_do_not(contro
     assert live["spec"].get("extendedResourceName") == (
         "gpupool.io/apply-a100-3g.20gb" if control_plane.release.extended_resource_name else None
     )
-    assert strip(live)["metadata"]["labels"] == plan_ownership.ownership_labels("apply-a100")
+    assert strip(live)["metadata"]["labels"] == plan_ownership.ownership_labels("apply-a100", "c")
 
     mark = control_plane.audit.mark()
     e = engine(control_plane)

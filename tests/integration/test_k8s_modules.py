@@ -431,7 +431,7 @@ def test_failures_are_clear_and_write_nothing_they_should_not(control_plane, tmp
         "DeviceClass mod-conf (pool mod-conf): server-side apply conflict: .spec.selectors owned by field manager "
         "'other-tool', not by 'gpupool'."
     )
-    assert not forced.get("failed") and h.actions(forced) == {"mod-conf": "updated"}
+    assert not forced.get("failed") and h.actions(forced) == {"mod-conf": "adopted"}  # made without an owner label
     assert (
         inventory["failed"]
         and "gpupool_cluster.pools[0] (mod-x).gpu_taints: unknown key 'gpu_taints'; did you mean 'gpu_taint'?"
