@@ -13,10 +13,14 @@ mirror. OCI registries are not served here (no registry implementation on the te
     repo.url, repo.versions                           # http://127.0.0.1:PORT, ("0.4.1", "0.5.1")
     repo.archive("0.5.1")                             # the .tgz, e.g. for a local-path install
     repo.stop()
+
+With ``auth=(user, password)`` every request needs HTTP basic auth with those credentials (401 otherwise), as
+a private mirror would; ``repo.requests`` counts the answered (user or None, status) pairs.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import http.server
 import re
@@ -55,13 +59,41 @@ def values_for_version(text: str, version: str) -> str:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
+    auth = None  # (user, password) the handler demands, or None
+    requests = None  # list of (user, status) the server answered
+
     def log_message(self, *args):  # keep test output clean
         pass
 
+    def do_GET(self):
+        user = None
+        if self.auth is not None:
+            header = self.headers.get("Authorization") or ""
+            expected = "Basic " + base64.b64encode(("%s:%s" % self.auth).encode()).decode()
+            if header != expected:
+                self.requests.append((None, 401))
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="charts"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            user = self.auth[0]
+        self.requests.append((user, 200))
+        super().do_GET()
+
 
 class ChartRepo:
-    def __init__(self, helm: str, versions=VERSIONS, directory: str | Path | None = None, chart: Path = CHART):
+    def __init__(
+        self,
+        helm: str,
+        versions=VERSIONS,
+        directory: str | Path | None = None,
+        chart: Path = CHART,
+        auth: tuple | None = None,
+    ):
         self.helm = helm
+        self.auth = auth
+        self.requests: list = []
         self.versions = tuple(versions)
         self.chart = Path(chart)
         self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="gpupool-charts-")
@@ -99,7 +131,8 @@ class ChartRepo:
 
     def start(self) -> "ChartRepo":
         self.dir.mkdir(parents=True, exist_ok=True)
-        handler = functools.partial(_Quiet, directory=str(self.dir))
+        handler_class = type("_Handler", (_Quiet,), {"auth": self.auth, "requests": self.requests})
+        handler = functools.partial(handler_class, directory=str(self.dir))
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = "http://127.0.0.1:%d" % self._server.server_address[1]
         self.package()
