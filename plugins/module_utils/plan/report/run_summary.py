@@ -98,13 +98,30 @@ def _release_changes(result: dict, check_mode: bool = False) -> List[str]:
     ]
 
 
+def _cordon_changes(result: dict) -> List[str]:
+    """The cordon ledger (node_pool): each gpupool cordon lifted because its reason no longer holds."""
+    out = []
+    for lifted in result.get("cordons_lifted") or []:
+        if isinstance(lifted, dict):
+            out.append(
+                "lifted the cordon %s left on node %s (%s): %s"
+                % (
+                    lifted.get("cordoned_by"),
+                    lifted.get("name"),
+                    lifted.get("reason") or "no reason",
+                    lifted.get("why"),
+                )
+            )
+    return out
+
+
 def _pod(ref: object) -> str:
     if isinstance(ref, dict):
         return "%s/%s" % (ref.get("namespace"), ref.get("name"))
     return str(ref)
 
 
-EXTRACTORS = (_object_changes, _nodegroup_changes, _wave_changes, _release_changes)
+EXTRACTORS = (_object_changes, _nodegroup_changes, _wave_changes, _release_changes, _cordon_changes)
 FAILED = "FAILED: "  # how a failure line starts, so the count says changes and failures apart
 
 

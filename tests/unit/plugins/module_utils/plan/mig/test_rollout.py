@@ -434,8 +434,25 @@ def test_patches():
         "metadata": {"annotations": {model_names.CORDON_ANNOTATION: model_names.CORDON_VALUE}},
         "spec": {"unschedulable": True},
     }
+    assert plan_eviction.cordon_patch(model_names.CORDON_VALUE, "mig-layout:p:c", "run-1") == {
+        "metadata": {
+            "annotations": {
+                model_names.CORDON_ANNOTATION: model_names.CORDON_VALUE,
+                model_names.CORDON_REASON_ANNOTATION: "mig-layout:p:c",
+                model_names.CORDON_RUN_ANNOTATION: "run-1",
+            }
+        },
+        "spec": {"unschedulable": True},
+    }
+    # the uncordon removes the cordon's whole record: who, why, which run
     assert plan_eviction.uncordon_patch() == {
-        "metadata": {"annotations": {model_names.CORDON_ANNOTATION: None}},
+        "metadata": {
+            "annotations": {
+                model_names.CORDON_ANNOTATION: None,
+                model_names.CORDON_REASON_ANNOTATION: None,
+                model_names.CORDON_RUN_ANNOTATION: None,
+            }
+        },
         "spec": {"unschedulable": None},
     }
     assert plan_mig_rollout.node_diff_view(CFG, "success", D) == {

@@ -211,8 +211,12 @@ def test_retry_failed_reconfigures_a_failed_node_instead_of_blocking():
     digest = rollout().configs["gpupool-a100"]["digest"]
     failed = node("a-0", config="gpupool-a100", state="failed", digest=digest)
     r = rollout()
-    r.plan_pools({"a100": [failed], "h100": []}, set())
+    r.plan_pools({"a100": [failed, node("a-1")], "h100": [node("h-0", gpu="h100")]}, set())
     assert r.plans[0]["blocked"] == ["a-0"]
+    # the failed node holds back its own pool only: no wave there, the other pool's waves are planned
+    assert r.plans[0]["waves"] == [] and r.pools["a100"]["blocked"] == ["a-0"]
+    assert r.plans[1]["waves"] == [["h-0"]] and "blocked" not in r.pools["h100"]
+    assert r.result(False)["blocked_nodes"] == ["a-0"]
     r = rollout(retry_failed=True)
     r.plan_pools({"a100": [failed], "h100": []}, set())
     assert r.plans[0]["nodes"][0]["action"] == plan_mig_rollout.RECONFIGURE
@@ -264,7 +268,16 @@ def test_result_and_its_diff():
     r.add_wave(r.plans[0], 0)
     r.diff.append({"before": {}, "after": {}})
     out = r.result(True)
-    assert set(out) == {"changed", "config_map", "pools", "waves", "failed_nodes", "skipped_nodes", "diff"}
+    assert set(out) == {
+        "changed",
+        "config_map",
+        "pools",
+        "waves",
+        "failed_nodes",
+        "skipped_nodes",
+        "blocked_nodes",
+        "diff",
+    }
     prepared = out["diff"][0]["prepared"]
     assert prepared.startswith("MIG rollout of pool a100 to gpupool-a100 (all GPUs: ")
     assert "wave 1/1: cordon, evict the GPU pods, set nvidia.com/mig.config" in prepared

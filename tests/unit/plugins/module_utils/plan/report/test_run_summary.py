@@ -167,3 +167,24 @@ def test_many_mismatches_of_one_kind_are_three_lines_and_a_count():
         "    - [taint_missing] node x lacks the GPU taint",
         "    - [not_published] and 1997 more like these (all in the report)",
     ]
+
+
+def test_lifted_cordons_are_said_under_node_pools():
+    lifted = {
+        "name": "a-0",
+        "cordoned_by": "mig-layout",
+        "reason": "mig-layout:a100:gpupool-a100",
+        "run": "run-1",
+        "why": "pool a100 is no longer a static MIG pool that selects the node",
+    }
+    out = plan_run_summary.run_summary(
+        "c1", {"node_pools": {"changed": True, "objects": [], "cordons_lifted": [lifted]}}
+    )
+    assert out["lines"] == [
+        "c1: 1 changed",
+        "  node_pools: lifted the cordon mig-layout left on node a-0 (mig-layout:a100:gpupool-a100): pool a100 is no "
+        "longer a static MIG pool that selects the node",
+    ]
+    assert out["data"]["changes"]["node_pools"] == [out["lines"][1].split(": ", 1)[1]]
+    quiet = plan_run_summary.run_summary("c1", {"node_pools": {"changed": False, "objects": [], "cordons_lifted": []}})
+    assert quiet["lines"] == ["c1: nothing changed"]
