@@ -24,10 +24,16 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     CORDON_ANNOTATION,
+    CORDON_REASON_ANNOTATION,
+    CORDON_RUN_ANNOTATION,
     NODEGROUP_LABEL,
     ORPHAN_CORDON,
     ORPHANED_LABEL,
     POOL_LABEL,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import (
+    uncordon_patch as eviction_uncordon_patch,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_labels_of, recorded_taints
 
@@ -105,9 +111,15 @@ def is_cordoned(node: Node) -> bool:
     return bool((node.get("spec") or {}).get("unschedulable"))
 
 
-def orphan_cordon_patch() -> Dict[str, Any]:
-    """Merge patch that cordons an orphan and records that node_pool did it (so only node_pool lifts it)."""
-    return {"metadata": {"annotations": {CORDON_ANNOTATION: ORPHAN_CORDON}}, "spec": {"unschedulable": True}}
+def orphan_cordon_patch(pool: Optional[str] = None, run: Optional[str] = None) -> Dict[str, Any]:
+    """Merge patch that cordons an orphan and records that node_pool did it (so only node_pool lifts it), why (the
+    cordon ledger's reason orphan:<pool>) and by which run (the run lease's holder)."""
+    annotations: Dict[str, Any] = {CORDON_ANNOTATION: ORPHAN_CORDON}
+    if pool:
+        annotations[CORDON_REASON_ANNOTATION] = cordon_reasons.orphan(pool)
+    if run:
+        annotations[CORDON_RUN_ANNOTATION] = run
+    return {"metadata": {"annotations": annotations}, "spec": {"unschedulable": True}}
 
 
 def needs_orphan_cordon(node: Node) -> bool:
@@ -121,7 +133,7 @@ def lifts_orphan_cordon(node: Node) -> bool:
 
 
 def uncordon_patch() -> Dict[str, Any]:
-    return {"metadata": {"annotations": {CORDON_ANNOTATION: None}}, "spec": {"unschedulable": None}}
+    return eviction_uncordon_patch()  # the cordon's whole record goes with it (who, why, which run)
 
 
 # ---- the pool report ------------------------------------------------------------------------------------------
