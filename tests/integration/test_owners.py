@@ -125,11 +125,10 @@ def test_two_inventories_never_prune_each_other_and_a_clash_is_refused_before_an
     dc, rct = refused
     assert dc["failed"] and rct["failed"]
     first_class = sorted(class_names(TEAM_A))[0]
-    assert (
-        "DeviceClass %s (pool own-t4) belongs to gpupool owner 'own-a' (label gpupool.io/owner); this inventory's "
-        "owner is 'own-c'." % first_class
-    ) in dc["msg"]
-    assert "ResourceClaimTemplate own-tenant-a/own-t4-one (pool own-t4) belongs to gpupool owner 'own-a'" in rct["msg"]
+    assert "DeviceClass %s (pool own-t4) belongs to another gpupool inventory:" % first_class in dc["msg"]
+    assert "its owner is 'own-a' (label gpupool.io/owner);\n  this inventory's owner is 'own-c'" in dc["msg"]
+    assert "ResourceClaimTemplate own-tenant-a/own-t4-one (pool own-t4) belongs to another gpupool" in rct["msg"]
+    assert "gpupool_cluster.owner: own-a" in rct["msg"]
     assert max(len(line) for line in (dc["msg"] + "\n" + rct["msg"]).splitlines()) <= 200
 
 

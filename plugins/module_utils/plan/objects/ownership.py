@@ -106,17 +106,19 @@ def owner_clashes(desired: Mapping[Key, str], live: Mapping[Key, Obj]) -> List[T
 
 
 def clash_message(kind: str, key: Key, theirs: str, ours: str, pool: Optional[str] = None) -> str:
-    """Two lines (each under 200 characters for names Kubernetes accepts up to 63 characters a segment)."""
-    what = "the pool's DeviceClass names" if kind == "DeviceClass" else "the object's name"
+    """Five lines; only the first holds the object's name (owners are label values: at most 63 characters)."""
     fix = {
         "DeviceClass": "rename the pool or set its device_classes names",
         "ResourceClaimTemplate": "rename the template or use another tenant namespace",
         "ComputeDomain": "set the pool's nvlink.compute_domain name or namespace",
     }.get(kind, "rename it")
     return (
-        "%s%s belongs to gpupool owner %r (label %s); this inventory's owner is %r.\n"
-        "  Fix: %s so %s differ, or, if both inventories really are one, set the same gpupool_cluster.owner "
-        "in both." % (ref(kind, key), " (pool %s)" % pool if pool else "", theirs, OWNER_LABEL, ours, fix, what)
+        "%s%s belongs to another gpupool inventory:\n"
+        "  its owner is %r (label %s);\n"
+        "  this inventory's owner is %r, so nothing was written.\n"
+        "  Fix: %s so the names differ;\n"
+        "  or, if this inventory made it under another name (a renamed cluster entry), set gpupool_cluster.owner: %s."
+        % (ref(kind, key), " (pool %s)" % pool if pool else "", theirs, OWNER_LABEL, ours, fix, theirs)
     )
 
 
