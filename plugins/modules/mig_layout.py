@@ -37,7 +37,8 @@ description:
     the config label per round, first after 1 s, then less and less often up to O(wait_sleep)."
   - "A node that ends in state C(failed) stops the rollout: the task fails naming the node, the nodes of later
     waves are not touched, and the failed node stays cordoned. A node already in state C(failed) for the wanted
-    config stops the run before any write unless O(retry_failed=true)."
+    config holds back that pool only (no wave of it runs) unless O(retry_failed=true): the other pools roll on, then
+    the task fails naming the node."
   - NotReady nodes that need a change are skipped with a warning (their MIG manager cannot act).
   - Nodes are only patched (labels, one annotation, C(spec.unschedulable)); never created or deleted.
 author:
@@ -185,6 +186,14 @@ failed_nodes:
   elements: str
 skipped_nodes:
   description: NotReady nodes that needed a change and were skipped.
+  returned: always
+  type: list
+  elements: str
+blocked_nodes:
+  description:
+    - Nodes the MIG manager failed on (C(nvidia.com/mig.config.state=failed)) before this run, without
+      O(retry_failed). Each holds back its own pool only (no wave of that pool runs, C(pools.<name>.blocked) names
+      them); the other pools roll on, and the step then fails naming each node and how to retry it.
   returned: always
   type: list
   elements: str

@@ -33,6 +33,10 @@ description:
     in RV(orphaned) on every run. A pool that claims it again adopts it: the orphan label goes and node_pool's own
     cordon is lifted. O(release_orphans) hands orphans back instead (labels, taints and node_pool's cordon
     removed). Nodes of a pool gone from the inventory are only looked at when every pool is in scope."
+  - "The cordon ledger: every gpupool cordon records why (C(gpupool.io/cordon-reason)) and by which run
+    (C(gpupool.io/cordon-run)). node_pool, which runs after the nodegroup step and before mig_layout, lifts each one
+    whose reason no longer holds, whatever step made it (a MIG wave of a pool turned off, a shrink the inventory no
+    longer wants), and lists it in RV(cordons_lifted). A person's cordon is never lifted."
   - Nodes are never created or deleted (a merge patch never creates; a node deleted meanwhile is reported as vanished).
 author:
   - gpupool.core developers (@gpupool)
@@ -143,6 +147,18 @@ orphaned:
   type: list
   elements: dict
   sample: [{name: cern-gpu-old-0, pool: gpu-old, reason: pool gpu-old is no longer in the inventory}]
+cordons_lifted:
+  description:
+    - The cordon ledger - gpupool cordons (annotation C(gpupool.io/cordoned-by)) whose reason
+      (C(gpupool.io/cordon-reason)) no longer holds, lifted by this run whatever step made them - a MIG wave of a
+      pool that is no longer static MIG, a nodegroup shrink or delete the inventory no longer wants, an orphan
+      claimed again. A person's cordon (no such annotation) is never lifted, nor, when the step runs without the
+      run lease, a cordon another run recorded.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: gpu-a100-0, cordoned_by: mig-layout, reason: "mig-layout:gpu-a100:gpupool-gpu-a100", run: "awx-42",
+            why: pool gpu-a100 is no longer a static MIG pool that selects the node}]
 wait_log:
   description: Progress lines while waiting.
   returned: when O(wait=true)
