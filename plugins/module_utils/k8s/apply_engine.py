@@ -361,7 +361,7 @@ class ApplyEngine:
             try:
                 self._converge_one(kind, obj, before, res, d, immutable, recreate, delete_timeout)
                 if res.changed and owner_of(obj) and before is not None and classify(before, owner_of(obj)) == LEGACY:
-                    res.action = "adopted"
+                    res.action = "adopted" if res.action == "updated" else res.action  # "recreated" says more
                     adopted.append(res.ref)
             except K8sError as err:
                 res.action = "failed"
