@@ -42,6 +42,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.release i
     helm_problem,
     pending_recovery,
     present_pool_nodes,
+    recovered_reason,
     release_summary,
     rollout_failure,
     rollout_status,
@@ -211,6 +212,8 @@ class DriverRelease:
         desired = desired_values(self.cluster, line, root)
         current = helm.get_values(s.release_name, s.namespace) if metadata else None
         reasons = upgrade_reasons(metadata, current, desired, name, s.version)
+        if self.info.get("recovered"):
+            reasons.insert(0, recovered_reason(self.info["recovered"], self.check_mode))
         self.info.update(
             release=release_summary(metadata),
             reasons=reasons,
@@ -250,13 +253,8 @@ class DriverRelease:
         s, helm = self.settings, self.helm
         history = helm.history(s.release_name, s.namespace)
         last = history[-1]["revision"] if history else 0
-        labels = helm.revision_labels(s.release_name, s.namespace, last) if last else {}
-        before = {}
-        if last > 1:
-            try:
-                before = helm.revision_labels(s.release_name, s.namespace, last - 1)
-            except HelmError:  # beyond --history-max: nothing inherited to compare with
-                before = {}
+        labels = self.revision_labels(last) if last else {}
+        before = self.revision_labels(last - 1) if last > 1 else {}
         now = datetime.datetime.now(datetime.timezone.utc)
         plan = pending_recovery(history, labels, before, self.run_holder, now, s.release_name, s.namespace)
         metadata = helm.status(s.release_name, s.namespace)
@@ -273,6 +271,22 @@ class DriverRelease:
         else:
             helm.uninstall(s.release_name, s.namespace, wait=True, timeout=timeout)
         return helm.status(s.release_name, s.namespace)
+
+    def revision_labels(self, revision: int) -> Dict[str, str]:
+        """The labels helm stored a revision with (`helm upgrade --labels` puts them on the object that holds the
+        revision: a Secret, or a ConfigMap with HELM_DRIVER=configmap); {} when there is none (pruned by
+        --history-max, or another storage driver). helm get metadata does not show them."""
+        name = "sh.helm.release.v1.%s.v%d" % (self.settings.release_name, revision)
+        for kind in ("secrets", "configmaps"):
+            path = "/api/v1/namespaces/%s/%s/%s" % (self.settings.namespace, kind, name)
+            try:
+                obj = self.engine.client.request("GET", path)
+            except Exception as exc:  # the client's NotFound: no import of the client module here
+                if getattr(exc, "status", None) == 404:
+                    continue
+                raise
+            return dict((obj.get("metadata") or {}).get("labels") or {})
+        return {}
 
     def preflight(self, desired, line) -> None:
         """What helm would only find out half-way: cert-manager's CRDs for a cert-manager webhook."""

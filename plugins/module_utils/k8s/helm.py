@@ -360,15 +360,6 @@ class Helm:
             raise
         return json.loads(proc.stdout or "[]") or []
 
-    def revision_labels(self, release: str, namespace: str, revision: int) -> Dict[str, str]:
-        """The labels a revision was stored with (`helm upgrade --labels`; helm's own owner/name/status/version
-        are not among them)."""
-        proc = self.run(
-            "get metadata",
-            ["get", "metadata", release, "--namespace", namespace, "--revision", str(revision), "--output", "json"],
-        )
-        return dict(json.loads(proc.stdout or "{}").get("labels") or {})
-
     def chart_args(self, chart: ChartRef) -> List[str]:
         """`chart.args()`, after adding a repository with credentials to the private repositories.yaml."""
         return chart.args(self.repo_login(chart) if chart.needs_login else None)

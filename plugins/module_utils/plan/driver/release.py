@@ -338,3 +338,16 @@ def pending_recovery(
         "message": "%s and was never deployed, left by an interrupted run: uninstalling it (CRDs stay), then "
         "installing" % where,
     }
+
+
+def recovered_reason(recovered: Mapping[str, Any], check_mode: bool = False) -> str:
+    """The release step's first reason after taking a pending release over (`pending_recovery`'s plan)."""
+    pending = recovered["pending"]
+    done = (
+        "rolled back to revision %s" % recovered["revision"]
+        if recovered["action"] == "rollback"
+        else "uninstalled (CRDs kept) to install again"
+    )
+    if check_mode:
+        done = "would be " + done
+    return "recovered from %s (revision %s): %s" % (pending["status"], pending["revision"], done)
