@@ -7,6 +7,7 @@ sandbox cover rollouts.
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -143,4 +144,28 @@ def test_registry_credentials_are_never_shown(helm, control_plane):
     with pytest.raises(HelmError) as err:
         helm.show_chart(ChartRef(CHART, "0.5.1", repo="http://127.0.0.1:1", username="robot", password=secret))
     assert secret not in str(err.value) and all(secret not in " ".join(cmd) for cmd in helm.commands)
-    assert any("********" in " ".join(cmd) for cmd in helm.commands)
+    assert any(cmd[1:3] == ["repo", "add"] and "--password-stdin" in cmd for cmd in helm.commands)  # never argv
+
+
+def test_a_private_repository_is_used_without_its_password_on_any_command_line(control_plane, private_chart_repo):
+    from tests.fixtures.helm_charts import REPO_PASSWORD, REPO_USER
+
+    good = ChartRef(CHART, "0.5.1", repo=private_chart_repo.url, username=REPO_USER, password=REPO_PASSWORD)
+    with Helm(private_chart_repo.helm, kubeconfig=str(control_plane.kubeconfig), env=control_plane.env()) as helm:
+        assert helm.show_chart(good)["version"] == "0.5.1"
+        planned = helm.upgrade("private", namespace(), good, BASE, dry_run=True)
+        assert planned["chart"]["metadata"]["version"] == "0.5.1"
+        private = helm._tmp
+        config = helm._repository_config
+        assert os.stat(config).st_mode & 0o777 == 0o600 and os.stat(private).st_mode & 0o777 == 0o700
+        assert REPO_PASSWORD in open(config).read()  # where helm reads it from, and only there
+    assert not os.path.exists(private)  # close() removed the credentials
+    assert all(REPO_PASSWORD not in " ".join(cmd) for cmd in helm.commands)
+    assert (REPO_USER, 200) in private_chart_repo.requests
+    # a wrong password: a sentence that says to check the credentials, and neither password in it
+    wrong = "wrong-" + uuid.uuid4().hex
+    with Helm(private_chart_repo.helm) as helm:
+        with pytest.raises(HelmError) as err:
+            helm.show_chart(ChartRef(CHART, "0.5.1", repo=private_chart_repo.url, username=REPO_USER, password=wrong))
+    text = str(err.value) + err.value.output
+    assert "credentials" in str(err.value) and wrong not in text and REPO_PASSWORD not in text, text
