@@ -5,7 +5,8 @@ helm is held in the middle of the upgrade by a pre-upgrade hook Job: no Job cont
 completes and helm waits on it, with the new revision stored as pending-upgrade. The chart is the DRA driver
 simulation chart with that hook added, switched on by one value (logVerbosity "7"), so the next run (another
 logVerbosity) meets no hook. The run is killed once helm's release history (the Secrets helm stores it in) shows
-the pending revision:
+the pending revision (pending-install when the first install is held the same way: the next run uninstalls and
+installs again):
 - SIGKILL to ansible-playbook, its worker and helm at once (a pod killed with everything in it): the revision stays
   pending-upgrade, and the run lease expires. The next run waits for the lease, rolls back to the last deployed
   revision, says so, and upgrades.
@@ -42,7 +43,7 @@ metadata:
   name: hold-upgrade
   namespace: {{ .Release.Namespace }}
   annotations:
-    helm.sh/hook: pre-upgrade
+    helm.sh/hook: pre-install,pre-upgrade
     helm.sh/hook-delete-policy: before-hook-creation
 spec:
   template:
@@ -158,8 +159,8 @@ def descendants(pid):
     return out
 
 
-def kill_during_upgrade(bed, sig):
-    """Start site.yml with the hook's value, and kill it once the new revision is stored as pending-upgrade."""
+def kill_during_upgrade(bed, sig, pending="pending-upgrade"):
+    """Start site.yml with the hook's value, and kill it once the new revision is stored as `pending`."""
     proc = subprocess.Popen(
         site_command(bed, "7"),
         stdout=subprocess.PIPE,
@@ -170,7 +171,7 @@ def kill_during_upgrade(bed, sig):
     )
     try:
         deadline = time.monotonic() + 240
-        while not (history(bed) and history(bed)[-1]["status"] == "pending-upgrade"):
+        while not (history(bed) and history(bed)[-1]["status"] == pending):
             assert proc.poll() is None, "the run ended before helm upgrade:\n" + proc.stdout.read()[-4000:]
             assert time.monotonic() < deadline, "helm never reached the upgrade"
             time.sleep(0.2)
@@ -235,4 +236,17 @@ def test_a_run_killed_during_helm_upgrade_is_recovered_by_the_next(bed, sig):
         # revision 3: the rollback to 1, revision 4: the upgrade
         assert [h["description"] for h in history(bed)][2:] == ["Rollback to 1", "Upgrade complete"]
         assert "recovered from pending-upgrade (revision 2): rolled back to revision 1" in again
+    assert changed(run_site(bed, "5")) == 0
+
+
+def test_a_run_killed_during_the_first_install_is_installed_again_by_the_next(bed):
+    kill_during_upgrade(bed, signal.SIGKILL, pending="pending-install")
+    assert [h["status"] for h in history(bed)] == ["pending-install"]
+    again = run_site(bed, "5", lease_wait=LEASE_SECONDS * 4)
+    assert "recovered from pending-install (revision 1): uninstalled (CRDs kept) to install again" in again
+    assert "never deployed, left by an interrupted run: uninstalling it (CRDs stay), then installing" in again
+    # uninstalled (its history goes with it), then installed afresh
+    assert [(h["revision"], h["status"]) for h in history(bed)] == [(1, "deployed")]
+    crd = bed["cp"].kubectl("get", "crd", "computedomains.resource.nvidia.com", check=False)
+    assert crd.returncode == 0  # the CRDs stayed through the uninstall
     assert changed(run_site(bed, "5")) == 0
