@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Callable, List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.cluster_checks import cluster_identity_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import compute_domain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.device_class_checks import device_class_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_checks import dra_driver_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_checks import drain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import _gate_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import gpu_model_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.imex_checks import imex_node_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks import (
     mig_layout_problems,
     mig_mode_mix_problems,
@@ -81,6 +83,7 @@ def gate_problems(cluster, root: str) -> List[Problem]:
 # In the order the problems are reported: the pool list, each pool's own settings, what spans pools, then the
 # tenants (their templates stand on the pools' classes) and the driver gates all of them need.
 CHECKS: List[Check] = [
+    cluster_identity_problems,
     pool_name_problems,
     empty_cluster_problems,
     nodegroup_size_problems,
@@ -95,6 +98,7 @@ CHECKS: List[Check] = [
     mig_config_problems,
     device_class_problems,
     compute_domain_problems,
+    imex_node_problems,
     mig_mode_mix_problems,
     dra_driver_problems,
     tenant_problems,

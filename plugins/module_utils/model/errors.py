@@ -78,13 +78,32 @@ def _lines(head: str, message: str, indent: str) -> List[str]:
     out = []
     for index, part in enumerate(message.split("\n")):
         line = head + part if index == 0 else indent + part
-        if len(line) <= LINE_LIMIT:
-            out.append(line)
-        else:
-            out += textwrap.wrap(
-                line, LINE_LIMIT, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-            )
+        out += _wrap(line, indent)
     return out
+
+
+def _wrap(line: str, indent: str) -> List[str]:
+    """`line` in lines of at most LINE_LIMIT characters: broken at spaces, and a word longer than a line (a
+    63-character name in a long path, a URL) broken inside, so no line is ever longer."""
+    if len(line) <= LINE_LIMIT:
+        return [line]
+    return textwrap.wrap(
+        line,
+        LINE_LIMIT,
+        subsequent_indent=indent,
+        break_long_words=True,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    ) or [line[:LINE_LIMIT]]
+
+
+def fit_lines(text: str, indent: str = "  ") -> str:
+    """A runtime error's text with every line at most LINE_LIMIT characters (the module base applies it to every
+    failed step's message, whatever built it: an API answer, a lease holder, a long object name). Lines already
+    short are kept as they are; a longer one continues on indented lines."""
+    if all(len(line) <= LINE_LIMIT for line in text.split("\n")):
+        return text
+    return "\n".join(piece for line in text.split("\n") for piece in _wrap(line, indent))
 
 
 class MissingLibrary(GpupoolError):

@@ -9,14 +9,15 @@ shape (unknown keys, types, ranges) is checked here, what spans fields in model/
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Literal, Optional, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import find_gpu
+from ansible_collections.gpupool.core.plugins.module_utils.model.bounds import MAX_NODES_PER_POOL, nodes_problem
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
 from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import parse as parse_selector
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_TAINT, mig_config_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
+    COMPUTE_CAPABILITY,
     LABEL_KEY_RULE,
     LABEL_VALUE_RULE,
     QUANTITY,
@@ -75,6 +76,12 @@ def _int32(value):
     return value
 
 
+def _nodes(value):
+    if value is not None and value > MAX_NODES_PER_POOL:
+        raise ValueError(nodes_problem(value))
+    return value
+
+
 class Taint(Strict):
     key: str
     value: str = ""
@@ -112,9 +119,8 @@ class Nodegroup(Strict):
     )
     merge_labels: bool = Field(True, description="Without it Magnum drops every cluster label.")
 
-    _v_int32 = field_validator("node_count", "min_node_count", "max_node_count", "docker_volume_size")(
-        classmethod(lambda cls, v: _int32(v))
-    )
+    _v_int32 = field_validator("docker_volume_size")(classmethod(lambda cls, v: _int32(v)))
+    _v_nodes = field_validator("node_count", "min_node_count", "max_node_count")(classmethod(lambda cls, v: _nodes(v)))
 
 
 class Gpu(Strict):
@@ -177,7 +183,7 @@ class Mps(Strict):
     @field_validator("pinned_memory_limit")
     @classmethod
     def _quantity(cls, v):
-        if v is not None and not QUANTITY.match(v):
+        if v is not None and not QUANTITY.fullmatch(v):
             raise ValueError("%r is not a Kubernetes quantity such as 10Gi" % v)
         return v
 
@@ -204,14 +210,14 @@ class ExtraDeviceClass(Strict):
     @field_validator("min_compute_capability")
     @classmethod
     def _cc(cls, v):
-        if v is not None and not re.match(r"^[0-9]+\.[0-9]+$", v):
+        if v is not None and not COMPUTE_CAPABILITY.fullmatch(v):
             raise ValueError("%r is not a compute capability such as 8.0 or 9.0" % v)
         return v
 
     @field_validator("min_memory")
     @classmethod
     def _quantity(cls, v):
-        if v is not None and not QUANTITY.match(v):
+        if v is not None and not QUANTITY.fullmatch(v):
             raise ValueError("%r is not a Kubernetes quantity such as 40Gi" % v)
         return v
 

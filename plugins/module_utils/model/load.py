@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Dict, List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
+from ansible_collections.gpupool.core.plugins.module_utils.model.bounds import size_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.checks import empty_cluster_problems, semantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.control_chars import control_character_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import got
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy, policy_dict
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
@@ -29,16 +31,35 @@ def load_cluster(data, root: str = "gpupool_cluster") -> Cluster:
             [(root, "must be a mapping with name and pools, e.g. `%s`; %s" % (EXAMPLES["gpupool_cluster"], got(data)))]
         )
     data = dict(data)
-    notes = scan(data, root, lambda at, loc: inventory_path(at, loc, data))
+
+    def path_of(at, loc):
+        return inventory_path(at, loc, data)
+
+    # An inventory over the size bounds is refused before the model is built: validating 10,000 pools one by
+    # one would take minutes, at every step.
+    too_big = size_problems(data, root, path_of)
+    if too_big:
+        raise Problems(too_big)
+    notes = scan(data, root, path_of)
+    controls, parents = control_character_problems(data, root, path_of)
     try:
         cluster = Cluster.model_validate(data)
     except ValidationError as err:
         problems = pydantic_problems(err, root, data) + _problems_of_valid_pools(data, root)
-        raise Problems(_with_notes(problems, notes))
+        raise Problems(_with_notes(_control_first(controls, parents, problems), notes))
     problems = semantic_problems(cluster, root)
-    if problems:
-        raise Problems(_with_notes(problems, notes))
+    if problems or controls:
+        raise Problems(_with_notes(_control_first(controls, parents, problems), notes))
     return cluster
+
+
+def _control_first(
+    controls: List[Tuple[str, str]], parents: Dict[str, str], problems: List[Tuple[str, str]]
+) -> List[Tuple[str, str]]:
+    """The control-character problems, then the others, less those reported at the same path or at the mapping or
+    list that holds the character ("'gpu-t4\\n' is not a DNS label" says less than "ends with a newline")."""
+    shadowed = set(parents) | set(parents.values())
+    return controls + [(path, message) for path, message in problems if path not in shadowed]
 
 
 def _problems_of_valid_pools(data: dict, root: str) -> List[Tuple[str, str]]:

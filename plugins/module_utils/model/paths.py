@@ -10,14 +10,21 @@ points at the right entry even in a long list.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Optional, Sequence, Union
+
+
+def shown_name(name: str) -> str:
+    """A name as a path shows it: as written, or quoted with its escapes when it holds a control character (a
+    trailing newline would break the path over two lines and hide what is wrong)."""
+    return repr(name) if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name) else name
 
 
 def pool_label(index: Optional[int], name: object) -> str:
     """'pools[1] (gpu-a100)'; 'pools[1]' when the pool has no usable name."""
     at = "pools[%s]" % ("?" if index is None else index)
     if isinstance(name, str) and name:
-        at += " (%s)" % name
+        at += " (%s)" % shown_name(name)
     return at
 
 
@@ -28,12 +35,13 @@ def pool_path(root: str, pool) -> str:
 
 def tenant_path(root: str, index: int, namespace: object) -> str:
     """'gpupool_cluster.tenants[0] (team-a)': a tenant is known by its namespace."""
-    return "%s.tenants[%d]%s" % (root, index, " (%s)" % namespace if isinstance(namespace, str) and namespace else "")
+    named = isinstance(namespace, str) and namespace
+    return "%s.tenants[%d]%s" % (root, index, " (%s)" % shown_name(namespace) if named else "")
 
 
 def template_path(at: str, index: int, name: object) -> str:
     """'<tenant>.templates[1] (two-h100)'."""
-    return "%s.templates[%d]%s" % (at, index, " (%s)" % name if isinstance(name, str) and name else "")
+    return "%s.templates[%d]%s" % (at, index, " (%s)" % shown_name(name) if isinstance(name, str) and name else "")
 
 
 # The key that names the entries of a list, for the lists whose entries people know by name.
@@ -52,8 +60,8 @@ def inventory_path(root: str, loc: Sequence[Union[str, int]], data: object = Non
             name = node[part].get(key) if key and _has(node, part) and isinstance(node[part], dict) else None
             out += "[%d]" % part
             if isinstance(name, str) and name:
-                out += " (%s)" % name
-        elif re.match(r"^\w+$", str(part)):
+                out += " (%s)" % shown_name(name)
+        elif re.fullmatch(r"\w+", str(part)):
             out += "." + str(part)
         else:
             out += "[%r]" % part

@@ -153,7 +153,7 @@ def _render(loc: List[str]) -> str:
     for part in loc:
         if part.startswith("["):
             out += part
-        elif part == "<<" or re.match(r"^\w+$", part):
+        elif part == "<<" or re.fullmatch(r"\w+", part):
             out += ("." if out else "") + part
         else:
             out += "[%r]" % part

@@ -377,14 +377,14 @@ def test_extra_taint_hidden_by_the_gpu_taint():
     accepted(lambda d: d["pools"][0].update(taints=taints, gpu_taint=False))
 
 
-def test_max_node_count_above_int32():
-    assert problems(lambda d: d["pools"][0]["nodegroup"].update(max_node_count=2**31)) == [
+def test_docker_volume_size_above_int32():
+    assert problems(lambda d: d["pools"][0]["nodegroup"].update(docker_volume_size=2**31)) == [
         (
-            "gpupool_cluster.pools[0] (gpu-t4).nodegroup.max_node_count",
+            "gpupool_cluster.pools[0] (gpu-t4).nodegroup.docker_volume_size",
             "2147483648 is more than Magnum can store: at most 2147483647 (a 32-bit integer)",
         )
     ]
-    accepted(lambda d: d["pools"][0]["nodegroup"].update(max_node_count=2**31 - 1))
+    accepted(lambda d: d["pools"][0]["nodegroup"].update(docker_volume_size=2**31 - 1))
 
 
 def test_dynamic_mig_beside_static_mig():
