@@ -35,6 +35,16 @@ description:
     plugin would run on pool nodes the module refuses (O(gpu_operator=refuse)), or labels those nodes
     C(nvidia.com/gpu.deploy.device-plugin=false) (O(gpu_operator=disable_device_plugin)) so no GPU is handed out twice."
   - O(state=absent) uninstalls the release; the CRDs (and so every ComputeDomain) stay unless O(purge_crds=true).
+  - "A release an interrupted helm left C(pending-install), C(pending-upgrade) or C(pending-rollback) (helm was
+    killed with its run; every later helm write would fail with I(another operation is in progress)) is taken over
+    before the upgrade: rolled back (C(helm rollback)) to its last deployed revision, or, never deployed,
+    uninstalled (its CRDs stay) and installed again. RV(recovered) and the first of RV(reasons) say which, and a
+    progress line says so while it runs. Only a run that holds the run lease (O(run_lease), as C(site.yml) passes
+    it) does this, since then no other gpupool run's helm can still be working on the release. A pending revision that
+    gpupool did not make (each gpupool upgrade labels its revision C(gpupool.io/run)) is refused with a sentence
+    until it is 10 minutes old: a person's or another tool's helm may still be running."
+  - When the step is cancelled (SIGTERM from an AWX cancel, Ctrl-C) while helm runs, helm gets SIGTERM and
+    20 seconds to record the release as failed (the next run upgrades over it) before it is killed.
 author:
   - gpupool.core developers (@gpupool)
 options:
@@ -84,7 +94,10 @@ options:
     type: str
   registry_password:
     description:
-      - Password or token for O(registry_username). Passed to helm on standard input (OCI) and never shown.
+      - Password or token for O(registry_username). Never on helm's command line (where C(ps) shows it) and never
+        shown. helm reads it on standard input (C(helm registry login --password-stdin), C(helm repo add
+        --password-stdin)) into a private registry config or C(repositories.yaml) (mode 0600, in a 0700 temporary
+        directory removed when the step ends), which later helm commands are pointed at.
     type: str
 extends_documentation_fragment:
   - gpupool.core.k8s_auth
@@ -187,8 +200,16 @@ progress:
   returned: always
   type: list
   elements: str
+recovered:
+  description: How a release left pending by an interrupted helm was taken over - C(action) (C(rollback) or
+    C(reinstall)), C(revision) (the one rolled back to) and C(pending) (C(revision), C(status), C(updated),
+    C(made_by) - the gpupool run that left it, or C(not gpupool)).
+  returned: when the release was pending
+  type: dict
+  sample: {action: rollback, revision: 4, pending: {revision: 5, status: pending-upgrade,
+           updated: "2026-11-26T18:30:13.144465619Z", made_by: gpupool_host_1a2b3c4d}}
 commands:
-  description: The helm commands run, credentials replaced by C(********).
+  description: The helm commands run, credentials replaced by C(********) (none is on a command line).
   returned: always
   type: list
   elements: str
