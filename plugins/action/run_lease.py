@@ -10,6 +10,7 @@ import uuid
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import LeaseHeld, RunLease, microtime, utc_now
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.support import server_warning
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
@@ -71,6 +72,10 @@ class RunLeaseModule(KubernetesModule):
         if not result.done:
             raise outcome["held"]
         outcome.pop("held", None)
+        # once per run: the step that takes the lease says it, the steps under the lease do not
+        newer = server_warning(self.client)
+        if newer:
+            self.warn(newer)
         return dict(
             outcome,
             changed=outcome["action"] in ("created", "taken"),

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib, remove_values
 
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, LEASE, OPENSTACK, POOLS, compose
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError
@@ -49,6 +49,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import (
     GpupoolError,
     MissingLibrary,
     Problems,
+    fit_lines,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
@@ -231,7 +232,10 @@ class GpupoolModule:
     def failure(self, msg: str, **extra: Any) -> Dict[str, Any]:
         result = self.partial_result()
         result.update(extra)
-        result.update(failed=True, msg=msg)
+        # No line of an error over 200 characters (errors.fit_lines); secrets are masked first, so that a wrap never
+        # splits one into pieces the masking would no longer find.
+        secrets = getattr(self.host, "no_log_values", None) or getattr(self.ansible, "no_log_values", None)
+        result.update(failed=True, msg=fit_lines(remove_values(msg, secrets) if secrets else msg))
         return self._with_warnings(result)
 
     def _with_warnings(self, result: Dict[str, Any]) -> Dict[str, Any]:

@@ -21,11 +21,13 @@ Plain paths and names in, paths out, so it is tested on a temporary directory.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_duplicates import (
     DuplicateKey,
+    TooLarge,
     find_duplicate_keys,
+    too_large,
 )
 
 # ansible-core's YAML_FILENAME_EXTENSIONS, with '' first: a name without extension may be a directory or a file.
@@ -124,12 +126,20 @@ def shown(path: str, start: Optional[str] = None) -> str:
     return path if relative.startswith("..") else relative
 
 
-def keys_written_twice(files: Iterable[str], read: Callable[[str], str]) -> List[DuplicateKey]:
-    """Every key written twice in one mapping of these files (model.yaml_duplicates); `read` gives a file's
+def keys_written_twice(files: Iterable[str], read: Callable[[str], str]) -> List[Union[DuplicateKey, TooLarge]]:
+    """Every key written twice in one mapping of these files (model.yaml_duplicates), and every file too large to
+    read (model.bounds.MAX_FILE_BYTES); `read` gives a file's
     text (ansible-core's loader decrypts vaulted files). A file that cannot be read is skipped: ansible-core
     has read it already, or says why it cannot."""
-    out: List[DuplicateKey] = []
+    out: List[Union[DuplicateKey, TooLarge]] = []
     for path in files:
+        try:
+            big = too_large(shown(path), os.path.getsize(path))
+        except OSError:
+            big = None
+        if big is not None:  # refused with its size, before anything reads it (model/bounds.py)
+            out.append(big)
+            continue
         try:
             text = read(path)
         except Exception:  # noqa: BLE001 - see above: ansible-core reports unreadable files itself

@@ -152,3 +152,28 @@ def check_cluster(client):
             DEFAULT_ON,
         )
     raise UnsupportedCluster(message, path="/apis/%s" % DRA_GROUP, hint=hint + "; nothing was changed")
+
+
+def newer_than_tested(version_doc):
+    """A warning when the server's release is newer than SUPPORTED.newest_tested, else None (pure: the /version doc).
+
+    A newer release is not refused (DRA's v1 API is stable), but nothing newer than the test bed's matrix was tried."""
+    minor = parse_minor(version_doc)
+    if minor is None or tuple(minor) <= tuple(SUPPORTED.newest_tested):
+        return None
+    return (
+        "the API server runs Kubernetes %s, newer than the releases gpupool is tested on (%s): the run goes on; "
+        "if a step fails, check the release notes for resource.k8s.io changes"
+        % (release_text(minor), supported_range())
+    )
+
+
+def server_warning(client):
+    """newer_than_tested for this client's server (one GET /version), None when the version cannot be read.
+
+    Said once per run: by the run_lease step when it takes the lease (the first step of every playbook that talks to
+    the cluster); the steps under the lease stay quiet."""
+    try:
+        return newer_than_tested(client.server_version())
+    except K8sError:
+        return None

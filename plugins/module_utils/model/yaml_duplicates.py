@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Hashable, List, Optional, Set, Tuple
+from typing import Dict, Hashable, List, Optional, Set, Tuple, Union
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.bounds import MAX_FILE_BYTES, file_size_problem
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import ENTRY_NAME
 
 try:
@@ -64,6 +65,27 @@ class DuplicateKey:
         )
 
 
+@dataclass(frozen=True)
+class TooLarge:
+    """A YAML file over bounds.MAX_FILE_BYTES: not read (composing 50 MB takes minutes), refused with its size."""
+
+    file: str
+    size: int
+
+    @property
+    def where(self) -> str:
+        return self.file
+
+    @property
+    def message(self) -> str:
+        return file_size_problem(self.size)
+
+
+def too_large(file: str, size: int) -> Optional[TooLarge]:
+    """The finding for a file of `size` bytes, or None when gpupool reads it."""
+    return TooLarge(file, size) if size > MAX_FILE_BYTES else None
+
+
 def find_duplicate_keys(text: str, file: str) -> List[DuplicateKey]:
     """Every key written twice in one mapping of the YAML `text` (all its documents), in file order.
 
@@ -88,7 +110,7 @@ def find_duplicate_keys(text: str, file: str) -> List[DuplicateKey]:
     return sorted(found, key=lambda d: (d.line, d.path))
 
 
-def problems_of(duplicates: List[DuplicateKey]) -> List[Tuple[str, str]]:
+def problems_of(duplicates: List[Union[DuplicateKey, TooLarge]]) -> List[Tuple[str, str]]:
     """(path, message) pairs for `model.errors.Problems`."""
     return [(d.where, d.message) for d in duplicates]
 

@@ -11,9 +11,14 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.support import (
     SUPPORTED,
     UnsupportedCluster,
     check_cluster,
+    newer_than_tested,
     parse_minor,
+    server_warning,
     supported_range,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import LINE_LIMIT
+from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
+from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import run_step
 
 
 class Cluster:
@@ -61,6 +66,45 @@ def test_1_32_without_dra_is_told_the_gate_and_the_runtime_config():
         "DynamicResourceAllocation=true on kube-apiserver, kube-controller-manager, kube-scheduler and every kubelet, "
         "and on kube-apiserver --runtime-config=resource.k8s.io/v1beta1=true; nothing was changed"
     )
+    # what the step says (the module base wraps every failed step's message): no line over 200 characters
+    msg = run_step(type("Step", (GpupoolModule,), {"run": lambda self: check_cluster(Cluster([], "v1.32.13"))}), {})[
+        "msg"
+    ]
+    assert max(len(line) for line in msg.splitlines()) <= LINE_LIMIT, msg
+    assert msg.replace("\n  ", " ") == text
+
+
+@pytest.mark.parametrize(
+    "git_version, warns",
+    [("v1.37.2", False), ("v1.32.13", False), ("v1.38.0", True), ("v2.0.1", True), ("v1.40.0-gke.100", True)],
+)
+def test_a_server_newer_than_the_tested_range_gets_a_warning(git_version, warns):
+    """Only the version string is faked, at the client boundary (the test bed's apiserver reports its real one)."""
+    warning = server_warning(Cluster(["v1"], git_version))
+    assert (warning is not None) == warns
+    if warns:
+        minor = ".".join(git_version.lstrip("v").split(".")[:2])
+        assert warning.startswith(
+            "the API server runs Kubernetes %s, newer than the releases gpupool is tested on (1.32-1.37): the run "
+            "goes on" % minor
+        )
+        assert len(warning) <= LINE_LIMIT
+
+
+def test_an_unreadable_version_gets_no_warning():
+    assert server_warning(Cluster(["v1"], None)) is None
+    assert newer_than_tested({}) is None
+
+
+def test_the_warning_is_said_once_per_run_by_the_step_that_takes_the_lease():
+    """site.yml's steps each connect (check_cluster), but only run_lease (state acquired) calls server_warning."""
+    import inspect
+
+    from ansible_collections.gpupool.core.plugins.action import run_lease
+    from ansible_collections.gpupool.core.plugins.module_utils import module
+
+    assert "server_warning" in inspect.getsource(run_lease.RunLeaseModule.run)
+    assert "server_warning" not in inspect.getsource(module)
 
 
 def test_1_33_is_told_both_beta_versions():
