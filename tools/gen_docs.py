@@ -20,6 +20,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s import support as
 from ansible_collections.gpupool.core.plugins.module_utils.mig import catalog as cat
 from ansible_collections.gpupool.core.plugins.module_utils.mig import name_lists
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
+from ansible_collections.gpupool.core.plugins.module_utils.model import bounds as model_bounds
 from ansible_collections.gpupool.core.plugins.module_utils.model import checks as model_checks
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import gates as model_gates
@@ -164,7 +165,23 @@ def inventory_md():
     ]
     lines += [
         "- Label keys and values, taint keys and values, and quantities are checked as the API server checks "
-        "them; node counts and volume sizes fit Magnum's 32-bit columns (at most %d)." % model_inventory.INT32_MAX
+        "them (the whole string: a trailing newline is not ignored); volume sizes fit Magnum's 32-bit columns "
+        "(at most %d)." % model_inventory.INT32_MAX,
+        "- No key or string of the inventory holds a control character (a newline, a tab, NUL, DEL), except the "
+        "free-form `dra_driver.values` and `magnum.cloud` and the newlines and tabs of CEL selectors. A name written "
+        "as a YAML block scalar (`name: |`) keeps its trailing newline: write it on one line (or use `|-`).",
+        "- Bounds, checked before anything else: at most %d pools, %d nodes per pool (node_count, min_node_count, "
+        "max_node_count: Kubernetes' limit for a whole cluster), %d extra DeviceClasses per pool, %d tenants, %d "
+        "templates per tenant; gpupool reads YAML files (the pools inventory source, the files validate checks) of "
+        "at most %d MiB."
+        % (
+            model_bounds.MAX_POOLS,
+            model_bounds.MAX_NODES_PER_POOL,
+            model_bounds.MAX_EXTRA_CLASSES,
+            model_bounds.MAX_TENANTS,
+            model_bounds.MAX_TEMPLATES,
+            model_bounds.MAX_FILE_BYTES // 1048576,
+        ),
     ]
     lines += ["- %s" % (check.__doc__ or "").strip() for check in model_checks.CHECKS]
     lines += [

@@ -22,7 +22,7 @@ MAX_IMEX_DOMAIN_NODES = 18
 
 
 def imex_node_problems(cluster, root: str) -> List[Tuple[str, str]]:
-    """Every imex_nodes entry is an IPv4 or IPv6 address, none twice, at most MAX_IMEX_DOMAIN_NODES of them."""
+    """Every imex_nodes entry is an IPv4 or IPv6 address, none twice, at most 18 of them (one IMEX domain)."""
     out = []
     for pool in cluster.pools:
         at = pool_path(root, pool) + ".nvlink.imex_nodes"

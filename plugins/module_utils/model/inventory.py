@@ -242,7 +242,9 @@ class NvLink(Strict):
         "none", description="`host_imex` enables HostManagedIMEXDaemon (driver >= 0.5.0)."
     )
     compute_domain: ComputeDomain = Field(default_factory=ComputeDomain)
-    imex_nodes: List[str] = Field(default_factory=list, description="host_imex: member node addresses.")
+    imex_nodes: List[str] = Field(
+        default_factory=list, description="host_imex: the members' IP addresses (at most 18)."
+    )
 
 
 def _selector(value):
@@ -485,7 +487,9 @@ class OrphanGuard(Strict):
 class Cluster(Strict):
     """A Kubernetes cluster and its GPU pools."""
 
-    name: str = Field(..., description="Cluster name (reports, object names).")
+    name: str = Field(
+        ..., description="Cluster name, a DNS label (it names the run's report directory, the host and object names)."
+    )
     owner: Optional[str] = Field(
         None,
         description="Owner identity of the objects gpupool makes on the Kubernetes cluster (label gpupool.io/owner); "

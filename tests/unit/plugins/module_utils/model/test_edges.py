@@ -4,7 +4,9 @@ characters, runtime errors included."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -322,3 +324,20 @@ def test_a_secret_is_masked_before_the_message_is_wrapped():
 
     msg = run_step(Leaky, {})["msg"]
     assert "S3crS3cr" not in msg and "was refused" in msg
+
+
+# ---- the malformed corpus (tests/data/malformed), the model's own answer to each file ------------------------
+
+CORPUS = sorted((Path(__file__).resolve().parents[5] / "tests" / "data" / "malformed").glob("*.yml"))
+POOL_NAME = re.compile(r"(pools\[\d+\]) \([^)]*\)")
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_each_corpus_file_is_refused_at_its_path_with_its_sentence(path):
+    text = path.read_text()
+    expect = dict(re.findall(r"^# expect-(path|says): (.+)$", text, re.M))
+    with pytest.raises(Problems) as err:
+        load_cluster(yaml.safe_load(text)["gpupool_cluster"])
+    paths = [POOL_NAME.sub(r"\1", p) for p, _m in err.value.problems]
+    assert expect["path"] in paths, (paths, err.value.render())
+    assert POOL_NAME.sub(r"\1", expect["says"]) in POOL_NAME.sub(r"\1", err.value.render().replace("\n    ", " "))
