@@ -8,7 +8,8 @@ What AWX does and this test reproduces (ansible-runner docs "intro"; AWX docs/co
   the project needs are installed into requirements_collections/ (here: from this checkout's tarball);
 - a launch with a survey: its answers in env/extravars; runner settings in env/settings;
 - the job's result: artifacts/<ident>/status and rc, and the playbook_on_stats event in job_events/.
-Two runs with the same survey answers: the first changes the selected pool, the second changes nothing.
+Two runs with the same survey answers: the first changes the selected pool, the second changes nothing; no event of
+either holds the inline cloud's password.
 """
 
 from __future__ import annotations
@@ -132,7 +133,10 @@ def job(sandbox, tmp_path_factory):
     script.chmod(0o700)
 
     # Launch: survey answers and runner settings.
-    (pdd / "env" / "extravars").write_text(yaml.safe_dump({"gpupool_limit": cluster, "gpupool_pools": selected}))
+    # gpupool_node_count as the survey's "size" answer (the inventory's own count: both jobs converge the same):
+    # run_changes.yml then sets gpupool_cluster, the inline cloud and its password included, for the run
+    survey = {"gpupool_limit": cluster, "gpupool_pools": selected, "gpupool_node_count": 1}
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump(survey))
     (pdd / "env" / "settings").write_text(
         yaml.safe_dump({"idle_timeout": 600, "job_timeout": 900, "suppress_ansible_output": True})
     )
@@ -192,6 +196,17 @@ def stats_event(pdd: Path, ident: str) -> dict:
     return stats["event_data"]
 
 
+def leaked_password(pdd: Path, ident: str, password: str) -> list:
+    """The job's events (every field, as AWX stores them) that hold the inline cloud's password, JSON or YAML."""
+    forms = ['"password": %s' % json.dumps(password), "password: %s" % password]
+    out = []
+    for path in sorted((pdd / "artifacts" / ident / "job_events").glob("*.json")):
+        text = json.dumps(json.loads(path.read_text()))
+        if any(form in text or json.dumps(form)[1:-1] in text for form in forms):
+            out.append(path.name)
+    return out
+
+
 def nodegroup_exists(sandbox, name) -> bool:
     try:
         sandbox.magnum.nodegroup(sandbox.cluster_name, name)
@@ -209,6 +224,10 @@ def test_a_job_converges_the_surveyed_pool_and_a_second_job_changes_nothing(job)
     assert (pdd / "artifacts" / "converge-1" / "rc").read_text().strip() == "0"
     stats = stats_event(pdd, "converge-1")
     assert stats["changed"].get(job["cluster"], 0) > 0 and stats["failures"] == {}
+    # No event holds the inline cloud's password (run_changes.yml's set_fact of gpupool_cluster is no_log)
+    password = job["sandbox"].cloud["auth"]["password"]
+    assert "pool %s for this run: nodegroup.node_count 1" % job["selected"] in stdout
+    assert leaked_password(pdd, "converge-1", password) == []
     # The survey's pool answer was honoured: only that pool got a nodegroup.
     assert nodegroup_exists(job["sandbox"], job["selected"])
     assert not nodegroup_exists(job["sandbox"], job["other"])
@@ -220,3 +239,4 @@ def test_a_job_converges_the_surveyed_pool_and_a_second_job_changes_nothing(job)
     assert stats["changed"] == {} and stats["failures"] == {}
     assert stats["ok"].get(job["cluster"], 0) > 0
     assert second.stats["changed"] == {}
+    assert leaked_password(pdd, "converge-2", password) == []
