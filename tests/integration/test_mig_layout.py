@@ -367,3 +367,44 @@ def test_others_changes_to_the_configmap_survive_a_layout_change(bed):
     assert doc["mig-configs"][CONFIG][0]["mig-devices"] == FIRST
     for name in NODES:
         assert layouts(sandbox, name) == {0: FIRST, 1: FIRST}
+
+
+def test_a_failed_node_holds_back_only_its_own_pool(sandbox, tmp_path):
+    """A node in state failed blocks its own pool's waves; the other pool rolls on, and the step fails at the end
+    naming the node (issue #24: it used to stop every pool before any write)."""
+    cp = sandbox.cp
+    pools, nodes = ["miglay-blk-a", "miglay-blk-b"], ["miglay-blk-a-0", "miglay-blk-b-0"]
+    for pool, name in zip(pools, nodes):
+        sandbox.nodes.register_node(name, FLAVOR, nodegroup=pool)
+    inventory = cluster(sandbox, FIRST)
+    inventory["pools"] = [
+        {
+            "name": pool,
+            "nodegroup": {"name": pool, "flavor": FLAVOR, "node_count": 1},
+            "gpu": {"model": "A100-40GB", "per_node": 2},
+            "mig": {"mode": "static", "layout": copy.deepcopy(FIRST)},
+        }
+        for pool in pools
+    ]
+    play = h.GpupoolPlay(cp, tmp_path, inventory)
+    try:
+        sandbox.mig.inject_fault(node=nodes[0], count=1)
+        (first,), _out, _window = play.run([task(prune=False)])
+        assert first.get("failed") is True and first["failed_nodes"] == [nodes[0]]
+        assert [w["result"] for w in first["waves"]] == ["failed", "not started"]  # a failure mid-run still stops
+
+        (second,), _out, window = play.run([task(prune=False)])
+        assert second.get("failed") is True and second["blocked_nodes"] == [nodes[0]]
+        assert "held back their pool's rollout" in second["msg"] and nodes[0] in second["msg"]
+        assert "retry_failed: true" in second["msg"]
+        assert second["pools"][pools[0]]["blocked"] == [nodes[0]] and second["pools"][pools[0]]["waves"] == []
+        assert [(w["pool"], w["result"]) for w in second["waves"]] == [(pools[1], "success")]
+        assert layouts(sandbox, nodes[1]) == {0: FIRST, 1: FIRST}
+        assert not node(cp, nodes[1])["spec"].get("unschedulable")
+        assert node_writes(window, ADMIN, nodes[0]) == []  # the failed node is left for a person
+        assert labels(cp, nodes[0])["nvidia.com/mig.config.state"] == "failed"
+        assert all(len(line) <= 200 for line in second["msg"].splitlines())
+    finally:
+        sandbox.mig.clear_faults()
+        for name in nodes:
+            sandbox.nodes.remove_node(name)
