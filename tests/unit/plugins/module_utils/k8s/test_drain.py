@@ -132,6 +132,27 @@ def test_uncordon_clears_the_mark(clock):
     assert d.writes == 2
 
 
+def test_a_cordon_records_its_reason_and_run_and_the_uncordon_removes_the_whole_record(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0"), node("n1")])
+    d = drain(api, clock, reason="shrink:gpu:1", run="run-7")
+    d.cordon("n0")
+    d.cordon("n1", reason="delete:gpu")  # a reason per node overrides the drain's
+    ann = {name: api.nodes[name]["metadata"]["annotations"] for name in ("n0", "n1")}
+    assert ann["n0"] == {
+        CORDON_ANNOTATION: "nodegroup",
+        "gpupool.io/cordon-reason": "shrink:gpu:1",
+        "gpupool.io/cordon-run": "run-7",
+    }
+    assert ann["n1"]["gpupool.io/cordon-reason"] == "delete:gpu"
+    d.uncordon("n0")
+    left = api.nodes["n0"]["metadata"].get("annotations") or {}
+    assert not {CORDON_ANNOTATION, "gpupool.io/cordon-reason", "gpupool.io/cordon-run"} & set(left)
+    # without a lease (a step run alone) no run is recorded
+    api = KubeApiSimulator(error, nodes=[node("n2")])
+    drain(api, clock).cordon("n2")
+    assert "gpupool.io/cordon-run" not in api.nodes["n2"]["metadata"]["annotations"]
+
+
 def test_a_budget_that_refuses_is_retried_until_it_allows(clock):
     api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0")])
     api.budget_refusals[("ml", "train")] = 3
