@@ -4,6 +4,7 @@ characters, runtime errors included."""
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from pathlib import Path
@@ -341,3 +342,77 @@ def test_each_corpus_file_is_refused_at_its_path_with_its_sentence(path):
     paths = [POOL_NAME.sub(r"\1", p) for p, _m in err.value.problems]
     assert expect["path"] in paths, (paths, err.value.render())
     assert POOL_NAME.sub(r"\1", expect["says"]) in POOL_NAME.sub(r"\1", err.value.render().replace("\n    ", " "))
+
+
+RICH = """\
+gpupool_cluster:
+  name: c1
+  owner: team-a
+  magnum: {cloud: openstack, cluster: k8s-gpu, labels: {kube_tag: v1.34.1}}
+  dra_driver: {namespace: dra, release_name: dra-driver}
+  mig_manager: {config_map: mig-parted, namespace: gpu-operator}
+  drain: {skip_pods: "app in (monitor)"}
+  pools:
+    - name: gpu-a100
+      nodegroup: {name: ng-a100, flavor: g4.p2.40g, image: ubuntu-gpu, labels: {gpu: a100}}
+      gpu: {model: A100-40GB, per_node: 2}
+      node_labels: {example.com/team: ml}
+      taints: [{key: example.com/team, value: ml}]
+      mig: {mode: static, layout: {3g.20gb: 1, 2g.10gb: 2}, config_name: a100-mixed}
+      device_classes: {extra: [{name: a100-big, min_memory: 20Gi, min_compute_capability: "8.0"}]}
+    - name: gpu-gb200
+      node_selector: {example.com/pool: gb200}
+      gpu: {model: GB200, per_node: 4}
+      nvlink:
+        mode: host_imex
+        imex_nodes: [10.0.0.11, 10.0.0.12]
+        compute_domain: {name: gb200-domain, namespace: ml}
+  tenants:
+    - namespace: ml
+      templates: [{name: a100-3g, pool: gpu-a100, mig_profile: 3g.20gb}]
+"""
+
+
+def _leaves(value, loc=()):
+    """(loc, text) of every string and key of the inventory (free-form subtrees left out, as the model does)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield loc + (key,), None
+            if key not in ("values", "cloud"):
+                yield from _leaves(item, loc + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaves(item, loc + (index,))
+    elif isinstance(value, str):
+        yield loc, value
+
+
+RICH_DATA = yaml.safe_load(RICH)["gpupool_cluster"]
+LEAVES = list(_leaves(RICH_DATA))
+
+
+def test_the_rich_inventory_is_valid():
+    load_cluster(RICH_DATA)
+
+
+@given(st.sampled_from(LEAVES), st.sampled_from(CONTROL), st.integers(min_value=0, max_value=40))
+def test_a_control_character_anywhere_is_refused_before_anything_else(leaf, char, at):
+    """Whatever key or string of a valid inventory gets a control character, wherever in it, the model refuses it,
+    and the first problem names the character."""
+    data = copy.deepcopy(RICH_DATA)
+    loc, text = leaf
+    parent = data
+    for part in loc[:-1]:
+        parent = parent[part]
+    if text is None:  # a key
+        key = loc[-1]
+        spot = at % (len(key) + 1)
+        new = key[:spot] + char + key[spot:]
+        parent[new] = parent.pop(key)
+    else:
+        spot = at % (len(text) + 1)
+        parent[loc[-1]] = text[:spot] + char + text[spot:]
+    with pytest.raises(Problems) as err:
+        load_cluster(data)
+    _path, message = err.value.problems[0]
+    assert "ends with a newline" in message or "(U+%04X)" % ord(char) in message, err.value.render()
