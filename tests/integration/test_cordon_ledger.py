@@ -37,6 +37,7 @@ SHRINK_POOL = "ledger-t4"
 NG_LABEL = "magnum.openstack.org/nodegroup"
 CORDON_ANNOTATION = "gpupool.io/cordoned-by"
 REASON_ANNOTATION = "gpupool.io/cordon-reason"
+RUN_ANNOTATION = "gpupool.io/cordon-run"
 LAYOUTS = ({"3g.20gb": 1, "2g.10gb": 2}, {"1g.5gb": 7})
 LEASE_SECONDS = 15
 
@@ -217,7 +218,7 @@ def test_a_shrink_killed_mid_drain_then_set_back_to_the_old_size_is_uncordoned(b
     assert "lifted the cordon nodegroup left on node %s (shrink:%s:1)" % (left, SHRINK_POOL) in recovered
     assert gpupool_cordoned(core) == [] and nodes_of(core, SHRINK_POOL) == nodes
     after = core.read_node(left).metadata.annotations or {}
-    assert REASON_ANNOTATION not in after and "gpupool.io/cordon-run" not in after
+    assert REASON_ANNOTATION not in after and RUN_ANNOTATION not in after
     assert pod_deletes(sandbox, mark) == []
     assert sorted(p.metadata.name for p in core.list_namespaced_pod(NS).items) == ["shrink-0", "shrink-1"]
     assert changed(run_site(bed, inventory(sandbox, shrink_count=2))) == 0
@@ -235,10 +236,9 @@ def test_a_mig_wave_killed_between_cordon_and_drain_then_turned_off_is_uncordone
     pattern = r"draining %s: pod %s/wave-job: its PodDisruptionBudget allows no disruption" % (node, NS)
     kill_when(bed, inventory(sandbox, mig={"mode": "static", "layout": dict(LAYOUTS[1])}), pattern)
     assert gpupool_cordoned(core) == [node]
-    assert core.read_node(node).metadata.annotations[REASON_ANNOTATION] == "mig-layout:%s:gpupool-%s" % (
-        MIG_POOL,
-        MIG_POOL,
-    )
+    annotations = core.read_node(node).metadata.annotations
+    assert annotations[REASON_ANNOTATION] == "mig-layout:%s:gpupool-%s" % (MIG_POOL, MIG_POOL)
+    assert annotations.get(RUN_ANNOTATION)  # the dead run's identity: its lease holder
 
     recovered = run_site(bed, inventory(sandbox, mig={"mode": "off"}))
     assert "lifted the cordon mig-layout left on node %s" % node in recovered
