@@ -444,8 +444,10 @@ def test_min_max_go_through_json_patch(api):
 def test_immutable_change_is_refused_with_a_clear_message(api, args, words):
     existing(api, ng())
     result = run(nodegroup, cluster="k8s", name="gpu", **args)
-    assert result["failed"] and words in result["msg"]
-    assert "Magnum cannot change the flavor, image, labels, docker volume size or role" in result["msg"]
+    msg = " ".join(result["msg"].split())  # failures are wrapped at 200 characters a line
+    assert result["failed"] and words in msg
+    assert "Magnum cannot change the flavor, image, labels, docker volume size or role" in msg
+    assert all(len(line) <= 200 for line in result["msg"].splitlines())
     assert writes(api) == []
 
 
