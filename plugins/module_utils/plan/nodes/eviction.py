@@ -137,11 +137,20 @@ def cordon_decision(
     node: Pod, by: str, reason: Optional[str] = None, run: Optional[str] = None
 ) -> Tuple[Optional[Dict[str, Any]], str]:
     """(patch or None, state) for a node as last read, for the module `by`: "cordoned" (the patch cordons it),
-    "ours" (already cordoned by `by`, e.g. by an interrupted earlier run: ours to uncordon), "theirs" (cordoned by
+    "ours" (already cordoned by `by`, e.g. by an interrupted earlier run: ours to uncordon; the patch, if any,
+    records this run's reason and identity on it, so the ledger sees who holds it now), "theirs" (cordoned by
     someone else: left cordoned, never uncordoned by us)."""
     if not (node.get("spec") or {}).get("unschedulable"):
         return cordon_patch(by, reason, run), "cordoned"
-    return None, "ours" if cordoned_by(node) == by else "theirs"
+    if cordoned_by(node) != by:
+        return None, "theirs"
+    annotations = _meta(node).get("annotations") or {}
+    stale = {
+        key: value
+        for key, value in ((CORDON_REASON_ANNOTATION, reason), (CORDON_RUN_ANNOTATION, run))
+        if value and annotations.get(key) != value
+    }
+    return ({"metadata": {"annotations": stale}} if stale else None), "ours"
 
 
 def merge_patches(*patches: Optional[Dict[str, Any]]) -> Dict[str, Any]:

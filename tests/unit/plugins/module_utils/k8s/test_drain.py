@@ -147,6 +147,14 @@ def test_a_cordon_records_its_reason_and_run_and_the_uncordon_removes_the_whole_
     d.uncordon("n0")
     left = api.nodes["n0"]["metadata"].get("annotations") or {}
     assert not {CORDON_ANNOTATION, "gpupool.io/cordon-reason", "gpupool.io/cordon-run"} & set(left)
+    # a run that takes over a cordon its step left (an interrupted run's) records itself on it, once
+    api.nodes["n0"]["spec"]["unschedulable"] = True
+    api.nodes["n0"]["metadata"].setdefault("annotations", {}).update({CORDON_ANNOTATION: "nodegroup"})
+    taker = drain(api, clock, reason="shrink:gpu:1", run="run-8")
+    before = len(api.writes())
+    assert taker.cordon("n0") == "ours" and len(api.writes()) == before + 1
+    assert api.nodes["n0"]["metadata"]["annotations"]["gpupool.io/cordon-run"] == "run-8"
+    assert taker.cordon("n0") == "ours" and len(api.writes()) == before + 1  # nothing stale: no write
     # without a lease (a step run alone) no run is recorded
     api = KubeApiSimulator(error, nodes=[node("n2")])
     drain(api, clock).cordon("n2")
