@@ -403,8 +403,10 @@ def test_magnum_update_failed_is_reported_with_what_to_do(magnum):
     magnum.fail_next("resize", nodegroup="gpu", reason="No valid host was found. There are not enough hosts available.")
     result = ng(magnum, node_count=2)
     assert result.get("failed") is True and result["status"] == "UPDATE_FAILED"
-    assert "ended in UPDATE_FAILED: No valid host was found" in result["msg"]
-    assert "Fix the cause and run the task again" in result["msg"]
+    msg = " ".join(result["msg"].split())  # failures are wrapped at 200 characters a line
+    assert "ended in UPDATE_FAILED: No valid host was found" in msg
+    assert "Fix the cause and run the task again" in msg
+    assert all(len(line) <= 200 for line in result["msg"].splitlines())
     retried = ng(magnum, node_count=2)  # Magnum accepts a new update after UPDATE_FAILED
     assert not retried.get("failed") and retried["nodegroup"]["node_count"] == 2
 
