@@ -52,7 +52,7 @@ def parse(text: Optional[str]) -> Optional[Reason]:
     """The reason a cordon recorded, or None for one that is missing or not understood (another version's)."""
     if not text:
         return None
-    kind, _, rest = text.strip().partition(":")
+    kind, _colon, rest = text.strip().partition(":")
     args = tuple(rest.split(":")) if rest else ()
     if ARITY.get(kind) != len(args) or not all(args):
         return None

@@ -112,8 +112,8 @@ def test_repository_credentials_go_through_stdin_and_a_private_file():
         config = helm._repository_config
         assert os.stat(config).st_mode & 0o777 == 0o600 and os.stat(helm._tmp).st_mode & 0o777 == 0o700
     assert not os.path.exists(config)  # close() removed it
-    assert [argv[1:3] for argv, _ in seen] == [["repo", "add"], ["show", "chart"], ["show", "chart"]]
-    assert all("hunter22" not in " ".join(argv) for argv, _ in seen)
+    assert [argv[1:3] for argv, _stdin in seen] == [["repo", "add"], ["show", "chart"], ["show", "chart"]]
+    assert all("hunter22" not in " ".join(argv) for argv, _stdin in seen)
     assert seen[0][1] == "hunter22" and "--password-stdin" in seen[0][0]
     show = seen[1][0]
     assert show[3].endswith("/dra-driver-nvidia-gpu") and "--repo" not in show

@@ -22,7 +22,8 @@ def rev(n, status, seconds_ago=30):
     return {"revision": n, "status": status, "updated": updated, "chart": "c-0.5.1", "description": ""}
 
 
-def decide(history, pending=MINE, previous=None, holder=HOLDER):
+def decide(history, pending=None, previous=None, holder=HOLDER):
+    pending = MINE if pending is None else pending
     return r.pending_recovery(history, pending, previous or {}, holder, NOW, "rel", "ns")
 
 
