@@ -1,0 +1,140 @@
+"""k8s.lease_keeper: the run lease renewed in the background, and the step stopped before its next write once it is
+lost (scripted client, scripted clocks; one test with the real thread)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease_keeper import LeaseKeeper, LeaseLost, renew
+from tests.unit.plugins.module_utils.k8s.test_lease import Script, lease, run_lease
+
+
+def test_renewing_a_held_lease_writes_it_with_its_resource_version():
+    client = Script(lease("me", 30))
+    out = renew(run_lease(client))
+    ((method, body),) = client.writes
+    assert method == "PUT" and body["metadata"]["resourceVersion"] == "7"
+    assert body["spec"]["holderIdentity"] == "me" and out["action"] == "renewed"
+
+
+@pytest.mark.parametrize(
+    "current, words",
+    [
+        (lease("other", 5), "lost its run lease kube-system/gpupool-run to other"),
+        (lease("other", 500), "lost its run lease kube-system/gpupool-run to other"),  # another run's, expired too
+        (None, "was deleted or released"),
+        (lease("", 0), "was deleted or released"),
+    ],
+)
+def test_a_lease_that_is_not_ours_any_more_is_never_taken_back(current, words):
+    client = Script(current)
+    with pytest.raises(LeaseLost) as exc:
+        renew(run_lease(client))
+    assert words in exc.value.message and client.writes == []
+
+
+def test_our_own_lease_past_its_expiry_is_renewed_nobody_held_it_meanwhile():
+    client = Script(lease("me", 61))  # 60 s lease, renewed 61 s ago, still naming this run: nobody took it
+    assert renew(run_lease(client))["action"] == "renewed" and client.writes[0][1]["spec"]["holderIdentity"] == "me"
+
+
+def test_a_race_during_renewal_reads_again_and_finds_the_lease_taken():
+    client = Script(lease("me", 30))
+    client.race = lease("other", 0)
+    with pytest.raises(LeaseLost, match="to other"):
+        renew(run_lease(client))
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def keeper_with(outcomes, duration=60):
+    """A keeper whose renewals answer from `outcomes` (None: renewed; an exception: raised)."""
+    clock, calls = Clock(), []
+
+    def renew_once(_lease):
+        calls.append(clock.now)
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+
+    lease_ = run_lease(Script(lease("me", 0)))
+    lease_.duration = duration
+    return LeaseKeeper(lease_, monotonic=clock, renew_once=renew_once), clock, calls
+
+
+def test_a_lost_lease_stops_the_next_write_with_a_sentence():
+    keeper, _clock, _calls = keeper_with([None, LeaseLost("this run lost its run lease kube-system/gpupool-run to x")])
+    keeper.renew_now()
+    keeper.check("cordoning node-1")  # still held: no exception
+    keeper.renew_now()
+    with pytest.raises(LeaseLost) as exc:
+        keeper.check("cordoning node-1")
+    assert "to x" in exc.value.message and "stopped before cordoning node-1" in exc.value.message
+    assert "run again" in exc.value.hint
+
+
+def test_unanswered_renewals_lose_the_lease_only_once_it_would_have_expired():
+    down = K8sError("cannot reach the Kubernetes API", status=0)
+    keeper, clock, _calls = keeper_with([down, down, down], duration=60)
+    for now in (20.0, 40.0):
+        clock.now = now
+        keeper.renew_now()
+        keeper.check()  # the lease is still ours on the server: keep working
+    clock.now = 60.0
+    keeper.renew_now()
+    with pytest.raises(LeaseLost, match="could not renew its run lease .* for 60s"):
+        keeper.check()
+
+
+@given(st.lists(st.sampled_from(["ok", "down", "lost"]), max_size=12))
+def test_the_keeper_says_lost_exactly_when_a_renewal_found_it_lost_or_it_went_unrenewed_for_a_duration(script):
+    """Property: after any sequence of renewals 20 s apart (60 s lease), the keeper refuses writes iff some renewal
+    found the lease taken, or renewals failed for a whole lease duration since the last success."""
+    outcomes = [None if s == "ok" else K8sError("down") if s == "down" else LeaseLost("lost") for s in script]
+    keeper, clock, _calls = keeper_with(list(outcomes), duration=60)
+    last_ok, expected = 0.0, False
+    for step, kind in enumerate(script, start=1):
+        clock.now = 20.0 * step
+        keeper.renew_now()
+        if expected:
+            continue
+        if kind == "ok":
+            last_ok = clock.now
+        elif kind == "lost" or clock.now - last_ok >= 60:
+            expected = True
+    assert (keeper.lost is not None) == expected
+
+
+def test_the_thread_renews_a_third_of_the_duration_apart_and_stops():
+    renewed = threading.Event()
+    count = []
+
+    def renew_once(_lease):
+        count.append(1)
+        if len(count) >= 2:
+            renewed.set()
+
+    keeper = LeaseKeeper(run_lease(Script(lease("me", 0))), interval=0.05, renew_once=renew_once).start()
+    assert renewed.wait(5.0)
+    keeper.stop()
+    after = len(count)
+    assert not keeper._thread.is_alive() and after >= 2 and keeper.renewals >= 2
+    assert keeper.interval == 0.05 and LeaseKeeper(run_lease(Script())).interval == 20.0  # 60 s lease: every 20 s
+
+
+def test_the_keeper_never_renews_after_the_loss():
+    keeper, _clock, calls = keeper_with([LeaseLost("lost"), None])
+    keeper.renew_now()
+    keeper.renew_now()
+    assert len(calls) == 1 and keeper.lost == "lost"
