@@ -8,7 +8,7 @@ the Magnum and Kubernetes calls in between (reads, drains, writes, waits): runne
 
 from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, DRAIN, WAIT
+from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, DRAIN, LEASE, WAIT
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumPoolModule
@@ -49,7 +49,7 @@ class NodegroupsFailed(GpupoolError):
 
 
 class NodegroupModule(MagnumPoolModule):
-    shared = (WAIT, DRAIN, DRAIN_CONNECTION)
+    shared = (WAIT, DRAIN, DRAIN_CONNECTION, LEASE)
     standalone_options = STANDALONE
     argument_spec = dict(
         name=dict(type="str"),
@@ -82,6 +82,13 @@ class NodegroupModule(MagnumPoolModule):
     def __init__(self, host=None):
         super().__init__(host)
         self.targets, self.skipped, self.orphaned, self.client = [], {}, None, None
+        self.kubernetes = None  # the Kubernetes client that holds the run lease (with run_lease)
+
+    def execute(self):
+        result = super().execute()
+        if result.get("cancelled"):  # as KubernetesModule does: the next run need not wait for the lease to expire
+            result["run_lease_released"] = self.hand_back_run_lease(self.kubernetes)
+        return result
 
     @property
     def standalone(self):
@@ -121,10 +128,17 @@ class NodegroupModule(MagnumPoolModule):
         self.client = MagnumClient(
             self.connect(cloud), log=self.log, progress=self.progress, poll_max=max(0.25, p["wait_sleep"])
         )
+        kubernetes = None
+        if p.get("run_lease") and inventory is not None:
+            # The run lease lives in the Kubernetes cluster: held (and renewed in the background) while nodegroups
+            # resize and drain; once lost, no Magnum write and no eviction is sent (k8s/lease_keeper.py).
+            kubernetes = self.kubernetes = k8s_connect(p, inventory)
+            self.keep_run_lease(kubernetes)
+            self.client.write_guard = kubernetes.write_guard
         converge = NodegroupConverge(
             self.client,
             p["cluster"] if inventory is None else inventory.magnum.cluster,
-            kubernetes=lambda: k8s_connect(p, inventory),
+            kubernetes=(lambda: kubernetes) if kubernetes is not None else (lambda: k8s_connect(p, inventory)),
             warn=self.warn,
             progress=self.progress,
             wait=p["wait"],

@@ -79,7 +79,13 @@ options:
         first request the module checks that its run still holds that C(coordination.k8s.io) Lease (one GET) and
         renews it when a third of its duration has passed (one write, never in check mode); when another run holds
         it, the module fails before any write, naming the holder.
-      - playbooks/site.yml sets it for every task through C(module_defaults). Omitted, no lease is looked at.
+      - While the task runs (a MIG wave, a drain, a Magnum resize, a helm upgrade) the lease is renewed in the
+        background a third of its duration apart. Once a renewal finds it taken, deleted or released, or renewals
+        fail for a whole lease duration, the task stops before its next write (and at the next look of a wait)
+        and fails saying so; what it wrote before is finished by the next run.
+      - playbooks/site.yml sets it for every task through C(module_defaults) (the nodegroups role passes it to
+        M(gpupool.core.nodegroup), whose Magnum writes and drains it guards the same way). Omitted, no lease is
+        looked at.
     type: dict
 """
 

@@ -41,6 +41,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ApplyEngine, ConvergeError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import RunLease
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease_keeper import LeaseKeeper, keeper_client
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.support import check_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import YAML_IMPORT_ERROR
@@ -116,6 +117,7 @@ class GpupoolModule:
     shared: Tuple[dict, ...] = ()  # shared pieces from argument_specs.py, as the module's doc fragments list them
     module_kwargs: Dict[str, Any] = {}
     required_libraries: Tuple[str, ...] = ()
+    lease_keeper: Optional[LeaseKeeper] = None  # renews O(run_lease) while the step runs (keep_run_lease)
 
     def __init__(self, host: Any = None) -> None:
         """host: the Ansible side (a controller host from an action plugin); None runs the step as a module."""
@@ -167,11 +169,50 @@ class GpupoolModule:
         for secret in secrets_in(cloud):
             self.host.hide(secret)
 
+    def keep_run_lease(self, client: Any) -> None:
+        """With O(run_lease): before anything else, make sure this run still holds its lease (a second run, or one
+        that took over an expired lease, stops here before writing), renewing it when it is getting old; then keep
+        it renewed in the background while the step runs (k8s/lease_keeper.py). Once it is lost, `client`'s next
+        write, and the next look of any wait, stops the step with a sentence."""
+        lease = self.params.get("run_lease")
+        if not lease:
+            return
+        args = (lease["namespace"], lease["name"], lease["holder"], lease["duration"])
+        self.lease_result = RunLease(client, *args, check_mode=self.check_mode).hold()
+        if self.check_mode:  # nothing is written, nothing to guard
+            return
+        self.lease_keeper = LeaseKeeper(RunLease(keeper_client(client), *args)).start()
+        client.write_guard = self.lease_keeper.check
+
+    def hand_back_run_lease(self, client: Any) -> bool:
+        """A run stopped mid-step hands its lease back (the next run need not wait for it to expire); the
+        playbook's own release task never runs then. Best effort: without it the lease expires. A lease another
+        run took over meanwhile is left alone (RunLease.release)."""
+        lease = self.params.get("run_lease")
+        if not lease or client is None or self.check_mode:
+            return False
+        args = (lease["namespace"], lease["name"], lease["holder"], lease["duration"])
+        try:
+            return RunLease(client, *args).release().get("action") == "released"
+        except (GpupoolError, OSError):
+            return False
+
+    def lease_check(self, what: str = "") -> None:
+        """Stop here (LeaseLost) if this run lost its run lease while the step ran."""
+        if self.lease_keeper is not None:
+            self.lease_keeper.check(what)
+
     def wait_for(self, subject: str, probe: Probe, timeout: float, sleep: float, **options: Any) -> WaitResult:
         """The one Waiter, saying what it waits for: a line per change of the probe's status under `subject`,
-        a heartbeat every 5 s, and a last line when it is over (nothing at all if it was over at once)."""
+        a heartbeat every 5 s, and a last line when it is over (nothing at all if it was over at once). Each look
+        first checks that the run still holds its lease: a run that lost it stops waiting and writes no more."""
+
+        def look() -> Tuple[bool, str]:
+            self.lease_check("waiting for %s" % subject)
+            return probe()
+
         result = Waiter(timeout, sleep, progress=lambda status: self.progress.update(subject, status), **options).until(
-            probe
+            look
         )
         if result.done:
             self.progress.done(subject, result.status)
@@ -221,6 +262,10 @@ class GpupoolModule:
                 % exc.signal_name,
                 cancelled=True,
             )
+        finally:
+            # the lease is renewed only while the step runs; the next step checks it again at its start
+            if self.lease_keeper is not None:
+                self.lease_keeper.stop()
         result = self.partial_result()
         result.update(out)
         return self._with_warnings(result)
@@ -297,17 +342,13 @@ class KubernetesModule(PoolModule):
         return self._engine
 
     def hold_run_lease(self, client) -> None:
-        """With O(run_lease): before anything else, make sure this run still holds its lease (a second run, or
-        one that took over an expired lease, stops here before writing), renewing it when it is getting old."""
+        """With O(run_lease): the run's lists and its lease (GpupoolModule.keep_run_lease)."""
         lease = self.params.get("run_lease")
         if not lease:
             return
         # the run is named by its lease: the steps of one run share their lists (k8s/run_view.py)
         client.view = RunView(client.host, lease["holder"])
-        run_lease = RunLease(
-            client, lease["namespace"], lease["name"], lease["holder"], lease["duration"], check_mode=self.check_mode
-        )
-        self.lease_result = run_lease.hold()
+        self.keep_run_lease(client)
 
     @property
     def client(self):
@@ -336,17 +377,12 @@ class KubernetesModule(PoolModule):
         return result
 
     def release_run_lease(self) -> bool:
-        """A run stopped mid-step hands its lease back (the next run need not wait for it to expire); the
-        playbook's own release task never runs then. Best effort: without it the lease expires."""
-        lease = self.params.get("run_lease")
-        if not lease or self._engine is None or self.check_mode:
+        if self._engine is None:
             return False
-        try:
-            out = RunLease(self.client, lease["namespace"], lease["name"], lease["holder"], lease["duration"]).release()
-        except (GpupoolError, OSError):
-            return False
-        self._engine.client.view.forget()
-        return out.get("action") == "released"
+        released = self.hand_back_run_lease(self.client)
+        if released:
+            self._engine.client.view.forget()
+        return released
 
     def object_results(self) -> List[dict]:
         return [r.as_dict() for r in self.results]

@@ -187,6 +187,7 @@ options:
 extends_documentation_fragment:
   - gpupool.core.openstack
   - gpupool.core.k8s_auth.drain
+  - gpupool.core.k8s_auth.lease
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.actiongroups

@@ -39,6 +39,7 @@ import random
 import re
 import time
 import traceback
+from typing import Callable, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView, kind_key
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
@@ -231,6 +232,9 @@ class K8sClient:
         self.discovery_cache = DiscoveryCache(self.host)
         self.view = RunView(self.host, None)  # the run's view (k8s/run_view.py); no run, no view
         self.requests = 0  # requests sent (retries included): for tests and benchmarks
+        # Called with "METHOD path" before every write; raises to stop it (k8s/lease_keeper.py: a run that lost its
+        # run lease stops before its next write). The helm runner and the drain of a step share it with this client.
+        self.write_guard: Optional[Callable[[str], None]] = None
 
     # ---- raw --------------------------------------------------------------------------------
     def _headers(self, content_type):
@@ -251,6 +255,8 @@ class K8sClient:
         means "a PodDisruptionBudget says not now", which the drain waits out with its own deadline."""
         import urllib3
 
+        if method != "GET" and self.write_guard is not None:
+            self.write_guard("%s %s" % (method, path))
         if self._gave_up is not None:
             # The API server was unreachable or overloaded a moment ago, after every retry: one sentence,
             # not the same back-off again for each of the remaining objects.

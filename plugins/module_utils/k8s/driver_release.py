@@ -134,6 +134,7 @@ class DriverRelease:
         helm = Helm(
             self.params["helm_binary"], secrets=[self.params.get("registry_password") or "", p.get("api_key") or ""]
         )
+        helm.write_guard = self.engine.client.write_guard  # no helm write once the run lost its lease
         if p.get("kubeconfig"):
             helm.kubeconfig, helm.context = p["kubeconfig"], p.get("context")
         elif p.get("host"):

@@ -159,6 +159,10 @@ def stop_gently(proc: "subprocess.Popen[str]", grace: float = STOP_GRACE) -> Non
         proc.wait()
 
 
+# helm commands that change the cluster (the first word of run()'s action)
+WRITES = frozenset(("upgrade", "install", "rollback", "uninstall"))
+
+
 class Helm:
     """One helm binary talking to one cluster. Use as a context manager (temporary files)."""
 
@@ -183,6 +187,9 @@ class Helm:
         self._tmp = tempfile.mkdtemp(prefix="gpupool-helm-")
         os.chmod(self._tmp, 0o700)
         self.commands: List[List[str]] = []  # what ran, secrets redacted (for results and tests)
+        # Called before every helm command that writes to the cluster (not its dry runs): the step's K8sClient's
+        # write_guard, so a run that lost its run lease starts no helm upgrade, rollback or uninstall.
+        self.write_guard: Optional[Callable[[str], None]] = None
 
     # ---- plumbing ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -259,6 +266,8 @@ class Helm:
         timeout: Optional[float] = None,
     ) -> "subprocess.CompletedProcess[str]":
         """Run `helm <args>`; HelmError (readable, redacted) when it exits non-zero."""
+        if self.write_guard is not None and action.split(" ")[0] in WRITES and "--dry-run=server" not in action:
+            self.write_guard("helm %s" % action)
         argv = [self.binary] + list(args) + (self._cluster_args() if cluster else [])
         if self._registry_config_used():
             argv += ["--registry-config", self._registry_config]

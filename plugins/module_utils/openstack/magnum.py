@@ -158,6 +158,9 @@ class MagnumClient:
         self.server_min = self.server_max = None
         self.events = []
         self._log = log
+        # Called with "METHOD path" before every write (k8s/lease_keeper.py's check: a run that lost its run lease
+        # sends no create, resize, patch or delete)
+        self.write_guard = None
         self.retried = 0
 
     # ------------------------------------------------------------------------------ plumbing
@@ -180,6 +183,8 @@ class MagnumClient:
             return "the Magnum (container-infra) endpoint"
 
     def _send(self, method, path, body=None, version=None):
+        if method != "GET" and self.write_guard is not None:
+            self.write_guard("%s %s" % (method, path))
         headers = {"Accept": "application/json"}
         if version is not None:
             headers[VERSION_HEADER] = "%s %s" % (SERVICE, format_version(version))
