@@ -202,7 +202,7 @@ def test_first_rollout_check_mode_writes_nothing_and_predicts_the_real_diff(bed)
     cm, doc = config_map(cp, sandbox)
     assert doc["mig-configs"]["team-x"] == FOREIGN
     assert doc["mig-configs"][CONFIG] == [{"devices": "all", "mig-enabled": True, "mig-devices": FIRST}]
-    assert CONFIG in cm["metadata"]["annotations"]["gpupool.io/mig-configs"]
+    assert CONFIG in cm["metadata"]["annotations"]["mig-configs.gpupool.io/miglay"]  # the owner: the cluster name
     for name in NODES:
         lab = labels(cp, name)
         assert lab["nvidia.com/mig.config"] == CONFIG and lab["nvidia.com/mig.config.state"] == "success"

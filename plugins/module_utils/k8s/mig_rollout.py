@@ -31,7 +31,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout impo
     BlockedPools,
     blocked_problems,
     label_patch,
-    merge_document,
     unlabel_patch,
     wave_status,
 )
@@ -73,7 +72,7 @@ class MigRollout:
         self.drainers = {name: self._drainer(settings) for name, settings in plan.settings.items()}
         self.drainer = self._drainer(plan.cluster_settings)
         self.nodes_by_name: Dict[str, dict] = {}
-        self.read: Optional[tuple] = None  # (live ConfigMap, document, owned names) as the plan read them
+        self.read: Optional[tuple] = None  # (live ConfigMap, document, config_map.Records) as the plan read them
         self.merged: Optional[tuple] = None  # (document, names, changes) as the plan merged them
 
     def _drainer(self, settings: DrainSettings) -> Drain:
@@ -89,16 +88,18 @@ class MigRollout:
 
     # ---- plan ------------------------------------------------------------------------------------------
     def read_config_map(self) -> tuple:
+        """(live ConfigMap, document, this owner's view of who recorded which config: config_map.Records)."""
         live = self.engine.get(CONFIG_MAP, self.mm.config_map, self.mm.namespace)
-        doc, owned = plan_config_map.read(live, self.where)
-        return live, doc, owned
+        doc = plan_config_map.read(live, self.where)[0]
+        return live, doc, plan_config_map.records(live, self.plan.owner)
 
-    def merge(self, doc: dict, owned: List[str], nodes: List[dict]) -> tuple:
-        desired = self.plan.desired
-        prune, kept = plan_config_map.prune_choice(owned, desired, nodes, self.plan.prunes)
-        for name in kept:
-            self.warn(plan_config_map.kept_warning(name))
-        return merge_document(doc, desired, owned, prune, self.where)
+    def merge(self, doc: dict, records: plan_config_map.Records, nodes: List[dict]) -> tuple:
+        """(document, records, changes) to write; refuses a config another owner wrote otherwise (no write yet)."""
+        plan = self.plan
+        merged = plan_config_map.merge(doc, plan.desired, records, nodes, plan.prunes, self.where, plan.config_paths)
+        for text in merged.warnings:
+            self.warn(text)
+        return merged.doc, merged.records, merged.changes
 
     def plan_rollout(self) -> None:
         """Read what the plan needs and plan every pool; a pool with a failed node gets no wave (run() fails at the
@@ -127,7 +128,7 @@ class MigRollout:
             return  # no static MIG pool and no ConfigMap: nothing to store (and no GPU Operator needed)
         for attempt in range(attempts):
             self.plan.config_map["configs"] = dict(changes.items())
-            if not plan_config_map.needs_write(live, doc, owned, new_doc, names):
+            if not plan_config_map.needs_write(live, doc, owned.written(), new_doc, names.written()):
                 return
             self.plan.config_map["action"] = "created" if live is None else "updated"
             if not self.plan.check:
@@ -146,7 +147,7 @@ class MigRollout:
             )
             return
 
-    def send_config_map(self, live: Optional[dict], doc: dict, names: List[str]) -> None:
+    def send_config_map(self, live: Optional[dict], doc: dict, names: plan_config_map.Records) -> None:
         ns, name = self.mm.namespace, self.mm.config_map
         if live is not None:
             self.engine.merge_patch(CONFIG_MAP, name, plan_config_map.update_patch(live, doc, names), namespace=ns)

@@ -204,4 +204,13 @@ ORPHANED_LABEL = "gpupool.io/orphaned"
 ORPHAN_CORDON = "node-pool"
 
 
-CONFIGS_ANNOTATION = "gpupool.io/mig-configs"  # on the ConfigMap: config names gpupool wrote there
+CONFIGS_ANNOTATION = "gpupool.io/mig-configs"  # on the ConfigMap: config names gpupool wrote there (before owners)
+# On the ConfigMap, one per owner: mig-configs.gpupool.io/<owner> = the config names THAT owner wrote there. The owner
+# is the key's name part (a DNS label: at most 63 characters, as a key's name part must be); plan/mig/config_map.py
+# says why one annotation per owner.
+OWNER_CONFIGS_PREFIX = "mig-configs.gpupool.io/"
+
+
+def owner_configs_annotation(owner: str) -> str:
+    """The ConfigMap annotation that records the MIG config names `owner` (gpupool_cluster.owner_id) wrote."""
+    return OWNER_CONFIGS_PREFIX + owner

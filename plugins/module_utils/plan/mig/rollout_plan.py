@@ -16,6 +16,8 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import static_pools
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout_text as plan_rollout_text
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout import (
     CONFIGURE,
@@ -77,6 +79,7 @@ class RolloutPlan:
         self.options = options
         self.check = check
         self.mig_manager = cluster.mig_manager
+        self.owner = cluster.owner_id  # whose record of configs in the ConfigMap this run writes (config_map.py)
         self.static = static_pools(self.scope)
         self.configs = desired_configs(self.static)
         # Each pool drains as its drain policy says (the inventory's, with the drain options on top); the
@@ -107,6 +110,14 @@ class RolloutPlan:
     def desired(self) -> Dict[str, List[dict]]:
         """{config name: mig-parted entries} this run writes."""
         return {name: config["entries"] for name, config in self.configs.items()}
+
+    @property
+    def config_paths(self) -> Dict[str, str]:
+        """{config name: the inventory key that names it (its first pool's mig.config_name)}, for refusals."""
+        out: Dict[str, str] = {}
+        for pool in self.static:
+            out.setdefault(mig_config_name(pool), pool_path("gpupool_cluster", pool) + ".mig.config_name")
+        return out
 
     @property
     def prunes(self) -> bool:

@@ -116,14 +116,15 @@ def test_diff_entry_shows_only_configs_that_change():
     }
 
 
-def test_create_body_is_a_configmap_gpupool_manages_with_its_names():
-    body = config_map.create_body("gpu-operator", "cm", DOC, ["gpupool-a100", "gpupool-h100"])
+def test_create_body_is_a_configmap_gpupool_manages_with_its_owners_names():
+    names = config_map.Records("team-a", ("gpupool-h100", "gpupool-a100"), (), {})
+    body = config_map.create_body("gpu-operator", "cm", DOC, names)
     assert body["apiVersion"] == "v1" and body["kind"] == "ConfigMap"
     assert body["metadata"] == {
         "name": "cm",
         "namespace": "gpu-operator",
         "labels": model_names.MANAGED_BY,
-        "annotations": {model_names.CONFIGS_ANNOTATION: "gpupool-a100,gpupool-h100"},
+        "annotations": {"mig-configs.gpupool.io/team-a": "gpupool-a100,gpupool-h100"},  # no empty shared record
     }
     assert list(body["data"]) == ["config.yaml"]
     assert yaml.safe_load(body["data"]["config.yaml"]) == DOC
@@ -131,20 +132,23 @@ def test_create_body_is_a_configmap_gpupool_manages_with_its_names():
     assert "x" not in model_names.MANAGED_BY
 
 
-def test_update_patch_carries_the_resource_version_as_read():
-    patch = config_map.update_patch(live(version="77"), DOC, ["gpupool-a100"])
+def test_update_patch_carries_the_resource_version_as_read_and_only_this_owners_records():
+    names = config_map.Records("team-a", ("gpupool-a100",), (), {"team-b": ("gpupool-b",)})
+    patch = config_map.update_patch(live(version="77"), DOC, names)
     assert patch["metadata"] == {
         "resourceVersion": "77",
-        "annotations": {model_names.CONFIGS_ANNOTATION: "gpupool-a100"},
+        # the shared record of before owners emptied: removed (merge patch null); team-b's record is not sent
+        "annotations": {"mig-configs.gpupool.io/team-a": "gpupool-a100", model_names.CONFIGS_ANNOTATION: None},
     }
     assert yaml.safe_load(patch["data"]["config.yaml"]) == DOC
 
 
 def test_bodies_refuse_a_document_the_mig_manager_could_not_read():
     bad = {"version": "v2", "mig-configs": {}}
+    none = config_map.Records("team-a", (), (), {})
     for build in (
-        lambda: config_map.create_body("ns", "cm", bad, []),
-        lambda: config_map.update_patch(live(), bad, []),
+        lambda: config_map.create_body("ns", "cm", bad, none),
+        lambda: config_map.update_patch(live(), bad, none),
     ):
         with pytest.raises(Problems) as err:
             build()
