@@ -18,9 +18,15 @@ description:
     C(gpupool-mig-parted-config) in C(gpu-operator)), key C(config.yaml), one C(version: v1) document. gpupool
     merges at the C(mig-configs) level: it adds or updates only its own configs (named by each pool's
     C(mig.config_name), default C(gpupool-<pool>)) and keeps every config others wrote. The names it wrote are
-    recorded in the ConfigMap annotation C(gpupool.io/mig-configs). The write is a read-modify-write with the
-    ConfigMap's C(resourceVersion) as precondition, retried when someone else changed it meanwhile. A config
-    name that exists with other content and was not written by gpupool is an error."
+    recorded per owner (C(gpupool_cluster.owner), default its C(name)) in the ConfigMap annotation
+    C(mig-configs.gpupool.io/<owner>), so two inventories that share one cluster never prune each other's configs.
+    The write is a read-modify-write with the ConfigMap's C(resourceVersion) as precondition, retried when someone
+    else changed it meanwhile. A config name that exists with other content and was not written by gpupool is an
+    error; one that another owner wrote with other content is refused before any write, naming both owners."
+  - "Before owners: names recorded in the shared annotation C(gpupool.io/mig-configs) (by older gpupool) that
+    this inventory wants are adopted into its own annotation (C(adopted), said once in a warning); names another
+    owner recorded are left to it; the rest are pruned as before when no node is labelled with them. The shared
+    annotation is removed once empty."
   - "Nodes: found like M(gpupool.core.node_pool) finds them (the pool's C(node_selector), else the Magnum nodegroup
     label, plus O(name_pattern)). A node is left alone when its C(nvidia.com/mig.config) label is the pool's config,
     C(nvidia.com/mig.config.state) is C(success), and the config did not change since gpupool switched it (the
@@ -82,7 +88,8 @@ options:
     default: false
   prune:
     description:
-      - Remove configs gpupool wrote earlier that no pool wants any more and no node is labelled with.
+      - Remove configs this inventory's owner wrote earlier that no pool wants any more and no node is labelled
+        with. A config another owner recorded too stays; only this owner's record lets go of it.
       - Only when O(pools) is not given (every pool is in scope).
     type: bool
     default: true
