@@ -95,7 +95,7 @@ def prune_choice(
 
 def kept_warning(name: str) -> str:
     return (
-        "MIG config %s is no longer wanted by any pool of this inventory but nodes are still labelled with it; "
+        "MIG config %s is no longer wanted by any pool of this inventory but nodes are still labelled with it;\n"
         "it stays in the ConfigMap until they are switched to another config" % name
     )
 
@@ -218,13 +218,14 @@ def clash_problem(name: str, theirs: str, ours: str, where: str, path: Optional[
 
 
 def adopted_warning(names: Sequence[str], owner: str) -> str:
-    shown = ", ".join(names[:5]) + (" and %d more" % (len(names) - 5) if len(names) > 5 else "")
-    return "adopted %d MIG config(s) recorded before owners (annotation %s): %s; annotation %s records them now" % (
-        len(names),
-        CONFIGS_ANNOTATION,
-        shown,
-        owner_configs_annotation(owner),
-    )
+    """Said once: the next run finds them in this owner's record. Two names a line (each at most 63 characters),
+    so no line passes 200 characters."""
+    lines = [
+        "adopted %d MIG config(s) recorded before owners (annotation %s);" % (len(names), CONFIGS_ANNOTATION),
+        "annotation %s records them now:" % owner_configs_annotation(owner),
+    ]
+    lines += ["  " + ", ".join(names[i : i + 2]) for i in range(0, len(names), 2)]
+    return "\n".join(lines)
 
 
 def needs_write(live: Optional[dict], doc: dict, owned: Sequence[Any], new_doc: dict, names: Sequence[Any]) -> bool:

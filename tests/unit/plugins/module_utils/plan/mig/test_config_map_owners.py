@@ -71,12 +71,20 @@ def test_one_inventory_after_the_upgrade_adopts_its_names_and_prunes_the_rest_as
     assert merged.records == rec("team-a", ["gpupool-a100"])
     assert merged.records.annotations() == {"mig-configs.gpupool.io/team-a": "gpupool-a100", LEGACY: None}
     assert merged.warnings == [
-        "adopted 1 MIG config(s) recorded before owners (annotation gpupool.io/mig-configs): gpupool-a100; "
-        "annotation mig-configs.gpupool.io/team-a records them now"
+        "adopted 1 MIG config(s) recorded before owners (annotation gpupool.io/mig-configs);\n"
+        "annotation mig-configs.gpupool.io/team-a records them now:\n"
+        "  gpupool-a100"
     ]
     again = config_map.merge(merged.doc, {"gpupool-a100": A100}, merged.records, [], True)
     assert again.changes == {"gpupool-a100": "unchanged"} and again.warnings == []
     assert not config_map.needs_write({}, merged.doc, merged.records.written(), again.doc, again.records.written())
+
+
+def test_warnings_keep_their_lines_within_200_characters_for_the_longest_names():
+    owner, names = "o" * 63, ["n%02d" % i + "x" * 60 for i in range(7)]
+    text = config_map.adopted_warning(names, owner) + "\n" + config_map.kept_warning(names[0])
+    assert all(len(line) <= 200 for line in text.splitlines())
+    assert all(name in text for name in names)
 
 
 def test_a_shared_name_a_node_still_uses_is_kept_in_the_shared_record_with_a_warning():
