@@ -18,6 +18,7 @@ LAYOUT_A = {"3g.20gb": 1, "2g.10gb": 2}
 LAYOUT_B = {"7g.40gb": 1}
 FAST = {"wait_sleep": 0.2, "relabel_delay": 0.5, "wait_timeout": 60}
 RECORD = "mig-configs.gpupool.io/"
+LEGACY = "gpupool.io/mig-configs"  # the one shared record of gpupool before owners
 
 
 def inventory(sandbox, owner, pool, layout, config_name=None):
@@ -64,7 +65,7 @@ def forget(cp, sandbox, owners, configs):
     patch = {
         "metadata": {
             "resourceVersion": cm.metadata.resource_version,
-            "annotations": {RECORD + o: None for o in owners},
+            "annotations": dict({RECORD + o: None for o in owners}, **{LEGACY: None}),
         },
         "data": {"config.yaml": yaml.safe_dump(doc)},
     }
@@ -81,7 +82,12 @@ def two_owners(sandbox, tmp_path):
     yield sandbox, a, b, nodes
     for name in nodes.values():
         sandbox.nodes.remove_node(name)
-    forget(sandbox.cp, sandbox, ["ownmig-team-a", "ownmig-team-b"], ["gpupool-ownmig-a", "gpupool-ownmig-b"])
+    forget(
+        sandbox.cp,
+        sandbox,
+        ["ownmig-team-a", "ownmig-team-b"],
+        ["gpupool-ownmig-a", "gpupool-ownmig-b", "gpupool-ownmig-old"],
+    )
 
 
 def test_two_owners_keep_each_others_mig_configs_and_a_clash_is_refused_before_any_write(two_owners):
@@ -124,3 +130,53 @@ def test_two_owners_keep_each_others_mig_configs_and_a_clash_is_refused_before_a
     assert "set this pool's mig.config_name to another name" in text
     assert all(len(line) <= 200 for line in refused["msg"].splitlines())
     assert config_map(cp, sandbox) == (records, configs)
+
+
+def seed_before_owners(cp, sandbox, configs, names):
+    """The ConfigMap as gpupool before owners left it: configs and the one shared record of their names."""
+    import yaml
+    from kubernetes import client
+
+    api = client.CoreV1Api(cp.api_client())
+    cm = api.read_namespaced_config_map(sandbox.mig_config_map, sandbox.mig_namespace)
+    doc = yaml.safe_load(cm.data["config.yaml"])
+    doc["mig-configs"].update(copy.deepcopy(configs))
+    patch = {
+        "metadata": {"resourceVersion": cm.metadata.resource_version, "annotations": {LEGACY: ",".join(names)}},
+        "data": {"config.yaml": yaml.safe_dump(doc)},
+    }
+    api.patch_namespaced_config_map(sandbox.mig_config_map, sandbox.mig_namespace, patch)
+
+
+def test_the_record_of_before_owners_is_adopted_once_and_the_rest_pruned_as_before(two_owners):
+    """One inventory upgraded from gpupool before owners: its config is adopted (not rewritten), an old one that no
+    node uses is pruned as before, a name another owner recorded is left to it, and the shared record goes."""
+    sandbox, a, b, _nodes = two_owners
+    cp = sandbox.cp
+    (first_b,), _res, _window = b.run([task()])  # B, upgraded already, records its own config
+    assert not first_b.get("failed"), first_b.get("msg")
+    entries_a = [{"devices": "all", "mig-enabled": True, "mig-devices": LAYOUT_A}]
+    old = [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}]
+    seed_before_owners(
+        cp,
+        sandbox,
+        {"gpupool-ownmig-a": entries_a, "gpupool-ownmig-old": old},
+        ["gpupool-ownmig-a", "gpupool-ownmig-b", "gpupool-ownmig-old"],
+    )
+    (first_a,), _res, window = a.run([task()])
+    assert not first_a.get("failed"), first_a.get("msg")
+    assert first_a["config_map"]["configs"] == {"gpupool-ownmig-a": "adopted", "gpupool-ownmig-old": "deleted"}
+    warnings = "\n".join(first_a.get("warnings", []))
+    assert "adopted 1 MIG config(s) recorded before owners (annotation gpupool.io/mig-configs);" in warnings
+    assert "annotation mig-configs.gpupool.io/ownmig-team-a records them now:\n  gpupool-ownmig-a" in warnings
+    assert [w for w in h.writes(window) if w[1] == "configmaps"] == [("patch", "configmaps", sandbox.mig_config_map)]
+    records, configs = config_map(cp, sandbox)
+    assert LEGACY not in records  # emptied, so removed
+    assert records[RECORD + "ownmig-team-a"] == "gpupool-ownmig-a"
+    assert records[RECORD + "ownmig-team-b"] == "gpupool-ownmig-b"
+    assert configs["gpupool-ownmig-a"] == entries_a and "gpupool-ownmig-old" not in configs
+    assert configs["gpupool-ownmig-b"] == [{"devices": "all", "mig-enabled": True, "mig-devices": LAYOUT_B}]
+
+    (again,), _res, window = a.run([task()])
+    assert again["changed"] is False and h.writes(window) == []
+    assert "adopted" not in "\n".join(again.get("warnings", []))
