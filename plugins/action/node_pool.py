@@ -9,10 +9,14 @@ from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ConvergeError, Result
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL, ORPHANED_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    NODEGROUP_LABEL,
+    ORPHANED_LABEL,
+    OWNER_LABEL,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_ledger
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_ledger, node_owners
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import orphans as plan_orphans
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
@@ -44,6 +48,7 @@ class NodePoolModule(KubernetesModule):
         self.ready = {}
         self.orphaned = {}  # node name -> {name, pool, reason}
         self.lifted = {}  # node name -> the cordon the ledger lifted (cordon_ledger.Verdict.as_dict)
+        self.adopted = set()  # nodes made before owner labels that this run gave the owner label
 
     def prepare(self):
         super().prepare()
@@ -87,6 +92,7 @@ class NodePoolModule(KubernetesModule):
         out = super().partial_result()
         out["cordons_lifted"] = [self.lifted[name] for name in sorted(self.lifted)]
         out["changed"] = out["changed"] or bool(self.lifted)
+        out["nodes_adopted"] = sorted(self.adopted)
         return out
 
     def converge_nodes(self):
@@ -95,16 +101,21 @@ class NodePoolModule(KubernetesModule):
         Read live, always: which labels are gpupool's to remove is decided from the nodes' managedFields as well
         (labels applied before they were recorded), which the run's view does not keep. This LIST is the run's
         one node LIST: it becomes the view that mig_layout and pool_info plan from (k8s/run_view.py)."""
-        nodes = self.engine.list(NODE)
-        self.assigned = assign_nodes(self.present, nodes, self.p["nodegroup_label"], self.p["name_pattern"])
+        listed = self.engine.list(NODE)
+        self.assigned = assign_nodes(self.present, listed, self.p["nodegroup_label"], self.p["name_pattern"])
+        nodes = self.own_nodes(listed)  # before any write: refuses a pool that selects another owner's node
         self.guard_orphans(nodes)  # before any write
+        owner = self.cluster.owner_id
+        legacy = set(self.split.adopted)
         errors = []
         member = {}
         for pool in self.present:
             for node in self.assigned[pool.name]:
                 member[node["metadata"]["name"]] = pool.name
                 labels = desired_node_labels(pool, node, gpupool_label_keys(node), self.p["set_gpu_present"])
+                labels[OWNER_LABEL] = owner
                 errors += self._one(node, labels, desired_node_taints(pool), pool.name, "updated")
+                self._adopting(node, legacy)
                 if plan_orphans.lifts_orphan_cordon(node):
                     errors += self._cordon(node, pool.name, plan_orphans.uncordon_patch(), "adopted")
         scope = [pool.name for pool in self.scope] if self.p["pools"] else None
@@ -117,8 +128,9 @@ class NodePoolModule(KubernetesModule):
                 continue
             name = node["metadata"]["name"]
             self.orphaned[name] = {"name": name, "pool": left, "reason": plan_orphans.orphan_reason(left, self.cluster)}
-            labels = plan_orphans.orphan_labels(node, gpupool_label_keys(node), left)
+            labels = plan_orphans.orphan_labels(node, gpupool_label_keys(node), left, owner)
             errors += self._one(node, labels, None, left, "orphaned")
+            self._adopting(node, legacy)
             if plan_orphans.needs_orphan_cordon(node):
                 errors += self._cordon(node, left, plan_orphans.orphan_cordon_patch(left, self.run_holder), "orphaned")
             if self.node_results[name].changed:
@@ -128,10 +140,39 @@ class NodePoolModule(KubernetesModule):
                     % (name, self.orphaned[name]["reason"], ORPHANED_LABEL)
                 )
         errors += self.lift_cordons(nodes, member, scope)
+        if self.adopted:
+            self.warn(node_owners.adopted_message(sorted(self.adopted), owner))
         self.ready = {pool.name: sum(1 for n in self.assigned[pool.name] if node_ready(n)) for pool in self.present}
         if errors:
             raise ConvergeError("\n".join(errors), list(self.node_results.values()))
         return nodes
+
+    def own_nodes(self, listed):
+        """The nodes this inventory may write (plan/nodes/node_owners.py): another owner's are left out, and a present
+        pool that selects one is refused here, before any write; a node of a pool this inventory does not declare
+        without an owner label is left out with a warning (it may be another inventory's)."""
+        owner = self.cluster.owner_id
+        selectors = {
+            pool.name: node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
+            for pool in self.present
+        }
+        clashes = node_owners.owner_clashes(self.cluster.pools, self.assigned, owner, selectors)
+        if clashes:
+            raise GpupoolError(node_owners.clash_message(clashes, owner))
+        selected = [n["metadata"]["name"] for group in self.assigned.values() for n in group]
+        self.split = node_owners.split_nodes(listed, owner, [pool.name for pool in self.cluster.pools], selected)
+        scope = {pool.name for pool in self.scope} if self.p["pools"] else None
+        for node in self.split.unknown:
+            if scope is None:  # a run limited to some pools does not look at nodes of pools it does not name
+                self.warn(node_owners.unknown_message(node, owner))
+        return self.split.mine
+
+    def _adopting(self, node, legacy):
+        """Count a node made before owner labels that this run's write gave the owner label."""
+        name = node["metadata"]["name"]
+        res = self.node_results.get(name)
+        if name in legacy and res is not None and res.changed and res.action != "failed":
+            self.adopted.add(name)
 
     def guard_orphans(self, nodes):
         """Refuse, before any write, a run that would orphan too many nodes of a present pool (plan/nodes/orphans.py:
@@ -161,6 +202,7 @@ class NodePoolModule(KubernetesModule):
             scope=scope,
             busy_runs=frozenset() if self.run_holder else None,
             nodegroup_label=self.p["nodegroup_label"] or NODEGROUP_LABEL,
+            owner=self.cluster.owner_id,
         )
         errors = []
         for verdict in verdicts:

@@ -23,7 +23,8 @@ gpupool cordon is lifted: its pool turned MIG off or dynamic, is absent or gone,
 shrinking, or the reason is missing or not understood. A cordon of an older version without a reason is judged by
 the reason its step would have written (mig-layout: the pool it is labelled for).
 
-Never touched: a node that is not cordoned or whose cordon has no gpupool.io/cordoned-by (a person's, or another
+Never touched: a node of another owner (gpupool.io/owner names another inventory; plan/nodes/node_owners.py), or
+one labelled for a pool this inventory does not declare without an owner label, a node that is not cordoned or whose cordon has no gpupool.io/cordoned-by (a person's, or another
 tool's), a node outside a limited run's pools, and a cordon made by another run while that run may still be
 writing (the caller says which runs may be: none while this run holds the exclusive run lease; every run that
 recorded itself when the step runs without a lease).
@@ -43,7 +44,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     POOL_LABEL,
     nodegroup_name,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons, node_owners
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.cordon_reasons import Reason
 
 Node = Dict[str, Any]
@@ -172,14 +173,19 @@ def plan_ledger(
     scope: Optional[Sequence[str]] = None,
     busy_runs: Optional[Set[str]] = frozenset(),
     nodegroup_label: str = NODEGROUP_LABEL,
+    owner: Optional[str] = None,
 ) -> List[Verdict]:
     """A Verdict for every node cordoned by gpupool (sorted by node name); nodes not cordoned by gpupool are left out.
 
     pools: the inventory's pools (validated); members: {node name: present pool that selects it} (node_pool's
     assignment); orphans: nodes node_pool holds as orphans this run; scope: the pool names of a limited run (None:
     all); busy_runs: runs that may be writing now, whose cordons are kept (None: not known - every cordon that
-    names a run is kept, for a step run without the lease)."""
+    names a run is kept, for a step run without the lease); owner: this inventory's gpupool_cluster.owner_id - a node
+    it may not write (node_owners.may_write: another owner's, or of a pool it does not declare) is left out."""
     nodes = list(nodes)
+    if owner is not None:
+        names = [pool.name for pool in pools]
+        nodes = [node for node in nodes if node_owners.may_write(node, owner, names, members)]
     by_name = {pool.name: pool for pool in pools}
     by_nodegroup = {
         nodegroup_name(pool): pool for pool in pools if pool.state == "present" and nodegroup_name(pool) is not None

@@ -29,6 +29,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     NODEGROUP_LABEL,
     ORPHAN_CORDON,
     ORPHANED_LABEL,
+    OWNER_LABEL,
     POOL_LABEL,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
@@ -83,12 +84,15 @@ def find_orphans(
     return out
 
 
-def orphan_labels(node: Node, owned_keys: Iterable[str], pool: str) -> Dict[str, str]:
+def orphan_labels(node: Node, owned_keys: Iterable[str], pool: str, owner: Optional[str] = None) -> Dict[str, str]:
     """The labels gpupool keeps applying on an orphan: the ones it owns with their current values (so nothing
-    the pool set is dropped), the pool label, and gpupool.io/orphaned=true."""
+    the pool set is dropped), the pool label, the owner label (adds it to a node made before owner labels) and
+    gpupool.io/orphaned=true."""
     labels = node_labels_of(node)
     out = {key: labels[key] for key in owned_keys if key in labels}
     out[POOL_LABEL] = pool
+    if owner:
+        out[OWNER_LABEL] = owner
     out[ORPHANED_LABEL] = "true"
     return out
 

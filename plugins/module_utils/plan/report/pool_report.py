@@ -33,6 +33,7 @@ import re
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import pool_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.node_owners import may_write
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.orphans import orphan_message, orphan_rows
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
     desired_node_taints,
@@ -606,7 +607,11 @@ def build_report(
     members = [_meta(n).get("name") for group in assigned.values() for n in group]
     # A run limited to some pools (fewer than the inventory's) only reports the orphans of those.
     limited = pools is not None and {p.name for p in pools} != {p.name for p in cluster.pools}
-    orphaned = orphan_rows(cluster, nodes, members, [p.name for p in pools] if limited else None)
+    # Only this inventory's nodes: another owner's (gpupool.io/owner), or one of a pool it does not declare without
+    # an owner label, is never this inventory's orphan (node_pool leaves them alone: plan/nodes/node_owners.py).
+    names = [p.name for p in cluster.pools]
+    own = [n for n in nodes if may_write(n, cluster.owner_id, names, members)]
+    orphaned = orphan_rows(cluster, own, members, [p.name for p in pools] if limited else None)
     for row in orphaned:
         mismatches.append(_mm(row["pool"], row["name"], "orphaned_node", orphan_message(row)))
     order = {k: i for i, k in enumerate(KINDS)}

@@ -62,7 +62,7 @@ NODES = [
     node("old-0", {"gpu": "old", POOL: "old"}, [GPU_TAINT], ours="node-role.kubernetes.io/gpu:NoSchedule"),
     node(
         "gone-0",
-        {NG: "gone", POOL: "gone", "gpupool.io/orphaned": "true"},
+        {NG: "gone", POOL: "gone", "gpupool.io/orphaned": "true", "gpupool.io/owner": "c1"},  # this inventory's
         [GPU_TAINT, {"key": "other", "effect": "NoSchedule"}],
         ours="node-role.kubernetes.io/gpu:NoSchedule",
         unschedulable=True,
@@ -152,6 +152,17 @@ def test_pool_report_lists_orphans_on_every_run_and_flags_a_schedulable_one():
     assert "[orphaned_node] node gone-0" in plan_pool_report.summary(report)
     limited = plan_pool_report.build_report(c, NODES, [], [], pools=[c.pool("l4")])
     assert [r["name"] for r in limited["orphaned"]] == ["l4-1"]
+
+
+def test_pool_report_lists_no_node_of_another_owner_or_of_an_undeclared_pool_without_owner_as_an_orphan():
+    c = cluster()
+    theirs = node("a-0", {"gpu": "old", POOL: "old", "gpupool.io/owner": "team-a"})  # pool name shared with us
+    legacy = node("b-0", {POOL: "elsewhere"})  # made before owner labels, of a pool this inventory never declared
+    ours_legacy = node("old-1", {"gpu": "old", POOL: "old"})  # made before owner labels, of our absent pool
+    report = plan_pool_report.build_report(c, NODES + [theirs, legacy, ours_legacy], [], [])
+    assert sorted(r["name"] for r in report["orphaned"]) == ["gone-0", "l4-1", "old-0", "old-1"]
+    lost = cluster(lambda d: d.update(owner="team-b"))  # the same nodes seen by another owner: gone-0 is c1's
+    assert "gone-0" not in [r["name"] for r in plan_pool_report.build_report(lost, NODES, [], [])["orphaned"]]
 
 
 def test_a_nodegroup_is_prunable_only_when_gpupool_provably_made_it():
