@@ -170,6 +170,7 @@ def merge(
             problems.append(clash_problem(name, theirs[0], before.owner, where, (paths or {}).get(name)))
     if problems:
         raise Problems(problems)
+    nodes = list(nodes)
     in_use = {(n["metadata"].get("labels") or {}).get(CONFIG_LABEL) for n in nodes}
     others = {n for names in before.others.values() for n in names}
     mine = set(before.mine)
@@ -186,15 +187,11 @@ def merge(
         if prune:
             kept.append(name)
         legacy.append(name)
-    let_go = set()
-    if prune:
-        for name in sorted(mine - set(desired)):
-            if name in others:
-                let_go.add(name)  # another owner's too: the entries stay, only this owner's record lets go
-            elif name in in_use:
-                kept.append(name)
-            else:
-                remove.append(name)
+    # Another owner's too: the entries stay, only this owner's record lets go of it.
+    let_go = {n for n in mine - set(desired) if n in others} if prune else set()
+    gone, still_used = prune_choice(sorted(mine - let_go), desired, nodes, prune)
+    remove += gone
+    kept += still_used
     new_doc, names, changes = merge_document(doc, desired, sorted(mine | set(adopted)), remove, where)
     for name in adopted:
         if changes.get(name) == "unchanged":
