@@ -37,6 +37,13 @@ description:
     (C(gpupool.io/cordon-run)). node_pool, which runs after the nodegroup step and before mig_layout, lifts each one
     whose reason no longer holds, whatever step made it (a MIG wave of a pool turned off, a shrink the inventory no
     longer wants), and lists it in RV(cordons_lifted). A person's cordon is never lifted."
+  - "Owners: every node node_pool puts in a pool also gets C(gpupool.io/owner=<owner>) (C(gpupool_cluster.owner),
+    default its C(name)), recorded in C(gpupool.io/labels) so a release removes it. A node another owner labelled is
+    never written - not orphaned, not relabelled, no cordon lifted - and a present pool that selects one is refused
+    before any write, naming the node, both owners and the fix. A node labelled for one of this inventory's pools
+    without an owner label (made before owner labels) is adopted and listed in RV(nodes_adopted); one labelled for a
+    pool this inventory does not declare, without an owner label, is left alone with a warning (it may be another
+    inventory's)."
   - Nodes are never created or deleted (a merge patch never creates; a node deleted meanwhile is reported as vanished).
 author:
   - gpupool.core developers (@gpupool)
@@ -159,6 +166,14 @@ cordons_lifted:
   elements: dict
   sample: [{name: gpu-a100-0, cordoned_by: mig-layout, reason: "mig-layout:gpu-a100:gpupool-gpu-a100", run: "awx-42",
             why: pool gpu-a100 is no longer a static MIG pool that selects the node}]
+nodes_adopted:
+  description:
+    - Nodes made before owner labels (C(gpupool.io/pool) of one of this inventory's pools, no C(gpupool.io/owner))
+      that this run gave the owner label. Empty on the run after.
+  returned: always
+  type: list
+  elements: str
+  sample: [gpu-a100-0]
 wait_log:
   description: Progress lines while waiting.
   returned: when O(wait=true)
