@@ -181,7 +181,8 @@ class GpupoolModule:
         self.lease_result = RunLease(client, *args, check_mode=self.check_mode).hold()
         if self.check_mode:  # nothing is written, nothing to guard
             return
-        self.lease_keeper = LeaseKeeper(RunLease(keeper_client(client), *args)).start()
+        age = float(self.lease_result.get("age") or 0.0)
+        self.lease_keeper = LeaseKeeper(RunLease(keeper_client(client), *args), age=age).start()
         client.write_guard = self.lease_keeper.check
 
     def hand_back_run_lease(self, client: Any) -> bool:

@@ -255,8 +255,6 @@ class K8sClient:
         means "a PodDisruptionBudget says not now", which the drain waits out with its own deadline."""
         import urllib3
 
-        if method != "GET" and self.write_guard is not None:
-            self.write_guard("%s %s" % (method, path))
         if self._gave_up is not None:
             # The API server was unreachable or overloaded a moment ago, after every retry: one sentence,
             # not the same back-off again for each of the remaining objects.
@@ -278,6 +276,9 @@ class K8sClient:
         attempt = 0
         while True:
             attempt += 1
+            if method != "GET" and self.write_guard is not None:
+                # before every attempt: a retry after a back-off may come after this run lost its lease
+                self.write_guard("%s %s" % (method, path))
             self.requests += 1
             try:
                 resp = self.api.rest_client.pool_manager.request(

@@ -211,7 +211,8 @@ class RunLease:
             return self.acquire()
         renewed = parse_time((lease.get("spec") or {}).get("renewTime")) or now
         if (now - renewed).total_seconds() < self.duration / 3.0 or self.check_mode:
-            return {"action": "held", "holder": self.holder}
+            # age: how long ago it was last renewed (the LeaseKeeper counts the lease's life from then)
+            return {"action": "held", "holder": self.holder, "age": max(0.0, (now - renewed).total_seconds())}
         return self.acquire()
 
     def release(self) -> Dict[str, Any]:

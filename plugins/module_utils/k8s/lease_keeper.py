@@ -82,6 +82,7 @@ class LeaseKeeper:
         interval: Optional[float] = None,
         monotonic: Callable[[], float] = time.monotonic,
         renew_once: Callable[[RunLease], Any] = renew,
+        age: float = 0.0,
     ) -> None:
         self.lease = lease
         self.interval = float(interval if interval is not None else max(1.0, lease.duration / 3.0))
@@ -89,7 +90,8 @@ class LeaseKeeper:
         self._renew = renew_once
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._last_renewed = monotonic()  # the step checked (and renewed when old) the lease just before
+        # the step checked (and renewed when old) the lease just before; `age` ago is when it was last renewed
+        self._last_renewed = monotonic() - max(0.0, float(age))
         self.renewals = 0
         self.lost: Optional[str] = None
         self.lost_at: Optional[str] = None
@@ -115,6 +117,7 @@ class LeaseKeeper:
         answer) becomes a loss only once the lease would have expired since the last renewal."""
         if self.lost is not None:
             return
+        started = self._monotonic()  # before the renewTime it writes: the lease lasts at most duration from here
         try:
             self._renew(self.lease)
         except LeaseLost as exc:
@@ -130,7 +133,7 @@ class LeaseKeeper:
             return
         self.renewals += 1
         self.last_error = None
-        self._last_renewed = self._monotonic()
+        self._last_renewed = started
 
     def _lose(self, why: str) -> None:
         self.lost = why
@@ -139,6 +142,12 @@ class LeaseKeeper:
     # ---- what the step calls -------------------------------------------------------------------------
     def check(self, what: str = "") -> None:
         """Before a write (or between two looks of a wait): raise LeaseLost once the lease is lost."""
+        if self.lost is None and self._monotonic() - self._last_renewed >= self.lease.duration:
+            # the renewal thread is late or its request hangs: the lease may have expired and been taken already
+            self._lose(
+                "this run's run lease %s/%s went unrenewed for %ds (last error: %s); it may have expired and been "
+                "taken" % (self.lease.namespace, self.lease.name, self.lease.duration, self.last_error or "none")
+            )
         if self.lost is None:
             return
         raise LeaseLost(

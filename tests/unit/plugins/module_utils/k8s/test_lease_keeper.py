@@ -138,3 +138,55 @@ def test_the_keeper_never_renews_after_the_loss():
     keeper.renew_now()
     keeper.renew_now()
     assert len(calls) == 1 and keeper.lost == "lost"
+
+
+def test_a_step_stops_writing_once_its_lease_went_unrenewed_for_a_duration_even_if_the_thread_is_late():
+    keeper, clock, _calls = keeper_with([], duration=60)  # the thread never ran (a renewal request hangs)
+    clock.now = 59.0
+    keeper.check("cordoning node-1")
+    clock.now = 60.0
+    with pytest.raises(LeaseLost, match="went unrenewed for 60s .* stopped before cordoning node-1"):
+        keeper.check("cordoning node-1")
+
+
+def test_the_lease_life_counts_from_its_last_renewal_on_the_server_and_from_before_each_renewal_request():
+    clock = Clock()
+    keeper = LeaseKeeper(run_lease(Script(lease("me", 0))), monotonic=clock, age=50.0)  # renewed 50 s before the step
+    clock.now = 9.0
+    keeper.check()
+    clock.now = 10.0
+    with pytest.raises(LeaseLost):
+        keeper.check()
+
+    def slow_renewal(_lease):
+        clock.now += 30.0  # the PUT took 30 s; the renewTime it wrote is from before it
+
+    keeper = LeaseKeeper(run_lease(Script(lease("me", 0))), monotonic=clock, renew_once=slow_renewal)
+    clock.now = 100.0
+    keeper.renew_now()
+    clock.now = 159.0
+    keeper.check()
+    clock.now = 160.0
+    with pytest.raises(LeaseLost):
+        keeper.check()
+
+
+def test_a_step_whose_renewal_fails_sends_no_further_write_through_its_client():
+    """K8sClient.request checks the keeper before every attempt of a write: a PATCH retried after a 503 while the
+    lease was lost meanwhile is not sent again, the next write is never sent, reads still are."""
+    from tests.unit.plugins.module_utils.k8s.test_schema_answers import Server, client
+
+    keeper, _clock, _calls = keeper_with([LeaseLost("this run lost its run lease kube-system/gpupool-run to other")])
+    server = Server((503, {"kind": "Status", "code": 503, "message": "busy"}))
+    c = client(server)
+    c._sleep = lambda _s: keeper.renew_now()  # the renewal thread finds the lease taken during the back-off
+    c.write_guard = keeper.check
+    with pytest.raises(LeaseLost) as exc:
+        c.request("PATCH", "/api/v1/nodes/gpu-1", body={"spec": {"unschedulable": True}})
+    assert server.sent == [("PATCH", "https://api.example:6443/api/v1/nodes/gpu-1")]
+    assert "to other" in exc.value.message and "stopped before PATCH /api/v1/nodes/gpu-1" in exc.value.message
+    for method in ("POST", "PUT", "DELETE"):
+        with pytest.raises(LeaseLost):
+            c.request(method, "/api/v1/namespaces/x/configmaps")
+    assert len(server.sent) == 1
+    assert c.request("GET", "/api/v1/nodes/gpu-1") == {} and len(server.sent) == 2
