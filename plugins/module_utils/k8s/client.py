@@ -437,6 +437,14 @@ class K8sClient:
         return items
 
 
+def lease_check(client, what):
+    """Between two looks of a wait that only reads (a MIG wave, pods leaving a drained node): stop there, with the
+    client's write guard's LeaseLost, once this run lost its run lease (k8s/lease_keeper.py), not at the deadline."""
+    guard = getattr(client, "write_guard", None)
+    if guard is not None:
+        guard(what)
+
+
 def object_of(path):
     """(view key, namespace, name, subresource) of an API path, None for what is not a resource path."""
     parts = [p for p in path.split("?")[0].split("/") if p]

@@ -26,6 +26,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
     Conflict,
     K8sError,
     NotFound,
+    lease_check,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
@@ -277,6 +278,7 @@ class Drain:
 
     def _wait_gone(self, node_names: Sequence[str], pending: Dict[str, str], deadline: float, subject: str) -> None:
         def probe():
+            lease_check(self.client, "waiting for %s" % subject)  # a run that lost its lease stops within a poll
             live = set()
             for name in node_names:
                 live.update(p["metadata"].get("uid") for p in self.pods_on(name))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError, lease_check
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drain, DrainError
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import CORDON_VALUE
@@ -256,6 +256,7 @@ class MigRollout:
         selector = plan_waves.config_selector(config)
 
         def probe():
+            lease_check(self.client, "waiting for %s" % subject)  # a run that lost its lease stops within a poll
             listed = {n["metadata"]["name"]: n for n in self.engine.list(NODE, label_selector=selector)}
             self.nodes_by_name.update(listed)  # the freshest view, for later waves' preconditions
             now.clear()

@@ -409,6 +409,8 @@ class MagnumClient:
         state = {"seen_in_progress": False, "last": None, "ng": None}
 
         def probe():
+            if self.write_guard is not None:  # a run that lost its run lease stops waiting within a poll
+                self.write_guard("waiting for %s" % what)
             ng = state["ng"] = self.get_nodegroup(cluster_id, ident)
             status = ng.get("status") if ng else None
             if status in IN_PROGRESS_STATES:
@@ -470,6 +472,8 @@ class MagnumClient:
         state = {"ng": None}
 
         def probe():
+            if self.write_guard is not None:  # a run that lost its run lease stops waiting within a poll
+                self.write_guard("waiting for %s" % what)
             ng = state["ng"] = self.get_nodegroup(cluster_id, ident)
             if ng is None or ng.get("status") not in IN_PROGRESS_STATES:
                 return True, "settled"

@@ -190,3 +190,36 @@ def test_a_step_whose_renewal_fails_sends_no_further_write_through_its_client():
             c.request(method, "/api/v1/namespaces/x/configmaps")
     assert len(server.sent) == 1
     assert c.request("GET", "/api/v1/nodes/gpu-1") == {} and len(server.sent) == 2
+
+
+def test_a_drain_waiting_for_pods_to_leave_stops_within_one_poll_once_the_lease_is_lost():
+    """The drain's wait only reads: it still stops at its next look after the loss, not at its deadline."""
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drain
+    from tests.unit.plugins.module_utils.k8s.kube_api_simulator import KubeApiSimulator
+    from tests.unit.plugins.module_utils.k8s.test_drain import Clock as DrainClock
+    from tests.unit.plugins.module_utils.k8s.test_drain import error, node, pod
+
+    class Terminating(KubeApiSimulator):
+        """An evicted pod takes its time to go (a long grace period): it stays listed."""
+
+        def request(self, method, path, query=None, body=None, content_type=None, retry_status=None):
+            if path.endswith("/eviction"):
+                self.requests.append((method, path, body))
+                return {"kind": "Status", "status": "Success", "code": 201}
+            return super().request(method, path, query, body, content_type, retry_status)
+
+    keeper, _clock, _calls = keeper_with([LeaseLost("this run lost its run lease kube-system/gpupool-run to other")])
+    api = Terminating(error, nodes=[node("n0")], pods=[pod("train", "n0")])
+    api.write_guard = keeper.check
+    clock = DrainClock()
+    polls = []
+
+    def pause(seconds):
+        polls.append(seconds)
+        clock.pause(seconds)
+        keeper.renew_now()  # the renewal thread finds the lease taken during the first pause
+
+    with pytest.raises(LeaseLost, match="stopped before waiting for"):
+        Drain(api, "nodegroup", clock=clock, pause=pause, timeout=3600).drain(["n0"])
+    assert len(polls) == 1 and clock.now < 60  # one poll, far from the one-hour deadline
+    assert [m for m, _p in api.writes()] == ["PATCH", "POST"]  # cordon and eviction before the loss, nothing after
