@@ -41,7 +41,8 @@ description:
     default its C(name)), recorded in C(gpupool.io/labels) so a release removes it. A node another owner labelled is
     never written - not orphaned, not relabelled, no cordon lifted - and a present pool that selects one is refused
     before any write, naming the node, both owners and the fix. A node labelled for one of this inventory's pools
-    without an owner label (made before owner labels) is adopted and listed in RV(nodes_adopted); one labelled for a
+    without an owner label is adopted (listed in RV(nodes_adopted) when node_pool labelled it before owner labels
+    existed); one labelled for a
     pool this inventory does not declare, without an owner label, is left alone with a warning (it may be another
     inventory's)."
   - Nodes are never created or deleted (a merge patch never creates; a node deleted meanwhile is reported as vanished).
@@ -168,8 +169,9 @@ cordons_lifted:
             why: pool gpu-a100 is no longer a static MIG pool that selects the node}]
 nodes_adopted:
   description:
-    - Nodes made before owner labels (C(gpupool.io/pool) of one of this inventory's pools, no C(gpupool.io/owner))
-      that this run gave the owner label. Empty on the run after.
+    - Nodes node_pool labelled before owner labels existed (a C(gpupool.io/labels) record, no C(gpupool.io/owner))
+      that this run gave the owner label. A node born from a pool's nodegroup (the pool label from Magnum, no
+      record) gets the owner label without being listed here. Empty on the run after.
   returned: always
   type: list
   elements: str

@@ -45,8 +45,9 @@ def test_two_inventories_never_write_each_others_nodes_and_a_pool_selecting_one_
     cp = control_plane
     for name in A_NODES:
         h.make_node(cp, name, {"ownn-gpu": "a100"})
-    h.make_node(cp, B_NODES[0], {"ownn-gpu": "l4"})
+    h.make_node(cp, B_NODES[0], {"ownn-gpu": "l4", POOL: "ownn-l4"})  # as Magnum gives it from birth: new, not adopted
     h.make_node(cp, LEGACY, {"ownn-gpu": "l4", POOL: "ownn-l4"})
+    cp.kubectl("annotate", "node", LEGACY, "gpupool.io/labels=gpupool.io/pool")  # as node_pool left it, before owners
     h.make_node(cp, STRANGER, {"ownn-gpu": "v100", POOL: "ownn-v100"})
     a = h.GpupoolPlay(cp, tmp_path / "a", copy.deepcopy(TEAM_A))
     b = h.GpupoolPlay(cp, tmp_path / "b", copy.deepcopy(TEAM_B))

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import OWNER_LABEL, POOL_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import gpupool_label_keys
 
 Node = Dict[str, Any]
 
@@ -64,7 +65,7 @@ class NodeSplit(NamedTuple):
     mine: List[Node]  # nodes this run may write: OURS, FREE, LEGACY, and UNKNOWN ones a present pool selects
     foreign: List[Node]  # another owner's: never written
     unknown: List[Node]  # UNKNOWN nodes no present pool selects: left alone, with a warning
-    adopted: List[str]  # names of the nodes among `mine` without an owner label that carry a pool label
+    adopted: List[str]  # nodes among `mine` that node_pool labelled before owner labels (see made_before_owners)
 
 
 def split_nodes(nodes: Iterable[Node], owner: str, inventory_pools: Iterable[str], selected: Iterable[str] = ()):
@@ -80,9 +81,16 @@ def split_nodes(nodes: Iterable[Node], owner: str, inventory_pools: Iterable[str
             unknown.append(node)
         else:
             mine.append(node)
-            if kind in (LEGACY, UNKNOWN):
+            if kind in (LEGACY, UNKNOWN) and made_before_owners(node):
                 adopted.append(_name(node))
     return NodeSplit(mine, foreign, unknown, adopted)
+
+
+def made_before_owners(node: Node) -> bool:
+    """A node node_pool labelled before owner labels existed: it records labels gpupool set (gpupool.io/labels, or
+    managedFields of an older version) but no owner. A node born from a pool's nodegroup carries the pool label
+    from Magnum and no record: it is new, and gets the owner label without an adoption warning."""
+    return node_owner(node) is None and bool(gpupool_label_keys(node))
 
 
 def may_write(node: Node, owner: str, inventory_pools: Iterable[str], selected: Iterable[str] = ()) -> bool:

@@ -73,10 +73,15 @@ def test_split_leaves_out_another_owners_nodes_and_undeclared_legacy_ones_unless
         node("r-0", {POOL: "renamed", "gpu": "l4"}),  # legacy, pool not ours, but our l4 selects it: adopted
         node("o-0", {POOL: "old", "gpu": "old"}),  # legacy of our absent pool: adopted
         node("b-0", {POOL: "l4", OWNER: "team-b", "gpu": "l4"}),
+        node(
+            "b-1", {POOL: "l4", "gpu": "l4"}
+        ),  # born from l4's nodegroup (the pool label from Magnum): new, not adopted
         node("cpu-0", {}),
     ]
+    for legacy in nodes[2:4]:  # node_pool labelled these before owner labels: it recorded its keys
+        legacy["metadata"]["annotations"]["gpupool.io/labels"] = "gpupool.io/pool"
     split = node_owners.split_nodes(nodes, "team-b", ["l4", "old"], selected=["r-0", "b-0"])
-    assert names(split.mine) == ["b-0", "cpu-0", "o-0", "r-0"]
+    assert names(split.mine) == ["b-0", "b-1", "cpu-0", "o-0", "r-0"]
     assert names(split.foreign) == ["a-0"] and names(split.unknown) == ["a-1"]
     assert split.adopted == ["o-0", "r-0"]
 
