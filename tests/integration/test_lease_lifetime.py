@@ -177,3 +177,37 @@ def test_a_second_run_that_waits_writes_only_after_the_first_runs_last_write(bed
     assert cordoned_by_gpupool(bed["core"]) == []
     rc, out = finish(start_site(bed, bed["b"], LAYOUTS[2]))
     assert rc == 0 and changed(out) == 0, out[-4000:]
+
+
+def test_a_run_whose_lease_is_taken_over_mid_wave_stops_before_its_next_write_and_the_next_run_finishes(bed):
+    """Another holder takes the lease while run A waits for its MIG wave (as a run would after A's renewals failed
+    for a whole duration): A's renewal finds it lost, its wait stops within a poll, and A writes nothing more; once
+    that holder is gone, the next run finishes the wave A left (the cordon ledger, the MIG rollout)."""
+    from kubernetes import client
+
+    sandbox = bed["sandbox"]
+    leases = client.CoordinationV1Api(sandbox.cp.api_client())
+    sandbox.mig.delay = WAVE_SECONDS
+    try:
+        a = start_site(bed, bed["a"], LAYOUTS[1])
+        seen = wait_for_line(a, r"MIG wave 1/1 of %s: \S+ (pending|waiting for the MIG manager)" % POOL)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        taken = {"spec": {"holderIdentity": "intruder", "acquireTime": now, "renewTime": now}}
+        leases.patch_namespaced_lease("gpupool-run", "kube-system", taken)
+        mark = sandbox.cp.audit.mark()  # from here on, A must not write
+        rc_a, text_a = finish(a, seen)
+    finally:
+        sandbox.mig.delay = 0.3
+    assert rc_a != 0, text_a[-6000:]
+    folded = " ".join(text_a.split())
+    assert "this run lost its run lease kube-system/gpupool-run to intruder" in folded, text_a[-4000:]
+    assert "it stopped before waiting for" in folded, text_a[-4000:]
+    assert successful_writes(sandbox.cp.audit.since(mark), "operator-a") == []
+    leases.delete_namespaced_lease("gpupool-run", "kube-system")  # the intruder is gone (it never ran)
+    rc, out = finish(start_site(bed, bed["a"], LAYOUTS[1]))
+    assert rc == 0, out[-6000:]
+    assert cordoned_by_gpupool(bed["core"]) == []
+    node = bed["core"].list_node(label_selector="%s=%s" % (NG_LABEL, POOL)).items[0]
+    assert node.metadata.labels["nvidia.com/mig.config"] == "gpupool-%s" % POOL
+    rc, out = finish(start_site(bed, bed["a"], LAYOUTS[1]))
+    assert rc == 0 and changed(out) == 0, out[-4000:]
