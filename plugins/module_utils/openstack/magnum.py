@@ -183,8 +183,6 @@ class MagnumClient:
             return "the Magnum (container-infra) endpoint"
 
     def _send(self, method, path, body=None, version=None):
-        if method != "GET" and self.write_guard is not None:
-            self.write_guard("%s %s" % (method, path))
         headers = {"Accept": "application/json"}
         if version is not None:
             headers[VERSION_HEADER] = "%s %s" % (SERVICE, format_version(version))
@@ -210,6 +208,9 @@ class MagnumClient:
         attempt, delay = 0, self.backoff
         while True:
             attempt += 1
+            if write and self.write_guard is not None:
+                # before every attempt, outside the transport's try: a lost run lease is not a connection error
+                self.write_guard("%s %s" % (method, path))
             try:
                 resp = self._send(method, path, body, version)
             except Exception as exc:  # keystoneauth connection/auth errors

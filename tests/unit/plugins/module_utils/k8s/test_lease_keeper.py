@@ -223,3 +223,30 @@ def test_a_drain_waiting_for_pods_to_leave_stops_within_one_poll_once_the_lease_
         Drain(api, "nodegroup", clock=clock, pause=pause, timeout=3600).drain(["n0"])
     assert len(polls) == 1 and clock.now < 60  # one poll, far from the one-hour deadline
     assert [m for m, _p in api.writes()] == ["PATCH", "POST"]  # cordon and eviction before the loss, nothing after
+
+
+def test_a_magnum_write_after_the_loss_is_never_sent_nor_retried_as_a_connection_error(monkeypatch):
+    """The Magnum client checks the lease before each attempt of a write, outside its transport's error handling:
+    the loss is the step's message (not 'failed after 6 attempts ... reachable'), and nothing is sent."""
+    from types import SimpleNamespace
+
+    from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum
+
+    sent, slept = [], []
+    monkeypatch.setattr(magnum, "_sleep", slept.append)
+
+    def request(path, method, **_kw):
+        sent.append((method, path))
+        return SimpleNamespace(status_code=200, headers={}, json=lambda: {"uuid": "ng-1", "status": "UPDATE_COMPLETE"})
+
+    conn = SimpleNamespace(container_infrastructure_management=SimpleNamespace(request=request, get_endpoint=str))
+    client = magnum.MagnumClient(conn)
+    client.version = (1, 10)
+    keeper, _clock, _calls = keeper_with([LeaseLost("this run lost its run lease kube-system/gpupool-run to other")])
+    client.write_guard = keeper.check
+    client.get_nodegroup("k8s", "gpu-a")  # held: reads and writes go
+    keeper.renew_now()
+    with pytest.raises(LeaseLost) as exc:
+        client.resize("k8s", "gpu-a", 0, ["node-1"])
+    assert "stopped before POST /clusters/k8s/actions/resize" in exc.value.message
+    assert sent == [("GET", "/clusters/k8s/nodegroups/gpu-a")] and slept == []
