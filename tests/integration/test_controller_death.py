@@ -15,14 +15,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.integration.playbook import ROOT, VENV_BIN
+from tests.integration.playbook import ROOT, playbook_env, site_argv
 
 pytestmark = pytest.mark.sandbox
 HOST = "death"
@@ -55,38 +53,13 @@ def cluster(sandbox, layout):
 
 
 def site_command(bed, layout, lease_wait=0):
-    inventory = bed["tmp"] / ("inventory-%d.yml" % time.monotonic_ns())
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "gpupool_cluster": cluster(bed["sandbox"], layout),
-    }
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {HOST: host}}}}}))
-    extra = {"gpupool_lease_duration": LEASE_SECONDS, "gpupool_lease_wait": lease_wait}
-    return [
-        str(Path(VENV_BIN) / "ansible-playbook"),
-        "-i",
-        str(inventory),
-        os.path.join(ROOT, "playbooks", "site.yml"),
-        "-e",
-        yaml.safe_dump(extra, default_flow_style=True).strip(),
-    ]
-
-
-def environment():
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
-        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
-    )
-    return env
+    variables = {"gpupool_lease_duration": LEASE_SECONDS, "gpupool_lease_wait": lease_wait}
+    return site_argv(bed["tmp"], HOST, cluster(bed["sandbox"], layout), variables)
 
 
 def run_site(bed, layout, lease_wait=0):
     proc = subprocess.run(
-        site_command(bed, layout, lease_wait), capture_output=True, text=True, env=environment(), cwd=ROOT, timeout=600
+        site_command(bed, layout, lease_wait), capture_output=True, text=True, env=playbook_env(), cwd=ROOT, timeout=600
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     return proc.stdout
@@ -118,7 +91,7 @@ def kill_when(bed, layout, pattern, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=environment(),
+        env=playbook_env(),
         cwd=ROOT,
         bufsize=1,
     )
@@ -283,7 +256,7 @@ def test_a_budget_that_refuses_is_waited_out_and_the_drain_goes_on(bed):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=environment(),
+        env=playbook_env(),
         cwd=ROOT,
     )
     seen = []

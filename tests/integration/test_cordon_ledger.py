@@ -19,14 +19,11 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.integration.playbook import ROOT, VENV_BIN
+from tests.integration.playbook import ROOT, playbook_env, site_argv
 
 pytestmark = pytest.mark.sandbox
 HOST = "ledger"
@@ -69,34 +66,13 @@ def inventory(sandbox, mig=None, mig_state="present", shrink_count=2):
 
 
 def site_command(bed, cluster):
-    path = bed["tmp"] / ("inventory-%d.yml" % time.monotonic_ns())
-    host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "gpupool_cluster": cluster}
-    path.write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {HOST: host}}}}}))
-    extra = {"gpupool_lease_duration": LEASE_SECONDS, "gpupool_lease_wait": 3 * LEASE_SECONDS}
-    return [
-        str(Path(VENV_BIN) / "ansible-playbook"),
-        "-i",
-        str(path),
-        os.path.join(ROOT, "playbooks", "site.yml"),
-        "-e",
-        yaml.safe_dump(extra, default_flow_style=True).strip(),
-    ]
-
-
-def environment():
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
-        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
-    )
-    return env
+    variables = {"gpupool_lease_duration": LEASE_SECONDS, "gpupool_lease_wait": 3 * LEASE_SECONDS}
+    return site_argv(bed["tmp"], HOST, cluster, variables)
 
 
 def run_site(bed, cluster):
     proc = subprocess.run(
-        site_command(bed, cluster), capture_output=True, text=True, env=environment(), cwd=ROOT, timeout=600
+        site_command(bed, cluster), capture_output=True, text=True, env=playbook_env(), cwd=ROOT, timeout=600
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     return proc.stdout
@@ -113,7 +89,7 @@ def kill_when(bed, cluster, pattern):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=environment(),
+        env=playbook_env(),
         cwd=ROOT,
         bufsize=1,
     )

@@ -22,7 +22,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -31,7 +30,7 @@ import pytest
 import yaml
 
 from testbed.chart_repo import CHART
-from tests.integration.playbook import ROOT, VENV_BIN
+from tests.integration.playbook import ROOT, playbook_env, site_argv
 
 RELEASE = "dra-driver-nvidia-gpu"
 LEASE_SECONDS = 15  # a killed run's lease expires this soon here
@@ -89,35 +88,12 @@ def site_command(bed, verbosity, lease_wait=0):
             }
         ],
     }
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "gpupool_cluster": cluster,
+    host_vars = {
         "dra_driver_helm_binary": bed["helm"],
         "dra_driver_wait": False,  # no simulator plays the driver's pods on this bed
     }
-    inventory = bed["tmp"] / ("inventory-%d.yml" % time.monotonic_ns())
-    inventory.write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {"hi": host}}}}}))
-    extra = {"gpupool_lease_duration": LEASE_SECONDS, "gpupool_lease_wait": lease_wait}
-    return [
-        str(Path(VENV_BIN) / "ansible-playbook"),
-        "-i",
-        str(inventory),
-        os.path.join(ROOT, "playbooks", "site.yml"),
-        "-e",
-        json.dumps(extra),
-    ]
-
-
-def environment():
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
-        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
-    )
-    return env
+    variables = {"gpupool_lease_duration": LEASE_SECONDS, "gpupool_lease_wait": lease_wait}
+    return site_argv(bed["tmp"], "hi", cluster, variables, host_vars=host_vars)
 
 
 def run_site(bed, verbosity, lease_wait=0):
@@ -125,7 +101,7 @@ def run_site(bed, verbosity, lease_wait=0):
         site_command(bed, verbosity, lease_wait),
         capture_output=True,
         text=True,
-        env=environment(),
+        env=playbook_env(),
         cwd=ROOT,
         timeout=600,
     )
@@ -166,7 +142,7 @@ def kill_during_upgrade(bed, sig, pending="pending-upgrade"):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=environment(),
+        env=playbook_env(),
         cwd=ROOT,
     )
     try:

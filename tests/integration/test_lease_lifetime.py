@@ -11,17 +11,13 @@ with no node cordoned by gpupool and a run after that changes nothing.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.integration.playbook import ROOT, VENV_BIN
+from tests.integration.playbook import ROOT, playbook_env, recap_changed, site_argv
 
 pytestmark = pytest.mark.sandbox
 HOST = "lease-life"
@@ -52,25 +48,10 @@ def inventory(sandbox, kubeconfig, layout):
 
 
 def start_site(bed, kubeconfig, layout, **extra):
-    path = bed["tmp"] / ("inventory-%d.yml" % time.monotonic_ns())
-    host = {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-        "gpupool_cluster": inventory(bed["sandbox"], kubeconfig, layout),
-    }
-    path.write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {HOST: host}}}}}))
-    variables = dict({"gpupool_lease_duration": LEASE_SECONDS}, **extra)
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".build", "collections"),
-        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        PATH=str(VENV_BIN) + os.pathsep + env.get("PATH", ""),
-    )
-    command = [str(Path(VENV_BIN) / "ansible-playbook"), "-i", str(path), os.path.join(ROOT, "playbooks", "site.yml")]
-    command += ["-e", yaml.safe_dump(variables, default_flow_style=True).strip()]
+    cluster = inventory(bed["sandbox"], kubeconfig, layout)
+    argv = site_argv(bed["tmp"], HOST, cluster, dict({"gpupool_lease_duration": LEASE_SECONDS}, **extra))
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT, bufsize=1
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=playbook_env(), cwd=ROOT, bufsize=1
     )
 
 
@@ -89,10 +70,6 @@ def finish(proc, seen=()):
     out = "".join(seen) + proc.stdout.read()
     proc.wait(timeout=300)
     return proc.returncode, out
-
-
-def changed(stdout):
-    return int(re.search(r"^%s\s+: ok=\d+\s+changed=(\d+)" % HOST, stdout, re.M).group(1))
 
 
 def cordoned_by_gpupool(core):
@@ -160,7 +137,7 @@ def test_a_second_run_that_does_not_wait_stops_naming_the_holder_while_the_first
     assert len(renewals) >= WAVE_SECONDS // (LEASE_SECONDS // 3) // 2  # renewed all through the wave
     assert cordoned_by_gpupool(bed["core"]) == []
     rc, out = finish(start_site(bed, bed["a"], LAYOUTS[1]))
-    assert rc == 0 and changed(out) == 0, out[-4000:]
+    assert rc == 0 and recap_changed(out, HOST) == 0, out[-4000:]
 
 
 def test_a_second_run_that_waits_writes_only_after_the_first_runs_last_write(bed):
@@ -176,7 +153,7 @@ def test_a_second_run_that_waits_writes_only_after_the_first_runs_last_write(bed
     assert node.metadata.labels["nvidia.com/mig.config"] == "gpupool-%s" % POOL
     assert cordoned_by_gpupool(bed["core"]) == []
     rc, out = finish(start_site(bed, bed["b"], LAYOUTS[2]))
-    assert rc == 0 and changed(out) == 0, out[-4000:]
+    assert rc == 0 and recap_changed(out, HOST) == 0, out[-4000:]
 
 
 def test_a_run_whose_lease_is_taken_over_mid_wave_stops_before_its_next_write_and_the_next_run_finishes(bed):
@@ -210,4 +187,4 @@ def test_a_run_whose_lease_is_taken_over_mid_wave_stops_before_its_next_write_an
     node = bed["core"].list_node(label_selector="%s=%s" % (NG_LABEL, POOL)).items[0]
     assert node.metadata.labels["nvidia.com/mig.config"] == "gpupool-%s" % POOL
     rc, out = finish(start_site(bed, bed["a"], LAYOUTS[1]))
-    assert rc == 0 and changed(out) == 0, out[-4000:]
+    assert rc == 0 and recap_changed(out, HOST) == 0, out[-4000:]
