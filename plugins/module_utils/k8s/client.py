@@ -80,6 +80,9 @@ RBAC_HINT = (
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 GA_ONLY_GROUPS = ("", "core", "apps", "coordination.k8s.io", "policy", "apiextensions.k8s.io")
 CONTENT_JSON = "application/json"
+# Ask for an object's metadata only (the API server answers a PartialObjectMetadata): for reading the labels of an
+# object whose content gpupool must never see, such as the Secret helm stores a release in.
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 CONTENT_APPLY = "application/apply-patch+yaml"
 CONTENT_MERGE = "application/merge-patch+json"
 CONTENT_JSON_PATCH = "application/json-patch+json"
@@ -237,8 +240,8 @@ class K8sClient:
         self.write_guard: Optional[Callable[[str], None]] = None
 
     # ---- raw --------------------------------------------------------------------------------
-    def _headers(self, content_type):
-        headers = {"Accept": CONTENT_JSON, "User-Agent": "gpupool.core"}
+    def _headers(self, content_type, accept=CONTENT_JSON):
+        headers = {"Accept": accept, "User-Agent": "gpupool.core"}
         if content_type:
             headers["Content-Type"] = content_type
         for auth in (self.cfg.auth_settings() or {}).values():
@@ -248,7 +251,9 @@ class K8sClient:
             headers["Authorization"] = self.cfg.get_basic_auth_token()
         return headers
 
-    def request(self, method, path, query=None, body=None, content_type=None, retry_status=RETRY_STATUS):
+    def request(
+        self, method, path, query=None, body=None, content_type=None, retry_status=RETRY_STATUS, accept=CONTENT_JSON
+    ):
         """Send one request (retrying transient failures); return the decoded JSON body.
 
         `retry_status`: the HTTP statuses retried here. An Eviction passes it without 429, because there 429
@@ -285,7 +290,7 @@ class K8sClient:
                     method,
                     url,
                     body=data,
-                    headers=self._headers(content_type),
+                    headers=self._headers(content_type, accept),
                     timeout=timeout,
                     retries=False,
                     preload_content=True,

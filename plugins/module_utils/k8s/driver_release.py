@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import resolve_params
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import METADATA_ONLY, resolve_params
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import (
     PENDING,
     ChartRef,
@@ -281,7 +281,8 @@ class DriverRelease:
         for kind in ("secrets", "configmaps"):
             path = "/api/v1/namespaces/%s/%s/%s" % (self.settings.namespace, kind, name)
             try:
-                obj = self.engine.client.request("GET", path)
+                # metadata only: the release (values, maybe credentials) never reaches gpupool
+                obj = self.engine.client.request("GET", path, accept=METADATA_ONLY)
             except Exception as exc:  # the client's NotFound: no import of the client module here
                 if getattr(exc, "status", None) == 404:
                     continue
