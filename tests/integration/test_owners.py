@@ -45,12 +45,15 @@ def tasks(steps=STEPS):
 
 
 def labelled(cp, resource, owner=None):
-    """{namespace/name: (owner label, resourceVersion)} of gpupool's objects of a resource."""
+    """{namespace/name: (owner label, resourceVersion)} of gpupool's objects of a resource made by this module's
+    inventories (every name and namespace here starts with own-; other tests share the control plane)."""
     items = h.kubectl_json(cp, "get", resource, "-A", "-l", "app.kubernetes.io/managed-by=gpupool")["items"]
     out = {}
     for o in items:
         meta = o["metadata"]
         key = (meta.get("namespace", "") + "/" if meta.get("namespace") else "") + meta["name"]
+        if not key.startswith("own-"):
+            continue
         if owner is None or (meta.get("labels") or {}).get(OWNER) == owner:
             out[key] = ((meta.get("labels") or {}).get(OWNER), meta["resourceVersion"])
     return out
