@@ -90,7 +90,8 @@ def test_a_cluster_without_dra_is_refused_before_any_write(k8s_release):
         result = run_step(node_pool, cluster=cluster)
         window = cp.audit.since(mark)
         assert result.get("failed"), result
-        msg = result["msg"]
+        msg = " ".join(result["msg"].split())  # failures are wrapped at 200 characters a line
+        assert all(len(line) <= 200 for line in result["msg"].splitlines())
         assert msg.startswith(
             "the API server at %s (Kubernetes %s) does not serve resource.k8s.io at all: gpupool needs Dynamic "
             "Resource Allocation, resource.k8s.io v1 or v1beta2 or v1beta1 (Kubernetes 1.32 or newer; supported and "
