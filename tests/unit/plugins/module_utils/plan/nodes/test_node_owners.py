@@ -140,7 +140,7 @@ def test_an_orphan_made_before_owner_labels_gets_the_owner_label_recorded_as_gpu
     patch, _reasons = node_patch(legacy, labels)
     assert patch["metadata"]["labels"][OWNER] == "team-b"
     assert OWNER in patch["metadata"]["annotations"]["gpupool.io/labels"].split(",")  # a release removes it
-    released, _ = node_patch(
+    released, _taints = node_patch(
         {
             **legacy,
             "metadata": {
