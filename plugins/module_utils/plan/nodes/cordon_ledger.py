@@ -25,9 +25,10 @@ the reason its step would have written (mig-layout: the pool it is labelled for)
 
 Never touched: a node of another owner (gpupool.io/owner names another inventory; plan/nodes/node_owners.py), or
 one labelled for a pool this inventory does not declare without an owner label, a node that is not cordoned or
-whose cordon has no gpupool.io/cordoned-by (a person's, or another tool's), a node outside a limited run's pools, and a cordon made by another run while that run may still be
-writing (the caller says which runs may be: none while this run holds the exclusive run lease; every run that
-recorded itself when the step runs without a lease).
+whose cordon has no gpupool.io/cordoned-by (a person's, or another tool's), a node outside a limited run's
+pools, and a cordon made by another run while that run may still be writing (the caller says which runs may be:
+none while this run holds the exclusive run lease; every run that recorded itself when the step runs without a
+lease).
 """
 
 from __future__ import annotations
