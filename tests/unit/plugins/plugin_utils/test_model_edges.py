@@ -329,7 +329,13 @@ def test_a_secret_is_masked_before_the_message_is_wrapped():
 
 # ---- the malformed corpus (tests/data/malformed), the model's own answer to each file ------------------------
 
-CORPUS = sorted((Path(__file__).resolve().parents[5] / "tests" / "data" / "malformed").glob("*.yml"))
+CORPUS = sorted((Path(__file__).resolve().parents[4] / "tests" / "data" / "malformed").glob("*.yml"))
+
+
+def test_the_malformed_corpus_is_found():
+    assert len(CORPUS) >= 58  # an empty glob would leave the corpus test below with nothing to check
+
+
 POOL_NAME = re.compile(r"(pools\[\d+\]) \([^)]*\)")
 
 
