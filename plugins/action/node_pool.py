@@ -152,11 +152,7 @@ class NodePoolModule(KubernetesModule):
         pool that selects one is refused here, before any write; a node of a pool this inventory does not declare
         without an owner label is left out with a warning (it may be another inventory's)."""
         owner = self.cluster.owner_id
-        selectors = {
-            pool.name: node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
-            for pool in self.present
-        }
-        clashes = node_owners.owner_clashes(self.cluster.pools, self.assigned, owner, selectors)
+        clashes = node_owners.owner_clashes(self.cluster.pools, self.assigned, owner, self.selectors())
         if clashes:
             raise GpupoolError(node_owners.clash_message(clashes, owner))
         selected = [n["metadata"]["name"] for group in self.assigned.values() for n in group]
@@ -166,6 +162,13 @@ class NodePoolModule(KubernetesModule):
             if scope is None:  # a run limited to some pools does not look at nodes of pools it does not name
                 self.warn(node_owners.unknown_message(node, owner))
         return self.split.mine
+
+    def selectors(self):
+        """{pool: how its nodes are selected, in words} of the present pools, for the refusals' messages."""
+        return {
+            pool.name: node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
+            for pool in self.present
+        }
 
     def _adopting(self, node, legacy):
         """Count a node made before owner labels that this run's write gave the owner label."""
@@ -180,12 +183,8 @@ class NodePoolModule(KubernetesModule):
         if self.p["release_orphans"]:
             return
         claimed = [n["metadata"]["name"] for pool in self.present for n in self.assigned[pool.name]]
-        selectors = {
-            pool.name: node_matcher(pool, self.p["nodegroup_label"], self.p["name_pattern"]).describe
-            for pool in self.present
-        }
         scope = [pool.name for pool in self.scope] if self.p["pools"] else None
-        hits = plan_orphans.guard_hits(self.cluster, nodes, claimed, selectors, scope, self.p["confirm_orphans"])
+        hits = plan_orphans.guard_hits(self.cluster, nodes, claimed, self.selectors(), scope, self.p["confirm_orphans"])
         if hits:
             raise GpupoolError(plan_orphans.guard_message(hits, self.cluster.orphan_guard.max_share))
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Callable, List, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.cluster_checks import cluster_identity_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.cluster_checks import (
+    cluster_identity_problems,
+    orphan_guard_problems,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import compute_domain_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.device_class_checks import device_class_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_checks import dra_driver_problems
@@ -84,6 +87,7 @@ def gate_problems(cluster, root: str) -> List[Problem]:
 # tenants (their templates stand on the pools' classes) and the driver gates all of them need.
 CHECKS: List[Check] = [
     cluster_identity_problems,
+    orphan_guard_problems,
     pool_name_problems,
     empty_cluster_problems,
     nodegroup_size_problems,

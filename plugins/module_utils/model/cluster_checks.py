@@ -10,6 +10,7 @@ a file name and a host name at once, and never a path: '../../tmp/x' or 'prod/eu
 
 from __future__ import annotations
 
+import difflib
 from typing import List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
@@ -32,6 +33,25 @@ def cluster_identity_problems(cluster, root: str) -> List[Tuple[str, str]]:
             (
                 "%s.%s" % (root, key),
                 "%s is not a DNS label: %s; use %s, %s" % (cut(value), use, DNS_LABEL_RULE, fix),
+            )
+        )
+    return out
+
+
+def orphan_guard_problems(cluster, root: str) -> List[Tuple[str, str]]:
+    """Every pool that orphan_guard.confirm_pools names is a pool of this inventory."""
+    # a misspelt name would confirm nothing, and node_pool would refuse the run the inventory meant to confirm
+    names = [pool.name for pool in cluster.pools]
+    out = []
+    for index, name in enumerate(cluster.orphan_guard.confirm_pools):
+        if name in names:
+            continue
+        close = difflib.get_close_matches(name, names, n=1)
+        fix = "did you mean %s?" % close[0] if close else "use one of: %s" % (", ".join(names[:8]) or "no pools")
+        out.append(
+            (
+                "%s.orphan_guard.confirm_pools[%d]" % (root, index),
+                "%s is not a pool of this inventory; %s" % (cut(name), fix),
             )
         )
     return out

@@ -177,6 +177,15 @@ def test_a_dns_label_owner_is_accepted():
     assert load_cluster(dict(good(), owner="team-a")).owner_id == "team-a"
 
 
+def test_orphan_guard_confirms_only_pools_of_the_inventory():
+    pool = good()["pools"][0]["name"]
+    ok = load_cluster(dict(good(), orphan_guard={"confirm_pools": [pool]}))
+    assert ok.orphan_guard.confirm_pools == [pool]
+    ((path, message),) = refused(dict(good(), orphan_guard={"confirm_pools": [pool + "x"]}))
+    assert path == "gpupool_cluster.orphan_guard.confirm_pools[0]"
+    assert message == "'%sx' is not a pool of this inventory; did you mean %s?" % (pool, pool)
+
+
 def test_imex_nodes_are_addresses_each_once():
     data = good()
     data["pools"][0] = {
