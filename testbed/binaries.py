@@ -1,17 +1,18 @@
-"""Find or build the real Kubernetes binaries the test bed runs: etcd, kube-apiserver, kubectl, helm.
+"""Find or build the real Kubernetes binaries the test bed runs: etcd, the control plane (kube-apiserver,
+kube-scheduler, kube-controller-manager), kubectl, helm.
 
 First hit wins, per binary:
-  1. env var (ETCD, KUBE_APISERVER, KUBECTL, HELM) - an explicit choice, must exist;
+  1. env var (ETCD, KUBE_APISERVER, KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER, KUBECTL, HELM) - must exist;
   2. PATH - only when its version has the wanted major.minor (e.g. /usr/bin/kubectl v1.32 is skipped);
   3. the cache $GPUPOOL_CACHE/bin/<k8s version>/ (default ~/.cache/gpupool);
   4. the official release binaries, when the network allows (short timeout, checksum verified);
   5. a build from the Go module proxy with the installed Go (tools/build-binaries.sh).
 Versions come from the build modules (tools/kube/go.mod, tools/helm/go.mod): one source of truth.
-The compatibility matrix's older releases (testbed/k8s_releases.py) add only a kube-apiserver each, in
+The compatibility matrix's older releases (testbed/k8s_releases.py) add only their control plane each, in
 $GPUPOOL_CACHE/bin/<its version>/, built from a module generated from that release's go.mod.
 
-    python -m testbed.binaries ensure                  # resolve all four, print where each came from
-    python -m testbed.binaries ensure --k8s 1.32,1.33  # and the kube-apiserver of these releases (or: all)
+    python -m testbed.binaries ensure                  # resolve all six, print where each came from
+    python -m testbed.binaries ensure --k8s 1.32,1.33  # and the control plane of these releases (or: all)
 """
 
 from __future__ import annotations
@@ -34,8 +35,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools"
-NAMES = ("etcd", "kube-apiserver", "kubectl", "helm")
-ENV_VARS = {"etcd": "ETCD", "kube-apiserver": "KUBE_APISERVER", "kubectl": "KUBECTL", "helm": "HELM"}
+# The binaries that differ per Kubernetes release (the compatibility matrix); etcd, kubectl and helm do not.
+CONTROL_PLANE = ("kube-apiserver", "kube-scheduler", "kube-controller-manager")
+NAMES = ("etcd", *CONTROL_PLANE, "kubectl", "helm")
+ENV_VARS = {
+    "etcd": "ETCD",
+    "kube-apiserver": "KUBE_APISERVER",
+    "kube-scheduler": "KUBE_SCHEDULER",
+    "kube-controller-manager": "KUBE_CONTROLLER_MANAGER",
+    "kubectl": "KUBECTL",
+    "helm": "HELM",
+}
 DOWNLOAD_TIMEOUT = 5  # seconds: an offline machine must fall through to the build at once
 
 
@@ -49,7 +59,7 @@ def _gomod_version(gomod: Path, module: str) -> str:
 def wanted_versions() -> dict[str, str]:
     kube = _gomod_version(TOOLS / "kube" / "go.mod", "k8s.io/kubernetes")
     return {
-        "kube-apiserver": kube,
+        **dict.fromkeys(CONTROL_PLANE, kube),
         "kubectl": kube,
         "etcd": _gomod_version(TOOLS / "kube" / "go.mod", "go.etcd.io/etcd/server/v3"),
         "helm": _gomod_version(TOOLS / "helm" / "go.mod", "helm.sh/helm/v3"),
@@ -74,7 +84,7 @@ class Binary:
 
 _VERSION_ARGS = {
     "etcd": ["--version"],
-    "kube-apiserver": ["--version"],
+    **{name: ["--version"] for name in CONTROL_PLANE},
     "kubectl": ["version", "--client"],
     "helm": ["version", "--short"],
 }
@@ -107,7 +117,7 @@ def _arch() -> str:
 def _release(name: str, version: str) -> tuple[str, str, str | None]:
     """(url, checksum url, member of the tarball or None for a bare binary)."""
     arch = _arch()
-    if name in ("kube-apiserver", "kubectl"):
+    if name in (*CONTROL_PLANE, "kubectl"):
         url = f"https://dl.k8s.io/release/{version}/bin/linux/{arch}/{name}"
         return url, url + ".sha256", None
     if name == "etcd":
@@ -163,7 +173,7 @@ def build(name: str, dest: Path, version: str | None = None) -> Path:
         PATH=f"{Path(go).parent}:{os.environ.get('PATH', '')}",
     )
     what = f"{name} {version}" if version and version != K8S_VERSION else name
-    _log(f"{what}: building from the Go module proxy (cold, on 2 cores: kube-apiserver ~8 min, all four ~12 min)")
+    _log(f"{what}: building from the Go module proxy (cold, on 2 cores: kube-apiserver ~8 min, all six ~16 min)")
     t0 = time.monotonic()
     proc = subprocess.Popen(["bash", str(TOOLS / "build-binaries.sh"), name], env=env, stdout=sys.stderr)
     while True:  # go prints nothing for many minutes: show that it is alive
@@ -181,12 +191,12 @@ def build(name: str, dest: Path, version: str | None = None) -> Path:
 # ---- resolution ---------------------------------------------------------------------------------
 def find(name: str, *, allow_fetch: bool = True, state: dict | None = None, version: str | None = None) -> Binary:
     """Resolve one binary. With allow_fetch=False only env/PATH/cache are looked at.
-    version: a kube-apiserver of another release (the compatibility matrix); only kube-apiserver differs."""
+    version: a control-plane binary of another release (the compatibility matrix); only those differ."""
     want = wanted_versions()[name]
     if version and version != want:
-        if name != "kube-apiserver":
-            raise ValueError(f"only kube-apiserver differs per release; {name} is {want}")
-        return _find_release_apiserver(version, allow_fetch, state if state is not None else {})
+        if name not in CONTROL_PLANE:
+            raise ValueError(f"only the control plane differs per release; {name} is {want}")
+        return _find_release_binary(name, version, allow_fetch, state if state is not None else {})
     state = state if state is not None else {}
     if env := os.environ.get(ENV_VARS[name]):
         path = Path(env)
@@ -209,9 +219,8 @@ def find(name: str, *, allow_fetch: bool = True, state: dict | None = None, vers
     return _from_cache_or_fetch(name, want, cached, allow_fetch, state)
 
 
-def _find_release_apiserver(version: str, allow_fetch: bool, state: dict) -> Binary:
-    """The kube-apiserver of a matrix release: KUBE_APISERVER or PATH only when of that minor, else its cache dir."""
-    name = "kube-apiserver"
+def _find_release_binary(name: str, version: str, allow_fetch: bool, state: dict) -> Binary:
+    """A control-plane binary of a matrix release: its env var or PATH only when of that minor, else its cache dir."""
     for candidate, source in [(Path(p), "env") for p in [os.environ.get(ENV_VARS[name])] if p] + [
         (p, "PATH") for p in _all_on_path(name)
     ]:
@@ -271,12 +280,13 @@ def _from_cache_or_fetch(
 
 
 def ensure(*, allow_fetch: bool = True, releases: tuple[str, ...] = ()) -> dict[str, Binary]:
-    """The four binaries, plus the kube-apiserver of each release version in `releases` (keyed by its version)."""
+    """The six binaries, plus the control plane of each release version in `releases` (keyed "<name> <version>")."""
     state: dict = {}
     out = {name: find(name, allow_fetch=allow_fetch, state=state) for name in NAMES}
     for version in releases:
         if version != K8S_VERSION:  # built one at a time: each takes both cores for minutes
-            out[version] = find("kube-apiserver", allow_fetch=allow_fetch, state=state, version=version)
+            for name in CONTROL_PLANE:
+                out[f"{name} {version}"] = find(name, allow_fetch=allow_fetch, state=state, version=version)
     return out
 
 
@@ -292,7 +302,7 @@ def main(argv: list[str]) -> int:
         releases = tuple(k8s_releases.release(n).version for n in names)
     t0 = time.monotonic()
     for b in ensure(releases=releases).values():
-        print(f"{b.name:15} {b.version:10} {b.source:9} {b.path}")
+        print(f"{b.name:23} {b.version:10} {b.source:9} {b.path}")
     print(f"[binaries] ready in {time.monotonic() - t0:.1f}s")
     return 0
 

@@ -1,10 +1,13 @@
-"""A real Kubernetes control plane on loopback: etcd + kube-apiserver, no containers.
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-scheduler, kube-controller-manager.
 
-What is real: the kube-apiserver binary (v1.37, or an older release of the compatibility matrix:
-testbed/k8s_releases.py, GPUPOOL_K8S_VERSION) with its validation (DRA CEL selectors, OpenAPI),
-server-side apply and field ownership, resourceVersion conflicts, RBAC (Node,RBAC), admission,
-the audit log. What is not started: kube-controller-manager, kube-scheduler, kubelet - nothing
-reconciles (no garbage collection, no default ServiceAccount per namespace, pods stay Pending).
+What is real: the binaries of one release (v1.37, or an older one of the compatibility matrix:
+testbed/k8s_releases.py, GPUPOOL_K8S_VERSION). The apiserver's validation (DRA CEL selectors, OpenAPI),
+server-side apply and field ownership, resourceVersion conflicts, RBAC (Node,RBAC), admission, the audit
+log. The scheduler with its default profile: it places pods and allocates their ResourceClaims
+(DynamicResources plugin). The controller manager with the controllers of CONTROLLERS: ResourceClaims made
+from templates, DaemonSet pods, PodDisruptionBudget status, garbage collection, default ServiceAccounts,
+namespace deletion. What is not started: kubelet (the sandbox's node simulator plays it), and the
+controllers left out of CONTROLLERS (why, each: docs/testbed.md).
 
     cp = ControlPlane().start()          # or: python -m testbed.controlplane up|down|status
     cp = ControlPlane(version="1.32").start()   # an older release (default: $GPUPOOL_K8S_VERSION, else 1.37)
@@ -59,6 +62,22 @@ DRA_GATES = (
     "DRADeviceBindingConditions",
     "DRAResourceClaimDeviceStatus",
 )
+# The kube-controller-manager controllers that run (--controllers). Each is one GPU claims or drains meet;
+# the rest stay off because nothing here needs them and some would act on what tests build by hand: the node
+# lifecycle controller would taint every Node no simulated kubelet heartbeats (unreachable:NoExecute), the pod
+# garbage collector would delete pods a test binds to a Node it never created, the taint eviction controller
+# would evict pods from the NoExecute-tainted GPU nodes of the taint tests, and the deployment and replicaset
+# controllers would race the DRA driver simulator, which plays the driver's controller Deployment (its pod would
+# need a control-plane node to run on). docs/testbed.md has the table.
+CONTROLLERS = (
+    "resourceclaim-controller",  # a pod's ResourceClaim from its ResourceClaimTemplate; reserved-for cleanup
+    "daemonset-controller",  # the DRA driver's kubelet-plugin pods, one per node its placement admits
+    "disruption-controller",  # PodDisruptionBudget status: what an eviction during a drain is held to
+    "garbage-collector-controller",  # owner references: a DaemonSet's pods, a pod's generated claims
+    "serviceaccount-controller",  # the `default` ServiceAccount a tenant's pod runs as
+    "namespace-controller",  # a deleted namespace's objects removed, then the namespace itself
+)
+SCHEDULER_USER, CONTROLLER_MANAGER_USER = "system:kube-scheduler", "system:kube-controller-manager"
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
@@ -130,13 +149,16 @@ class ControlPlane:
         extra_gates: dict[str, bool] | None = None,
         version: str | None = None,
         dra: bool = True,
+        controllers: bool = True,
     ):
         """workdir: where certs, etcd data and logs go (a fresh temp dir, made by start(), by default).
         detach: keep the processes running after this Python process exits (the CLI `up`).
         version: the Kubernetes release ("1.32", "v1.33.13"; k8s_releases.release), default $GPUPOOL_K8S_VERSION,
         else the base release 1.37.
         dra=False: an older release as it comes, without the DRA gate and runtime config it needs (on 1.32/1.33 it
-        then serves no resource.k8s.io: a cluster that has not switched DRA on)."""
+        then serves no resource.k8s.io: a cluster that has not switched DRA on).
+        controllers=False: etcd and kube-apiserver only (nothing schedules or reconciles)."""
+        self.controllers = controllers
         self.release = k8s_releases.release(version)
         self.dra = dra
         self.workdir = Path(workdir) if workdir else None
@@ -171,28 +193,32 @@ class ControlPlane:
             self.workdir = Path(tempfile.mkdtemp(prefix="gpupool-cp-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
+            components = binaries.CONTROL_PLANE if self.controllers else ("kube-apiserver",)
             bins = {
                 "etcd": binaries.find("etcd", allow_fetch=False),
-                "kube-apiserver": binaries.find("kube-apiserver", allow_fetch=False, version=self.release.version),
+                **{c: binaries.find(c, allow_fetch=False, version=self.release.version) for c in components},
             }
             self.bins.update({n: str(b.path) for n, b in bins.items()})
             self._write_pki()
             self._start_etcd()
             self._start_apiserver()
+            if self.controllers:
+                self._start_controllers()
         except BaseException:
             self.stop()
             raise
         self.start_seconds = time.monotonic() - t0
         self.save_state()
+        also = ", kube-scheduler, kube-controller-manager" if self.controllers else ""
         _log(
-            f"up in {self.start_seconds:.1f}s: {self.server} (kube-apiserver {bins['kube-apiserver'].version}, "
+            f"up in {self.start_seconds:.1f}s: {self.server} (kube-apiserver {bins['kube-apiserver'].version}{also}, "
             f"etcd {bins['etcd'].version}), workdir {self.workdir}"
         )
         return self
 
     def stop(self, remove: bool = True) -> None:
-        """Stop what this control plane started (by pid, apiserver first), then remove its data."""
-        for name in ("kube-apiserver", "etcd"):
+        """Stop what this control plane started (by pid, its clients first, etcd last), then remove its data."""
+        for name in ("kube-controller-manager", "kube-scheduler", "kube-apiserver", "etcd"):
             if name in self.pids:
                 _stop_pid(self.pids.pop(name), self._marker)
         if remove and self.workdir:
@@ -372,6 +398,56 @@ class ControlPlane:
                 elif fixed is not None:  # a restart: the old socket is still closing
                     time.sleep(0.5)
         raise RuntimeError("kube-apiserver did not start, see " + str(self.workdir / "kube-apiserver.log"))
+
+    def _start_controllers(self) -> None:
+        """kube-scheduler and kube-controller-manager, each with its own identity (the bootstrap RBAC roles
+        system:kube-scheduler and system:kube-controller-manager), the apiserver's feature gates, no leader
+        election (one of each) and its health endpoint on a loopback port."""
+        gates = ",".join(f"{g}={str(v).lower()}" for g, v in self.gates.items())
+        d = self.workdir / "pki"
+        common = ["--bind-address=127.0.0.1", "--leader-elect=false", "--v=1"]
+        common += [f"--feature-gates={gates}"] if gates else []
+        procs = {}
+        for name, user, extra in (
+            ("kube-scheduler", SCHEDULER_USER, []),
+            (
+                "kube-controller-manager",
+                CONTROLLER_MANAGER_USER,
+                [
+                    "--controllers=" + ",".join(CONTROLLERS),
+                    # As kubeadm runs it: each controller acts as its own ServiceAccount in kube-system, so the
+                    # audit log names the controller, and RBAC holds each to its bootstrap role.
+                    "--use-service-account-credentials=true",
+                    f"--service-account-private-key-file={d / 'sa.key'}",
+                    f"--root-ca-file={self.ca_file}",
+                ],
+            ),
+        ):
+            kubeconfig = self._write_kubeconfig(self.workdir / f"{name}.kubeconfig", user, [])
+            port = free_port()
+            self.ports[name] = port
+            procs[name] = self._spawn(
+                name,
+                [
+                    f"--kubeconfig={kubeconfig}",
+                    f"--secure-port={port}",
+                    f"--cert-dir={self.workdir / name}",
+                    *common,
+                    *extra,
+                ],
+            )
+        for name, proc in procs.items():
+            self._wait(proc, name, lambda n=name: self._healthy(n))
+
+    def _healthy(self, name: str) -> bool:
+        """A component's /healthz on its loopback port (self-signed serving certificate; health needs no auth)."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{self.ports[name]}/healthz", context=ctx, timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
 
     def _apiserver_ready(self) -> bool:
         # readyz covers etcd and RBAC bootstrap; the "default" namespace comes a moment later.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, kubectl, etcd and helm from the Go module proxy into
+# Build kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, etcd and helm from the Go module proxy into
 # ~/.cache/gpupool/bin/<k8s-version>/ (or $GPUPOOL_CACHE/bin/<version>).
-# K8S_VERSION other than tools/kube's (an older release of the compatibility matrix, docs/testbed.md): only
-# kube-apiserver differs per release, built from a module generated from that release's go.mod
-# (tools/kube-release-module.sh, kept in $GPUPOOL_CACHE/modules/<version>/); etcd, kubectl and helm stay tools/kube's.
+# K8S_VERSION other than tools/kube's (an older release of the compatibility matrix, docs/testbed.md): only the
+# control plane (kube-apiserver, kube-scheduler, kube-controller-manager) differs per release, built from a module
+# generated from that release's go.mod (tools/kube-release-module.sh, kept in $GPUPOOL_CACHE/modules/<version>/);
+# etcd, kubectl and helm stay tools/kube's.
 # Called by tests/sandbox when no binary is found elsewhere; safe to rerun: a
 # binary already in the cache is not rebuilt. Prints progress and timings
 # because the first (cold) build takes many minutes on 2 cores.
@@ -21,12 +22,13 @@ mkdir -p "$dest"
 kube_module="$here/kube"
 if [ "$K8S_VERSION" != "$BASE_VERSION" ]; then
   case ${1:-all} in
-    kube-apiserver) ;;
-    *) echo "[build-binaries] $K8S_VERSION is a matrix release: only kube-apiserver is built for it (etcd, kubectl, helm are $BASE_VERSION's)" >&2; exit 2 ;;
+    kube-apiserver|kube-scheduler|kube-controller-manager) ;;
+    *) echo "[build-binaries] $K8S_VERSION is a matrix release: only its control plane is built for it (etcd, kubectl, helm are $BASE_VERSION's)" >&2; exit 2 ;;
   esac
   kube_module="$cache/modules/$K8S_VERSION"
-  if [ ! -x "$dest/kube-apiserver" ] && [ ! -f "$kube_module/go.sum" ]; then
-    echo "[build-binaries] generating the build module for kube-apiserver $K8S_VERSION in $kube_module"
+  # A module generated before the scheduler and the controller manager were built lacks their tool lines (and sums).
+  if [ ! -x "$dest/$1" ] && { [ ! -f "$kube_module/go.sum" ] || ! grep -q "cmd/$1\$" "$kube_module/go.mod"; }; then
+    echo "[build-binaries] generating the build module for the $K8S_VERSION control plane in $kube_module"
     "$here/kube-release-module.sh" "$K8S_VERSION" "$kube_module"
   fi
 fi
@@ -48,6 +50,8 @@ build() { # name module-dir package ldflags
 which=${1:-all}
 [ "$which" = all ] || [ "$which" = etcd ] && build etcd "$here/kube" go.etcd.io/etcd/server/v3 ""
 [ "$which" = all ] || [ "$which" = kube-apiserver ] && build kube-apiserver "$kube_module" k8s.io/kubernetes/cmd/kube-apiserver "$ver_flags"
+[ "$which" = all ] || [ "$which" = kube-scheduler ] && build kube-scheduler "$kube_module" k8s.io/kubernetes/cmd/kube-scheduler "$ver_flags"
+[ "$which" = all ] || [ "$which" = kube-controller-manager ] && build kube-controller-manager "$kube_module" k8s.io/kubernetes/cmd/kube-controller-manager "$ver_flags"
 [ "$which" = all ] || [ "$which" = kubectl ] && build kubectl "$here/kube" k8s.io/kubernetes/cmd/kubectl "$ver_flags"
 [ "$which" = all ] || [ "$which" = helm ] && build helm "$here/helm" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 echo "[build-binaries] done: $dest"

@@ -76,7 +76,7 @@ def test_an_older_release_needs_its_own_kube_apiserver(tmp_path, monkeypatch):
     hit = binaries.find("kube-apiserver", allow_fetch=False, version=old.version)
     assert (hit.source, hit.path, hit.version) == ("cache", cached, "v1.32.13")
     assert binaries.find("kube-apiserver", allow_fetch=False).path == base  # the base release is untouched
-    with pytest.raises(ValueError, match="only kube-apiserver differs per release"):
+    with pytest.raises(ValueError, match="only the control plane differs per release"):
         binaries.find("kubectl", allow_fetch=False, version=old.version)
 
 
@@ -278,7 +278,7 @@ def test_cli_up_status_down_leaves_nothing_behind(tmp_path):
     status = cli("status")
     assert status.returncode == 0, status.stdout + status.stderr
     state = json.loads(status.stdout)
-    assert state["up"] and set(state["pids"]) == {"etcd", "kube-apiserver"}
+    assert state["up"] and set(state["pids"]) == {"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
     kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
     assert Path(kubeconfig).exists()
     workdir = state["workdir"]
