@@ -35,8 +35,9 @@ collection:
 	@mkdir -p $(dir $(COLL))
 	@ln -sfn $(CURDIR) $(COLL)
 
-# kube-apiserver, etcd, kubectl, helm: env vars, PATH, cache, download, else built from the Go module proxy.
-# K8S_RELEASES="1.32 1.33" (or all) adds the kube-apiserver of these releases of the matrix (testbed/k8s_releases.py).
+# etcd, the control plane (kube-apiserver, kube-scheduler, kube-controller-manager), kubectl, helm: env vars, PATH,
+# cache, download, else built from the Go module proxy.
+# K8S_RELEASES="1.32 1.33" (or all) adds the control plane of these releases of the matrix (testbed/k8s_releases.py).
 K8S_RELEASES ?=
 binaries: venv
 	$(VENV)/bin/python -m testbed.binaries ensure $(if $(strip $(K8S_RELEASES)),--k8s "$(K8S_RELEASES)")
@@ -51,11 +52,11 @@ integration: venv collection binaries fakenvml
 	$(VENV)/bin/python -m pytest tests/integration $(PYTEST_ARGS)
 
 # Every test on the base release (1.37), then the version-sensitive set on the oldest supported release (1.32).
-# The oldest release's kube-apiserver is found or built meanwhile at the lowest CPU priority (nice 19), so a cold
-# build (~11 CPU minutes) takes the time the tests leave idle; test-release waits for it (the cache's lock).
+# The oldest release's control plane is found or built meanwhile at the lowest CPU priority (nice 19), so a cold
+# build (~15 CPU minutes) takes the time the tests leave idle; test-release waits for it (the cache's lock).
 test: venv collection binaries fakenvml
 	$(MAKE) -s style
-	@mkdir -p $(BUILD); echo "[make] kube-apiserver of the oldest release: found or built in the background, log $(BUILD)/binaries-oldest.log"
+	@mkdir -p $(BUILD); echo "[make] control plane of the oldest release: found or built in the background, log $(BUILD)/binaries-oldest.log"
 	@setsid nice -n 19 $(VENV)/bin/python -m testbed.binaries ensure --k8s oldest > $(BUILD)/binaries-oldest.log 2>&1 & bg=$$!; \
 	rc=0; $(VENV)/bin/python -m pytest tests $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -ne 0 ]; then kill -- -$$bg 2>/dev/null || true; exit $$rc; fi; \
@@ -64,7 +65,7 @@ test: venv collection binaries fakenvml
 	$(MAKE) -s sanity units lint molecule
 
 # The version-sensitive tests (-m dra_api: resource.k8s.io, ComputeDomains, a site.yml converge and no-op) on one
-# release of the matrix: K8S_RELEASE=1.32|1.33|1.34|1.37|oldest. Its kube-apiserver is found or built first
+# release of the matrix: K8S_RELEASE=1.32|1.33|1.34|1.37|oldest. Its control plane is found or built first
 # (a cold build takes minutes on 2 cores: docs/testbed.md).
 K8S_RELEASE ?= oldest
 test-release: venv collection fakenvml

@@ -91,6 +91,22 @@ def ensure_namespace(cp, name):
             raise
 
 
+def wait_for_default_service_account(core_api, namespace: str, timeout: float = 30) -> None:
+    """The `default` ServiceAccount the real serviceaccount controller makes in a new namespace: a pod that runs as it
+    is refused by the ServiceAccount admission plugin until it exists."""
+    from kubernetes.client.rest import ApiException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            core_api.read_namespaced_service_account("default", namespace)
+            return
+        except ApiException as exc:
+            if exc.status != 404 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
+
+
 def install_compute_domain_crd(cp):
     """Apply the ComputeDomain CRD manifest and wait until it is served."""
     cp.kubectl("apply", "--server-side", "--field-manager=test-setup", "-f", str(CD_CRD))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration import k8s_helpers as h
 from tests.integration.playbook import ROOT, playbook_env, site_argv
 
 pytestmark = pytest.mark.sandbox
@@ -141,7 +142,7 @@ def bed(sandbox, tmp_path_factory):
 
     core = client.CoreV1Api(sandbox.cp.api_client())
     core.create_namespace({"metadata": {"name": NS}})
-    core.create_namespaced_service_account(NS, {"metadata": {"name": "default"}})  # no controller-manager here
+    h.wait_for_default_service_account(core, NS)
     data = {"sandbox": sandbox, "tmp": tmp_path_factory.mktemp("death"), "core": core, "layout": 0}
     run_site(data, LAYOUTS[0])
     (data["node"],) = [n.metadata.name for n in core.list_node(label_selector="%s=%s" % (NG_LABEL, POOL)).items]

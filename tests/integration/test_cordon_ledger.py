@@ -23,6 +23,7 @@ import time
 
 import pytest
 
+from tests.integration import k8s_helpers as h
 from tests.integration.playbook import ROOT, playbook_env, site_argv
 
 pytestmark = pytest.mark.sandbox
@@ -160,7 +161,7 @@ def bed(sandbox, tmp_path_factory):
 
     core = client.CoreV1Api(sandbox.cp.api_client())
     core.create_namespace({"metadata": {"name": NS}})
-    core.create_namespaced_service_account(NS, {"metadata": {"name": "default"}})  # no controller-manager here
+    h.wait_for_default_service_account(core, NS)
     data = {"sandbox": sandbox, "tmp": tmp_path_factory.mktemp("ledger"), "core": core}
     run_site(data, inventory(sandbox))
     yield data

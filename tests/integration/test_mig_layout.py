@@ -125,11 +125,7 @@ def bed(sandbox, tmp_path_factory):
 
     h.ensure_namespace(cp, NS)
     core = client.CoreV1Api(cp.api_client())
-    try:
-        core.create_namespaced_service_account(NS, {"metadata": {"name": "default"}})  # no controller-manager here
-    except client.rest.ApiException as exc:
-        if exc.status != 409:
-            raise
+    h.wait_for_default_service_account(core, NS)
     # The DRA driver's kubelet plugin on these nodes only: the DRA driver simulator publishes their slices.
     client.AppsV1Api(cp.api_client()).create_namespaced_daemon_set(
         NS,

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from ansible_collections.gpupool.core.plugins.action import nodegroup, nodegroup_info
+from tests.integration import k8s_helpers as h
 from tests.unit.plugins.steps import run_action
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -332,8 +333,7 @@ def test_shrink_with_drain_on_a_real_apiserver(magnum_factory, control_plane, tm
     n0, n1, n2 = emu.nodes_of("drain-test", "gpu")
     ns = "drain-%d" % int(time.time() * 1000)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    # no controller-manager on the test bed: create the namespace's default ServiceAccount ourselves
-    core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default")))
+    h.wait_for_default_service_account(core, ns)
 
     def pod(name, node, gpu=True):
         resources = client.V1ResourceRequirements(limits={"nvidia.com/gpu": "1"} if gpu else {"cpu": "1"})

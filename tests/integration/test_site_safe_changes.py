@@ -23,6 +23,7 @@ from datetime import datetime
 import pytest
 import yaml
 
+from tests.integration import k8s_helpers as h
 from tests.integration.playbook import ROOT, run_playbook
 
 pytestmark = pytest.mark.sandbox
@@ -171,7 +172,7 @@ def test_site_previews_then_applies_shrink_mig_change_and_pool_removal_safely(sa
 
     core = client.CoreV1Api(sandbox.cp.api_client())
     core.create_namespace({"metadata": {"name": NS}})
-    core.create_namespaced_service_account(NS, {"metadata": {"name": "default"}})  # no controller-manager here
+    h.wait_for_default_service_account(core, NS)
     site = Site(sandbox, tmp_path)
     inventory = pools()
     try:
