@@ -325,3 +325,89 @@ def test_audit_judges_delete_dry_run_by_what_the_server_did(control_plane):
     writes = control_plane.audit.since(mark).writes()
     assert [(e["verb"], e["objectRef"]["name"]) for e in writes] == [("delete", "cp-del-query")]
     core.delete_namespaced_config_map("cp-del-body", "default")
+
+
+# ---- the scheduler and the controller manager ------------------------------------------------------------------------
+def _until(what: str, probe, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while (value := probe()) in (None, False, [], {}):
+        assert time.monotonic() < deadline, f"{what}: not after {timeout}s"
+        time.sleep(0.2)
+    return value
+
+
+@pytest.mark.controlplane
+@pytest.mark.dra_api
+def test_the_scheduler_and_the_controllers_do_their_part(control_plane, k8s_release):
+    """Each component the control plane starts acts, under its own identity: the serviceaccount controller makes a
+    namespace's `default` ServiceAccount, the DaemonSet controller a pod per admitted node, the scheduler binds it,
+    the disruption controller computes a budget's status, the garbage collector removes the pods of a deleted
+    DaemonSet and the namespace controller a deleted namespace."""
+    from tests.integration import k8s_helpers as h
+
+    api = control_plane.api_client()
+    core, apps, policy = client.CoreV1Api(api), client.AppsV1Api(api), client.PolicyV1Api(api)
+    ns, node, app = "cp-controllers", "cp-controllers-node", {"app": "cp-controllers"}
+    mark = control_plane.audit.mark()
+    core.create_namespace({"metadata": {"name": ns}})
+    try:
+        h.wait_for_default_service_account(core, ns)
+        h.make_node(control_plane, node, labels={"cp-controllers": "yes"})
+        # What kubelet and the node lifecycle controller would do: capacity, and the not-ready taint lifted.
+        room = {"cpu": "4", "memory": "8Gi", "pods": "10"}
+        core.patch_node_status(node, {"status": {"capacity": room, "allocatable": room}})
+        core.patch_node(node, {"spec": {"taints": None}})
+        container = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
+        apps.create_namespaced_daemon_set(
+            ns,
+            {
+                "metadata": {"name": "cp-ds"},
+                "spec": {
+                    "selector": {"matchLabels": app},
+                    "template": {
+                        "metadata": {"labels": app},
+                        "spec": {"nodeSelector": {"cp-controllers": "yes"}, "containers": [container]},
+                    },
+                },
+            },
+        )
+        policy.create_namespaced_pod_disruption_budget(
+            ns, {"metadata": {"name": "cp-pdb"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": app}}}
+        )
+        pods = _until(
+            "the DaemonSet's pod bound", lambda: [p for p in core.list_namespaced_pod(ns).items if p.spec.node_name]
+        )
+        assert [p.spec.node_name for p in pods] == [node]  # one pod, on the only node its selector admits
+        status = _until(
+            "the budget's status",
+            lambda: (b := policy.read_namespaced_pod_disruption_budget("cp-pdb", ns).status).expected_pods and b,
+        )
+        # No kubelet runs here: the pod stays Pending, so it is not healthy and the budget allows nothing.
+        assert (status.expected_pods, status.current_healthy, status.disruptions_allowed) == (1, 0, 0)
+        apps.delete_namespaced_daemon_set("cp-ds", ns)
+        # The collector deletes the pod; with no kubelet to confirm it stops, a bound pod then stays Terminating.
+        _until(
+            "the DaemonSet's pod collected",
+            lambda: all(p.metadata.deletion_timestamp for p in core.list_namespaced_pod(ns).items),
+        )
+        for pod in core.list_namespaced_pod(ns).items:  # what its kubelet would confirm once the container stopped
+            core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+    finally:
+        h.delete_nodes(control_plane, [node])
+        core.delete_namespace(ns)
+    _until("the namespace deleted", lambda: ns not in {n.metadata.name for n in core.list_namespace().items})
+    writers = {
+        (e["objectRef"].get("resource"), e["objectRef"].get("subresource"), e["user"]["username"])
+        for e in control_plane.audit.since(mark).writes()
+        if (e["objectRef"].get("namespace") == ns or e["objectRef"].get("name") == ns)
+        and e["responseStatus"]["code"] < 400
+    }
+    sa = "system:serviceaccount:kube-system:"
+    assert {
+        ("serviceaccounts", None, sa + "service-account-controller"),
+        ("pods", None, sa + "daemon-set-controller"),
+        ("pods", "binding", "system:kube-scheduler"),
+        ("poddisruptionbudgets", "status", sa + "disruption-controller"),
+        ("pods", None, sa + "generic-garbage-collector"),
+        ("namespaces", "finalize", sa + "namespace-controller"),
+    } <= writers, sorted(writers, key=str)

@@ -511,7 +511,7 @@ def test_absent_pool_is_drained_then_deleted_on_a_real_apiserver(magnum_factory,
     assert run(nodegroup, cluster=present)["changed"]
     ns = "absent-%d" % int(time.time() * 1000)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default")))
+    h.wait_for_default_service_account(core, ns)
     for i, node_name in enumerate(names):
         core.create_namespaced_pod(
             ns,
