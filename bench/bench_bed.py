@@ -53,7 +53,8 @@ class ClusterBed:
 
     def __init__(self, plan: ClusterPlan, workdir: Path, mig_delay: float, poll: float):
         self.plan = plan
-        self.cp = ControlPlane(workdir)
+        # No pods are made here: the scheduler and the controller manager would only add CPU noise on 2 cores.
+        self.cp = ControlPlane(workdir, controllers=False)
         self.inventory = GpuInventory(adopt_foreign=False)
         self.mig_delay, self.poll = mig_delay, poll
         self.mig: MigManagerSimulator | None = None
