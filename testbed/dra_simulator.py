@@ -55,6 +55,7 @@ import time
 
 from testbed import dra_api, dra_driver_rules, dra_dynamic_mig
 from testbed import dra_resourceslices as slices_mod
+from testbed.node_simulator import NOT_YET
 from testbed.simulator_client import Kube, KubeError
 
 IDENTITY = "testbed:dra-driver-simulator"
@@ -77,7 +78,9 @@ def _log(msg: str) -> None:
     print("[dra-simulator] %s" % msg, file=sys.stderr, flush=True)
 
 
-# ---- scheduling predicates (pure) -------------------------------------------------------------------
+# ---- placement predicates (pure) --------------------------------------------------------------------
+# The simulator no longer places anything (the real DaemonSet controller and scheduler do): these answer, for the
+# static chart checks (test_dra_chart_rules.py, test_dra_resourceslices.py), where a rendered pod template would run.
 def _expr_matches(expr: dict, labels: dict) -> bool:
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
     if op == "In":
@@ -127,7 +130,7 @@ def tolerates(tolerations, taint: dict) -> bool:
 
 
 def schedules_on(pod_spec: dict, node: dict) -> bool:
-    """Would the DaemonSet controller place this pod template on the node?"""
+    """Would the DaemonSet controller place this pod template on the node (for checks of rendered charts)?"""
     labels = node["metadata"].get("labels") or {}
     for key, value in (pod_spec.get("nodeSelector") or {}).items():
         if labels.get(key) != value:
@@ -144,13 +147,6 @@ def schedules_on(pod_spec: dict, node: dict) -> bool:
     return True
 
 
-def node_ready(node: dict) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (node.get("status") or {}).get("conditions") or []
-    )
-
-
 def is_kubelet_plugin(ds: dict) -> bool:
     """The driver's kubelet-plugin DaemonSet: the chart's name label, or a name ending -kubelet-plugin."""
     labels = ds["metadata"].get("labels") or {}
@@ -158,7 +154,26 @@ def is_kubelet_plugin(ds: dict) -> bool:
 
 
 def _containers(obj: dict) -> list:
-    return ((obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []
+    """The containers of a Pod, or of the pod template of a DaemonSet/Deployment."""
+    spec = obj.get("spec") or {}
+    if "template" in spec:
+        spec = (spec.get("template") or {}).get("spec") or {}
+    return spec.get("containers") or []
+
+
+def _owned_by(pod: dict, ds: dict) -> bool:
+    return any(
+        o.get("controller") and o.get("uid") == ds["metadata"]["uid"]
+        for o in pod["metadata"].get("ownerReferences") or []
+    )
+
+
+def pod_ready(pod: dict) -> bool:
+    """Running with the Ready condition True, as the node simulator (the kubelet) reports it."""
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
 
 
 def feature_gates(ds: dict) -> dict:
@@ -209,21 +224,52 @@ class DraDriverSimulator:
         self._warned: set[str] = set()
         self._had_slices = True  # check once at start for leftovers
         self._rs_namespaces: set[str] = set()  # where we created ReplicaSets (for the garbage collector)
-        self._started: set[tuple] = set()  # (DaemonSet uid, generation, node): plugin start-ups seen
+        self._started: set[str] = set()  # uids of the plugin pods whose start-up was played (DynamicMIG)
+        self._daemonsets: dict[str, dict] = {}  # uid -> every DaemonSet of the last pass (pod_readiness)
         self.prepared: dict[str, list] = {}  # "ns/claim" -> [{"device", "ready", "message"}]
         self.publishes = 0
         self.api_version = ""  # the resource.k8s.io version spoken: discovered on the first pass (dra_api)
 
+    # ---- the kubelet's question: do this pod's containers start? ------------------------------------------
+    def pod_readiness(self, pod: dict, node: dict):
+        """The node simulator's readiness hook: a sentence when this kubelet-plugin pod's containers exit at
+        start-up (the driver refuses its FEATURE_GATES/IMEX env, read from the pod's own containers, or the node
+        has no GPU for NVML), None when they run, NOT_YET when its DaemonSet was not listed yet."""
+        owner = next((o for o in pod["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
+        if owner is None or owner.get("kind") != "DaemonSet":
+            return None
+        ds = self._daemonsets.get(owner.get("uid"))
+        if ds is None:
+            return NOT_YET
+        if not is_kubelet_plugin(ds):
+            return None
+        crash = dra_driver_rules.startup_error(
+            driver_version(ds),
+            feature_gates(pod),
+            container_env(pod, "IMEX_MODE"),
+            container_env(pod, "IMEX_ISOLATION"),
+        )
+        if crash:
+            return crash
+        if self.inventory.for_node(node) is None:
+            return "NVML: no NVIDIA GPU on node %s (nvmlInit failed)" % node["metadata"]["name"]
+        return None
+
     # ---- one reconcile pass ---------------------------------------------------------------------------
-    def tick(self, nodes: list[dict] | None = None) -> None:
+    def tick(self, nodes: list[dict] | None = None, pods: list[dict] | None = None) -> None:
+        """One pass on this poll's node and pod LISTs (listed here when not given: the MIG manager's republish)."""
         if nodes is None:
             nodes = self.kube.list("/api/v1/nodes")
-        daemonsets = [ds for ds in self.kube.list("/apis/apps/v1/daemonsets") if is_kubelet_plugin(ds)]
+        if pods is None:
+            pods = self.kube.list("/api/v1/pods")
+        every = self.kube.list("/apis/apps/v1/daemonsets")
+        self._daemonsets = {ds["metadata"]["uid"]: ds for ds in every}
+        daemonsets = [ds for ds in every if is_kubelet_plugin(ds)]
+        by_name = {n["metadata"]["name"]: n for n in nodes}
         desired: dict[str, dict] = {}
         plugins = {}
         for ds in daemonsets:
             key = "%s/%s" % (ds["metadata"]["namespace"], ds["metadata"]["name"])
-            pod_spec = ds["spec"]["template"].get("spec") or {}
             drivers = tuple(CONTAINER_DRIVERS[c["name"]] for c in _containers(ds) if c.get("name") in CONTAINER_DRIVERS)
             gates = feature_gates(ds)
             version = driver_version(ds)
@@ -237,26 +283,29 @@ class DraDriverSimulator:
             if crash and key + crash not in self._warned:
                 self._warned.add(key + crash)
                 self.log("%s: every driver container exits at start-up: %s" % (key, crash))
+            # The plugin runs where the DaemonSet controller made a pod, the scheduler bound it and the kubelet
+            # (node simulator) reports it Running and Ready: nothing here decides placement any more.
             scheduled, ready = [], []
-            for node in nodes:
-                if not schedules_on(pod_spec, node):
+            for pod in pods:
+                meta, node_name = pod["metadata"], (pod.get("spec") or {}).get("nodeName")
+                if not node_name or meta.get("deletionTimestamp") or not _owned_by(pod, ds):
                     continue
-                scheduled.append(node["metadata"]["name"])
-                machine = self.inventory.for_node(node)
-                if crash or machine is None or not node_ready(node):
-                    continue  # crashing, no GPUs (NVML fails), or the node is down
-                ready.append(node["metadata"]["name"])
-                for sl in self._node_slices(ds, node, machine, drivers, gates):
+                scheduled.append(node_name)
+                node = by_name.get(node_name)
+                machine = self.inventory.for_node(node) if node else None
+                if machine is None or not pod_ready(pod):
+                    continue
+                ready.append(node_name)
+                for sl in self._node_slices(pod, node, machine, drivers, feature_gates(pod)):
                     desired[sl["metadata"]["name"]] = sl
             plugins[key] = {
-                "nodes": scheduled,
-                "ready": ready,
+                "nodes": sorted(scheduled),
+                "ready": sorted(ready),
                 "gates": gates,
                 "drivers": list(drivers),
                 "version": version,
                 "error": crash,
             }
-            self._ds_status(ds, len(scheduled), len(ready))
             if not crash:  # the controller (and webhook) exit on the same flags: never ready then
                 self._deployments(ds)
         self.plugins = plugins
@@ -267,16 +316,16 @@ class DraDriverSimulator:
             if not self._collect_replicasets(ns, self._live_deployments(ns)):
                 self._rs_namespaces.discard(ns)
 
-    def _node_slices(self, ds: dict, node: dict, machine, drivers: tuple, gates: dict) -> list:
-        """The slices the plugin publishes on one node; with DynamicMIG, its start-up first wipes the
-        node's static MIG layouts (once per plugin generation and node, as a pod start would)."""
+    def _node_slices(self, pod: dict, node: dict, machine, drivers: tuple, gates: dict) -> list:
+        """The slices the plugin pod publishes on its node; with DynamicMIG, its start-up first wipes the
+        node's static MIG layouts (once per plugin pod, as its start does)."""
         name = node["metadata"]["name"]
         owner = {"name": name, "uid": node["metadata"].get("uid")}
         if not (gates.get("DynamicMIG") and slices_mod.GPU_DRIVER in drivers):
             return slices_mod.node_slices(
                 machine.name, machine.gpu, machine.count, dict(machine.layouts), owner=owner, drivers=drivers
             )
-        start = (ds["metadata"].get("uid"), ds["metadata"].get("generation"), name)
+        start = pod["metadata"]["uid"]
         if start not in self._started:
             self._started.add(start)
             before = self.inventory.layouts(name)
@@ -393,30 +442,7 @@ class DraDriverSimulator:
                     self.log(msg)
                     self.errors = (self.errors + [msg])[-20:]
 
-    # ---- DaemonSet / Deployment status ------------------------------------------------------------------
-    def _ds_status(self, ds: dict, scheduled: int, ready: int) -> None:
-        want = {
-            "currentNumberScheduled": scheduled,
-            "desiredNumberScheduled": scheduled,
-            "numberMisscheduled": 0,
-            "numberReady": ready,
-            "updatedNumberScheduled": scheduled,
-            "numberAvailable": ready,
-            "numberUnavailable": scheduled - ready,
-            "observedGeneration": ds["metadata"].get("generation", 1),
-        }
-        have = ds.get("status") or {}
-        if all(have.get(k, 0) == v for k, v in want.items()):
-            return
-        ns, name = ds["metadata"]["namespace"], ds["metadata"]["name"]
-        body = {"status": dict(want, numberUnavailable=want["numberUnavailable"] or None)}
-        try:
-            self.kube.patch(_apps("daemonsets", ns, name) + "/status", body)
-            self.log("DaemonSet %s/%s: %d scheduled, %d ready" % (ns, name, scheduled, ready))
-        except KubeError as exc:
-            if exc.status != 404:
-                raise
-
+    # ---- the driver's controller Deployment (no deployment/replicaset controller runs) ------------------------------------------------------------------
     def _deployments(self, ds: dict) -> None:
         ns = ds["metadata"]["namespace"]
         instance = (ds["metadata"].get("labels") or {}).get("app.kubernetes.io/instance")

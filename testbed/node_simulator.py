@@ -24,8 +24,22 @@ update, delete), this simulator does what those components do for each server of
 It also keeps the simulated hardware of every node (``GpuInventory``: GPU model, count, clique and
 the current MIG layout per GPU), which the DRA driver and MIG manager simulators share.
 
-Not simulated: heartbeats and lease renewal (nothing marks a Node NotReady here: no node lifecycle
-controller runs), GFD's MIG labels (``nvidia.com/mig-<profile>.count``, mig.strategy), image and
+- **kubelet, pod part** (``tick(nodes, pods)``, one pass per sandbox poll, on the one pod LIST of that
+  poll): for a pod bound (``spec.nodeName``) to a Node this simulator manages - one it registered or a
+  machine of its GpuInventory, never a Node a test made by hand - a Pending pod gets, through the
+  ``pods/status`` subresource and only when it changes, phase Running, the conditions
+  PodReadyToStartContainers/Initialized/ContainersReady/Ready/PodScheduled True, a running
+  containerStatus per container (init containers terminated Completed), hostIP/podIP and startTime.
+  A readiness hook (``set_readiness``: the DRA driver simulator's, for its kubelet-plugin pods) can say
+  "these containers refuse to start, because ...": Ready/ContainersReady False and a waiting
+  ``CrashLoopBackOff`` containerStatus with that message. A bound pod with a deletionTimestamp is
+  finalized as the kubelet does once its containers stopped (they exit ``exit_seconds`` after the
+  delete, or when the grace period ends if that is sooner): DELETE with gracePeriodSeconds=0 and a uid
+  precondition.
+
+Not simulated: heartbeats and lease renewal (no Lease objects in kube-node-lease, and nothing marks a
+Node NotReady: no node lifecycle controller runs, so none is needed), probes, images, volumes, pod
+resource accounting beyond the scheduler's, GFD's MIG labels (``nvidia.com/mig-<profile>.count``, mig.strategy), image and
 volume status, kubelet restarts. Labels set later by others (the collection) are never touched again;
 node_labels/node_taints of an *updated* nodegroup are merged into its existing Nodes (an assumption:
 the reference does not say how Magnum propagates them).
@@ -49,6 +63,9 @@ SIMULATED_ANNOTATION = "testbed.gpupool.io/simulated-by"
 NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
 ROLE_LABEL = "magnum.openstack.org/role"
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
+# What a readiness hook returns when it cannot decide yet (e.g. the owner of a pod was not listed yet):
+# the pod is left as it is and asked about again on the next poll.
+NOT_YET = object()
 
 
 def _log(msg: str) -> None:
@@ -293,9 +310,24 @@ def node_status(name: str, *, flavor: str | None, address: str | None = None, re
 class NodeSimulator:
     """Registers/removes Nodes for Magnum emulator nodegroup changes (see the module docstring)."""
 
-    def __init__(self, kube: Kube, inventory: GpuInventory | None = None, clusters=None, log=_log):
-        """clusters: Magnum cluster names (or uuids) whose nodes go to this apiserver; None: all."""
+    def __init__(
+        self,
+        kube: Kube,
+        inventory: GpuInventory | None = None,
+        clusters=None,
+        log=_log,
+        *,
+        pod_kube: Kube | None = None,
+        exit_seconds: float = 1.0,
+    ):
+        """clusters: Magnum cluster names (or uuids) whose nodes go to this apiserver; None: all.
+        pod_kube: the client of the thread that calls tick() (kube is the Magnum hook's thread's).
+        exit_seconds: how long a deleted pod's simulated containers take to stop (capped by its grace)."""
         self.kube = kube
+        self.pod_kube = pod_kube or kube
+        self.exit_seconds = exit_seconds
+        self._readiness = None
+        self.pod_writes = 0
         self.inventory = inventory or GpuInventory()
         self.clusters = set(clusters) if clusters else None
         self.log = log
@@ -473,3 +505,190 @@ class NodeSimulator:
     def remove_all(self) -> None:
         for name in self.nodes():
             self._remove(name)
+
+    # ---- kubelet, pod part -----------------------------------------------------------------------------
+    def set_readiness(self, hook) -> None:
+        """hook(pod, node) -> None (the containers start), a sentence (they refuse to start: why) or NOT_YET."""
+        self._readiness = hook
+
+    def managed(self) -> set[str]:
+        """The Nodes whose kubelet this simulator plays: those it registered and the machines of its inventory."""
+        with self._lock:
+            return set(self._nodes) | set(self.inventory.names())
+
+    def tick(self, nodes: list[dict], pods: list[dict]) -> list[dict]:
+        """One kubelet pass over this poll's pod LIST; returns the pods as they are after it (status written)."""
+        managed = self.managed()
+        by_name = {n["metadata"]["name"]: n for n in nodes}
+        out = []
+        for pod in pods:
+            node = by_name.get((pod.get("spec") or {}).get("nodeName") or "")
+            if node is None or node["metadata"]["name"] not in managed:
+                out.append(pod)
+                continue
+            try:
+                if pod["metadata"].get("deletionTimestamp"):
+                    self._finalize(pod)
+                    out.append(pod)
+                else:
+                    out.append(self._run(pod, node))
+            except KubeError as exc:
+                if exc.status not in (404, 409):  # gone or changed meanwhile: the next poll sees it again
+                    msg = "pod %s/%s: %s" % (pod["metadata"]["namespace"], pod["metadata"]["name"], exc)
+                    if msg not in self.errors:
+                        self.log(msg)
+                        self.errors = (self.errors + [msg])[-20:]
+                out.append(pod)
+        return out
+
+    def _finalize(self, pod: dict) -> None:
+        meta = pod["metadata"]
+        grace = meta.get("deletionGracePeriodSeconds") or 0
+        deadline = _parse_time(meta["deletionTimestamp"])
+        if time.time() < min(deadline, deadline - grace + self.exit_seconds):
+            return
+        body = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": meta["uid"]},
+        }
+        self.pod_kube.request("DELETE", "/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]), body=body)
+        self.log(
+            "pod %s/%s on %s: containers stopped, deleted" % (meta["namespace"], meta["name"], pod["spec"]["nodeName"])
+        )
+
+    def _run(self, pod: dict, node: dict) -> dict:
+        status = pod.get("status") or {}
+        if status.get("phase") not in ("Pending", "Running"):
+            return pod  # Succeeded/Failed: a kubelet never restarts the pod
+        refusal = self._readiness(pod, node) if self._readiness else None
+        if refusal is NOT_YET:
+            return pod
+        want = pod_status(pod, node, refusal)
+        if _status_key(status) == _status_key(want):
+            return pod
+        meta = pod["metadata"]
+        written = self.pod_kube.patch(
+            "/api/v1/namespaces/%s/pods/%s/status" % (meta["namespace"], meta["name"]),
+            {"metadata": {"uid": meta["uid"]}, "status": want},
+        )
+        self.pod_writes += 1
+        self.log(
+            "pod %s/%s on %s: %s"
+            % (meta["namespace"], meta["name"], node["metadata"]["name"], "Ready" if not refusal else refusal)
+        )
+        return written
+
+
+def _parse_time(stamp: str) -> float:
+    import calendar
+
+    return calendar.timegm(time.strptime(stamp.replace(".000000", ""), "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _fake_ip(prefix: str, key: str) -> str:
+    digest = uuid.uuid5(uuid.NAMESPACE_DNS, key).bytes
+    return "%s.%d.%d" % (prefix, digest[0], 1 + digest[1] % 254)
+
+
+def pod_status(pod: dict, node: dict, refusal: str | None = None) -> dict:
+    """The status a kubelet reports for a started pod: Running, Ready unless `refusal` says why its containers
+    do not start (then CrashLoopBackOff with that message). Times already in the pod's status are kept."""
+    status = pod.get("status") or {}
+    spec = pod.get("spec") or {}
+    now = _now()
+    start = status.get("startTime") or now
+    addresses = (node.get("status") or {}).get("addresses") or []
+    host_ip = next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None)
+    host_ip = host_ip or _fake_ip("10.0", "node/" + node["metadata"]["name"])
+    pod_ip = host_ip if spec.get("hostNetwork") else _fake_ip("10.100", "pod/" + pod["metadata"]["uid"])
+    names = [c["name"] for c in spec.get("containers") or []]
+    old_conditions = {c.get("type"): c for c in status.get("conditions") or []}
+
+    def cond(ctype: str, ok: bool, reason: str | None = None, message: str | None = None) -> dict:
+        old = old_conditions.get(ctype) or {}
+        same = old.get("status") == ("True" if ok else "False")
+        out = {"type": ctype, "status": "True" if ok else "False", "lastProbeTime": None}
+        out["lastTransitionTime"] = old.get("lastTransitionTime") if same and old.get("lastTransitionTime") else now
+        if reason:
+            out["reason"], out["message"] = reason, message
+        return out
+
+    unready = "containers with unready status: [%s]" % " ".join(names)
+    conditions = [
+        cond("PodReadyToStartContainers", True),
+        cond("Initialized", True),
+        cond("Ready", not refusal, None if not refusal else "ContainersNotReady", None if not refusal else unready),
+        cond(
+            "ContainersReady", not refusal, None if not refusal else "ContainersNotReady", unready if refusal else None
+        ),
+        old_conditions.get("PodScheduled") or cond("PodScheduled", True),
+    ]
+    old_cs = {c.get("name"): c for c in status.get("containerStatuses") or []}
+
+    def container(c: dict, init: bool = False) -> dict:
+        cid = "containerd://" + uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (pod["metadata"]["uid"], c["name"])).hex
+        base = {"name": c["name"], "image": c.get("image") or "", "imageID": "", "containerID": cid}
+        if init:
+            done = {"exitCode": 0, "reason": "Completed", "startedAt": start, "finishedAt": start, "containerID": cid}
+            return dict(base, ready=True, restartCount=0, started=False, state={"terminated": done})
+        if refusal:
+            failed = {
+                "exitCode": 1,
+                "reason": "Error",
+                "message": refusal,
+                "startedAt": start,
+                "finishedAt": start,
+                "containerID": cid,
+            }
+            waiting = {
+                "reason": "CrashLoopBackOff",
+                "message": "back-off 10s restarting failed container=%s pod=%s: %s"
+                % (c["name"], pod["metadata"]["name"], refusal),
+            }
+            return dict(
+                base,
+                ready=False,
+                restartCount=1,
+                started=False,
+                state={"waiting": waiting},
+                lastState={"terminated": failed},
+            )
+        running = (old_cs.get(c["name"]) or {}).get("state", {}).get("running") or {"startedAt": now}
+        return dict(base, ready=True, restartCount=0, started=True, state={"running": running})
+
+    out = {
+        "phase": "Running",
+        "conditions": conditions,
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+        "startTime": start,
+        "containerStatuses": [container(c) for c in spec.get("containers") or []],
+    }
+    if spec.get("initContainers"):
+        out["initContainerStatuses"] = [container(c, init=True) for c in spec["initContainers"]]
+    return out
+
+
+def _status_key(status: dict) -> str:
+    """What a kubelet compares before it writes a pod's status (times left out)."""
+    return repr(
+        (
+            status.get("phase"),
+            sorted((c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or []),
+            [
+                (
+                    c.get("name"),
+                    c.get("ready"),
+                    sorted((c.get("state") or {}).keys()),
+                    ((c.get("state") or {}).get("waiting") or {}).get("message"),
+                )
+                for c in status.get("containerStatuses") or []
+            ],
+            status.get("podIP"),
+            status.get("hostIP"),
+        )
+    )

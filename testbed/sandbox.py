@@ -11,11 +11,14 @@ What runs (docs/testbed.md has what each piece models and what it does not):
 - the Magnum API EMULATOR (testbed/magnum_emulator.py) with the cluster of inventories/example
   (``digaponc-gpu-004``, labels incl. ``nvidia_gpu_enabled=true``, default-master and
   default-worker nodegroups of flavor ``m2.large``), its ``api_address`` the real apiserver;
-- the node SIMULATOR (testbed/node_simulator.py): Nodes for the emulator's nodegroups;
-- the DRA driver SIMULATOR (testbed/dra_simulator.py): DaemonSet/Deployment status, ResourceSlices;
+- the node SIMULATOR (testbed/node_simulator.py): Nodes for the emulator's nodegroups, and the kubelet's
+  pod part on them (bound pods Running/Ready, deleted pods finalized);
+- the DRA driver SIMULATOR (testbed/dra_simulator.py): ResourceSlices where its kubelet-plugin pod runs, claim
+  prepare, the controller Deployment's ReplicaSet and status (the real DaemonSet controller and scheduler place
+  the plugin pods);
 - the MIG manager SIMULATOR (testbed/mig_manager_simulator.py): ``nvidia.com/mig.config``.
 
-The simulators poll the apiserver (one node list per poll, default every 0.5 s) in one thread; the
+The simulators poll the apiserver (one node and one pod LIST per poll, default every 0.5 s) in one thread; the
 node simulator is driven by the emulator's ``on_nodegroup_change`` hook. ``up`` starts a detached
 process (``python -m testbed.sandbox run``), waits until it is ready and prints its progress; the
 state lives in ``.build/sandbox/`` (or ``$GPUPOOL_STATE/sandbox``): ``state.json`` (pid, ports,
@@ -119,6 +122,7 @@ class Sandbox:
         mig_config_map: str | None = None,
         mig_namespace: str | None = None,
         adopt_foreign_nodes: bool = True,
+        pod_exit_seconds: float = 1.0,
         log=_log,
     ):
         """control_plane: a started ControlPlane to use (not stopped by stop()); None starts one.
@@ -127,7 +131,9 @@ class Sandbox:
         manager simulator reads the mig-parted config (default: the example inventory's mig_manager,
         else gpupool-mig-parted-config in gpu-operator). adopt_foreign_nodes: the DRA driver and MIG
         manager simulators also act on GPU Nodes the node simulator did not register (recognised by
-        their instance-type or GFD labels); the pytest fixture turns it off, its apiserver is shared."""
+        their instance-type or GFD labels); the pytest fixture turns it off, its apiserver is shared.
+        pod_exit_seconds: how long a deleted pod's simulated containers take to stop (at most its grace period)."""
+        self.pod_exit_seconds = pod_exit_seconds
         self.cp = control_plane
         self._own_cp = control_plane is None
         self.cluster_name = cluster
@@ -184,7 +190,14 @@ class Sandbox:
                 delay=self.mig_delay,
                 republish=lambda _node: self.dra.tick(),
             )
-            self.nodes = NodeSimulator(node_kube, self.inventory, clusters={self.cluster_name})
+            self.nodes = NodeSimulator(
+                node_kube,
+                self.inventory,
+                clusters={self.cluster_name},
+                pod_kube=self._loop_kube,
+                exit_seconds=self.pod_exit_seconds,
+            )
+            self.nodes.set_readiness(self.dra.pod_readiness)
             self.log("starting the Magnum emulator (cluster %s) ..." % self.cluster_name)
             self.magnum = MagnumEmulator(
                 port=self.magnum_port,
@@ -247,12 +260,15 @@ class Sandbox:
             self.sync()
 
     def sync(self) -> None:
-        """One pass of the DRA driver and MIG manager simulators (the loop calls it every poll)."""
+        """One pass of the kubelets (node simulator), the DRA driver and MIG manager simulators (the loop calls it
+        every poll): one node LIST and one pod LIST, shared by all of them."""
         with self._tick_lock:
             try:
                 nodes = self._loop_kube.list("/api/v1/nodes")
+                pods = self._loop_kube.list("/api/v1/pods")
                 self.inventory.prune({n["metadata"]["name"] for n in nodes})
-                self.dra.tick(nodes)
+                pods = self.nodes.tick(nodes, pods)
+                self.dra.tick(nodes, pods)
                 self.mig.tick(nodes)
                 self.ticks += 1
             except Exception as exc:  # the next poll retries; a dead apiserver just logs

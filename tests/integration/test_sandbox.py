@@ -274,7 +274,7 @@ def test_chart_refuses_gpus_without_override(sandbox, tmp_path):
 
 
 @pytest.mark.dra_api
-def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, custom):
+def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, core, custom):
     from kubernetes import client
 
     apps = client.AppsV1Api(sandbox.cp.api_client())
@@ -287,6 +287,19 @@ def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, 
     plugin = sandbox.dra.plugins["%s/dra-driver-nvidia-gpu-kubelet-plugin" % DRA_NS]
     assert a100 in plugin["ready"]
     assert not any(n.startswith("digaponc-gpu-004-default-") for n in plugin["nodes"])  # no GPU labels
+    # The pod is real: made by the DaemonSet controller, bound by the scheduler, reported Ready by the node
+    # simulator (the kubelet's part), and the DaemonSet's status is the DaemonSet controller's count of it.
+    (pod,) = plugin_pods(core, a100)
+    (owner,) = pod.metadata.owner_references
+    assert (owner.kind, owner.uid) == ("DaemonSet", ds.metadata.uid)
+    assert pod.status.phase == "Running" and pod.status.pod_ip and pod.status.host_ip
+    conditions = {c.type: c.status for c in pod.status.conditions}
+    assert conditions["PodScheduled"] == conditions["Ready"] == conditions["ContainersReady"] == "True"
+    assert sorted(c.name for c in pod.status.container_statuses) == ["compute-domains", "gpus"]
+    assert all(c.ready and c.state.running for c in pod.status.container_statuses)
+    # the DaemonSet controller asks for the node by affinity (it never sets nodeName): the scheduler bound it
+    terms = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+    assert [f.values for t in terms for f in t.match_fields or []] == [[a100]]
     dep = apps.read_namespaced_deployment("dra-driver-nvidia-gpu-controller", DRA_NS)
     assert dep.status.ready_replicas == 1 and dep.status.observed_generation == dep.metadata.generation
     classes = {
@@ -335,13 +348,25 @@ def test_resourceslices_match_the_flavor(sandbox, dra_driver, a100, custom):
     assert sandbox.errors == [] and sandbox.dra.errors == []  # every write was accepted
 
 
+def plugin_pods(core, node):
+    """The kubelet-plugin pods bound to the node (made by the real DaemonSet controller, bound by the scheduler)."""
+    pods = core.list_namespaced_pod(DRA_NS, field_selector="spec.nodeName=%s" % node).items
+    return [p for p in pods if any(o.kind == "DaemonSet" for o in p.metadata.owner_references or [])]
+
+
 def test_gpu_taint_without_toleration_unschedules_the_plugin(sandbox, dra_driver, a100, core, custom):
     """The real kubelet plugin tolerates only nvidia.com/gpu: a node tainted otherwise gets no plugin
     pod and so no ResourceSlices, until the chart's kubeletPlugin.tolerations include the taint."""
+    (running,) = plugin_pods(core, a100)
     taint = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}
     core.patch_node(a100, {"spec": {"taints": [taint]}})
     try:
+        # A NoSchedule taint evicts nothing (the DaemonSet controller lets a running daemon pod continue): the
+        # plugin restarts (e.g. a node reboot), and the real DaemonSet controller makes no new pod for the node.
+        core.delete_namespaced_pod(running.metadata.name, DRA_NS)
+        wait_for("the plugin pod to be gone", lambda: plugin_pods(core, a100) == [])
         wait_for("slices of the tainted node to go", lambda: slices_of(custom, a100) == {})
+        assert a100 not in sandbox.dra.plugins["%s/dra-driver-nvidia-gpu-kubelet-plugin" % DRA_NS]["nodes"]
         helm(
             sandbox,
             "upgrade",
@@ -363,6 +388,8 @@ def test_gpu_taint_without_toleration_unschedules_the_plugin(sandbox, dra_driver
             "kubeletPlugin.tolerations[1].operator=Exists",
         )
         wait_for("slices to come back", lambda: slices_of(custom, a100))
+        (pod,) = plugin_pods(core, a100)  # a new pod, placed by the scheduler on the tolerated taint
+        assert pod.metadata.uid != running.metadata.uid and pod.status.phase == "Running"
     finally:
         core.patch_node(a100, {"spec": {"taints": None}})
 
