@@ -48,18 +48,21 @@ def test_the_nodegroup_step_holds_the_run_lease_before_any_magnum_write(magnum_f
     )
     lease = {"namespace": NAMESPACE, "name": NAME, "holder": "gpupool@test/mine", "duration": 60}
 
-    put_lease(leases, "gpupool@other/theirs")  # another run holds it
-    emu.clear_requests()
-    refused = run(nodegroup, cluster=cluster, run_lease=lease)
-    assert refused.get("failed"), refused
-    folded = " ".join(refused["msg"].split())
-    assert "another gpupool run holds the lease kube-system/gpupool-run: holder gpupool@other/theirs" in folded
-    assert magnum_writes(emu) == []  # not one Magnum write
-    assert leases.read_namespaced_lease(NAME, NAMESPACE).spec.holder_identity == "gpupool@other/theirs"
+    try:
+        put_lease(leases, "gpupool@other/theirs")  # another run holds it
+        emu.clear_requests()
+        refused = run(nodegroup, cluster=cluster, run_lease=lease)
+        assert refused.get("failed"), refused
+        folded = " ".join(refused["msg"].split())
+        assert "another gpupool run holds the lease kube-system/gpupool-run: holder gpupool@other/theirs" in folded
+        assert magnum_writes(emu) == []  # not one Magnum write
+        assert leases.read_namespaced_lease(NAME, NAMESPACE).spec.holder_identity == "gpupool@other/theirs"
 
-    put_lease(leases, lease["holder"], duration=60)  # this run holds it (run_lease took it)
-    done = run(nodegroup, cluster=cluster, run_lease=lease)
-    assert done["changed"] and "failed" not in done, done
-    assert [m for m, _p in magnum_writes(emu)] == ["POST"]  # the nodegroup created
-    after = leases.read_namespaced_lease(NAME, NAMESPACE)
-    assert after.spec.holder_identity == lease["holder"]  # still held: the playbook's release task hands it back
+        put_lease(leases, lease["holder"], duration=60)  # this run holds it (run_lease took it)
+        done = run(nodegroup, cluster=cluster, run_lease=lease)
+        assert done["changed"] and "failed" not in done, done
+        assert [m for m, _p in magnum_writes(emu)] == ["POST"]  # the nodegroup created
+        after = leases.read_namespaced_lease(NAME, NAMESPACE)
+        assert after.spec.holder_identity == lease["holder"]  # still held: the playbook's release task hands it back
+    finally:  # the session's apiserver is shared: the next run must not meet this lease
+        leases.delete_namespaced_lease(NAME, NAMESPACE)
