@@ -10,7 +10,11 @@ Steps (each prints what it does):
    the SIMULATION chart in testbed/charts/, not NVIDIA's, and at the test bed's helm), rolling MIG
    layouts, DeviceClasses, ComputeDomains, pool report;
 4. the same playbook again: must report changed=0 (idempotence);
-5. sandbox down, always.
+5. a tenant's pod in ml-training with the a100-3g ResourceClaimTemplate (testbed/demo_tenant.py): the real
+   resourceclaim controller makes its claim, the real kube-scheduler allocates a 3g.20gb on the A100 pool node
+   and binds the pod; the demo prints the claim, node, device and profile, or, if the pod stays Pending, the
+   scheduler's reason (and exits non-zero);
+6. sandbox down, always.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import yaml
 
-from testbed import simulated_driver
+from testbed import demo_tenant, simulated_driver
 
 ROOT = Path(__file__).resolve().parent.parent
 # Tests point these elsewhere so a developer's own sandbox is left alone.
@@ -103,7 +108,12 @@ def main():
         rc2, changed2 = site(env, "second run")
         if rc2 != 0 or changed2 != 0:
             raise SystemExit("[demo] the second converge was not a no-op: exit %d, changed=%d" % (rc2, changed2))
-        say("done: first run changed=%d, second run changed=0 (idempotent)" % changed1)
+        try:
+            demo_tenant.run(kubeconfig, say=say)
+        except demo_tenant.StillPending as exc:
+            # The scheduler's message can be long: no line of the error longer than 200 characters.
+            raise SystemExit(textwrap.fill("[demo] the tenant's pod did not get its GPU: %s" % exc, 200))
+        say("done: first run changed=%d, second run changed=0 (idempotent), the tenant's pod has its GPU" % changed1)
     finally:
         run([sys.executable, "-m", "testbed.sandbox", "down"], env=env, check=False)
 

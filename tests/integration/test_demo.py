@@ -1,4 +1,5 @@
-"""`make demo`'s converge: the example pools on the sandbox, twice; the second run changes nothing."""
+"""`make demo`: the example pools converged on the sandbox, twice (the second run changes nothing), then a tenant's
+pod with the a100-3g template gets a 3g.20gb on the A100 pool's node from the real kube-scheduler."""
 
 from __future__ import annotations
 
@@ -37,4 +38,16 @@ def test_demo_converges_the_example_pools_idempotently(tmp_path):
     ), rows
     assert re.fullmatch(r"2/2 \(wants 2\) +8/8 +- +8 whole GPU\(s\)", rows["gpu-gb200"]), rows
     assert "cern-gpu: nothing changed" in out  # the second run's summary
+    # The tenant's pod: its claim made from the template by the resourceclaim controller, allocated and bound by the
+    # scheduler; node's pool label and device's profile attribute as the demo read them back from the API server.
+    (allocation,) = re.findall(
+        r"\[demo\] claim (\S+) allocated in [\d.]+s: node (\S+) \(pool (\S+)\), device (\S+) of (\S+), profile (\S+)",
+        out,
+    )
+    claim, node, pool, device, driver, profile = allocation
+    assert claim.startswith("a100-3g-demo-gpu-"), claim  # <pod>-<claim ref>-<random>: the controller's naming
+    assert (pool, driver, profile) == ("gpu-a100-mig", "gpu.nvidia.com", "3g.20gb"), allocation
+    assert re.fullmatch(r"gpu-\d-mig-3g20gb-\d+-\d+", device), device  # a static MIG device of the A100 node
+    assert "gpu-a100-mig" in node, node  # the node of the pool's Magnum nodegroup
+    assert "the tenant's pod has its GPU" in out
     assert "sandbox stopped" in out
