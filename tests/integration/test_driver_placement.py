@@ -226,7 +226,8 @@ def test_values_without_a_pools_taint_leave_its_node_without_the_plugin_and_the_
     msg = " ".join(again["msg"].split())
     assert "did not roll out" in msg and "1 pool node(s) without the plugin's ResourceSlices: %s" % bed.team_node in msg
     assert bed.open_node not in msg
-    assert "a taint the plugin does not tolerate" in msg  # the likely cause, said
+    # The likely cause, said, and where to look: no pod to inspect, the DaemonSet controller made none for the node.
+    assert "a taint the plugin does not tolerate (the DaemonSet controller then makes no pod for it at all" in msg
     assert all(len(line) <= 200 for line in again["msg"].splitlines())
 
 

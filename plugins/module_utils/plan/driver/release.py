@@ -124,8 +124,9 @@ def driver_slice_nodes(slices: Sequence[Mapping[str, Any]]) -> List[Optional[str
 def rollout_failure(timeout: int, status: Mapping[str, Any], namespace: str) -> str:
     return (
         "the DRA driver did not roll out within %ds: %s. Check the pods in namespace %s (kubectl -n %s get "
-        "pods); a pool node without the plugin usually has a taint the plugin does not tolerate or lacks "
-        "the pool label" % (timeout, status["message"], namespace, namespace)
+        "pods); a pool node without the plugin usually has a taint the plugin does not tolerate (the DaemonSet "
+        "controller then makes no pod for it at all: compare the node's taints with the values' "
+        "kubeletPlugin.tolerations) or lacks the pool label" % (timeout, status["message"], namespace, namespace)
     )
 
 

@@ -206,6 +206,8 @@ def test_rollout_end_texts():
         "the DRA driver did not roll out within 600s: kubelet plugin 1/2 ready (2 updated). Check the pods in "
         "namespace nvidia-dra (kubectl -n nvidia-dra get pods)"
     )
+    # A node whose taint the plugin does not tolerate has no pod to look at: the DaemonSet controller makes none.
+    assert "the DaemonSet controller then makes no pod for it at all" in rollout_failure(600, status, "nvidia-dra")
     assert rollout_warnings(status) == []
     assert rollout_warnings(dict(status, nodes_not_ready=["n2", "n5"])) == [
         "pool node(s) not Ready, not checked for the kubelet plugin: n2, n5"
