@@ -126,7 +126,8 @@ def bed(sandbox, tmp_path_factory):
     h.ensure_namespace(cp, NS)
     core = client.CoreV1Api(cp.api_client())
     h.wait_for_default_service_account(core, NS)
-    # The DRA driver's kubelet plugin on these nodes only: the DRA driver simulator publishes their slices.
+    # The DRA driver's kubelet plugin on these nodes only: the real DaemonSet controller makes a pod per node, the
+    # scheduler binds it, the node simulator runs it, and the DRA driver simulator publishes the node's slices.
     client.AppsV1Api(cp.api_client()).create_namespaced_daemon_set(
         NS,
         {
@@ -292,8 +293,10 @@ def test_layout_change_rolls_node_by_node_and_evicts_gpu_pods(bed):
         if (e.get("objectRef") or {}).get("subresource") == "eviction"
     ]
     assert sorted(e["objectRef"]["name"] for e in evictions) == ["infer", "train"]
-    remaining = sorted(p.metadata.name for p in core.list_namespaced_pod(NS).items)
-    assert remaining == ["web"]  # the pod without GPUs stays
+    pods = core.list_namespaced_pod(NS).items
+    daemon = [p for p in pods if any(o.kind == "DaemonSet" for o in p.metadata.owner_references or [])]
+    assert daemon  # the plugin pods of the real DaemonSet controller: never evicted (asserted above), left alone
+    assert sorted(p.metadata.name for p in pods if p not in daemon) == ["web"]  # the pod without GPUs stays
     for name in NODES:
         assert layouts(sandbox, name) == {0: SECOND, 1: SECOND}
         assert labels(cp, name)["nvidia.com/mig.config.state"] == "success"
