@@ -1,49 +1,51 @@
-"""DRA driver SIMULATOR: what the NVIDIA DRA driver's pods would do, without pods.
+"""DRA driver SIMULATOR: what the NVIDIA DRA driver's binaries would do inside their real pods.
 
-No kubelet, scheduler or controller-manager runs on the test bed, so a DaemonSet never gets pods
-and a Deployment never gets a ReplicaSet. Once a DaemonSet that looks like the driver's kubelet
-plugin exists (label ``app.kubernetes.io/name`` = ``dra-driver-nvidia-gpu``/``nvidia-dra-driver-gpu``
-or a name ending in ``-kubelet-plugin``), this simulator plays, on every poll:
+The REAL DaemonSet controller (kube-controller-manager) makes the kubelet-plugin pods of the driver's DaemonSet
+and writes its status; the REAL kube-scheduler binds them (the chart's affinity and tolerations against the GPU
+nodes' labels and taints); the node simulator (the kubelet's part) reports a bound pod Running and Ready, unless
+this simulator's readiness hook (``pod_readiness``) says its containers exit at start-up. Nothing here places a pod
+or writes a DaemonSet's status. Once a DaemonSet that looks like the driver's kubelet plugin exists (label
+``app.kubernetes.io/name`` = ``dra-driver-nvidia-gpu``/``nvidia-dra-driver-gpu`` or a name ending in
+``-kubelet-plugin``), this simulator plays, on every poll (one DaemonSet LIST; nodes and pods come from the
+sandbox's one LIST of each):
 
-- **the DaemonSet controller + kubelets**: the plugin "runs" on each Node its pod template
-  schedules to - ``nodeSelector``, required ``nodeAffinity`` (the real chart's affinity needs
-  ``feature.node.kubernetes.io/pci-10de.present=true`` or ``nvidia.com/gpu.present=true`` ...,
-  reference nvidia-dra-mig-imex.md §1.3) and taints against tolerations (plus the tolerations the
-  DaemonSet controller adds itself) - and is ready where the Node is Ready and has GPUs; the
-  DaemonSet ``status`` says so (desired/current/updated/ready/available, observedGeneration), so
-  ``helm --wait`` and ``kubectl rollout status`` return;
 - **the Deployment + ReplicaSet controllers** for the release's Deployments (the ComputeDomain
   controller, the optional webhook): a ReplicaSet owned by the Deployment with its pod template,
-  both with ready status, which is what helm's readiness check looks for;
-- **the kubelet plugin**: ResourceSlices per ready node, in the newest ``resource.k8s.io`` version the
+  both with ready status, which is what helm's readiness check looks for (the deployment and replicaset
+  controllers do not run: their pod would need a node that runs control-plane pods);
+- **the kubelet plugin**: ResourceSlices for each node where a plugin pod of the DaemonSet is bound, Running and
+  Ready (so not refused), in the newest ``resource.k8s.io`` version the
   API server serves and in that version's shape (testbed/dra_api.py: v1, v1beta2, or v1beta1 on 1.32, where
   attributes and capacity sit under ``basic:``), exactly as the driver publishes them (testbed/dra_resourceslices.py: driver ``gpu.nvidia.com``, pool = node
   name, ``gpu-<minor>`` or the node's current MIG devices; ``compute-domain.nvidia.com`` channel
   and daemon devices on every GPU node), only for the drivers whose container is in the pod template
   (``gpus``, ``compute-domains``). The pool generation is bumped whenever a node's devices change
   (e.g. after the MIG manager simulator applied a new layout). The slices are written to the real
-  apiserver, so its validation applies.
-- **the garbage collector** for what it owns: slices of deleted Nodes and, when the DaemonSet is
-  gone, all of its slices; ReplicaSets of deleted Deployments.
+  apiserver, so its validation applies. A node whose plugin pod is gone loses its slices on the next poll;
+- **the garbage collector's part** for what it owns: slices of nodes without a running plugin pod and, when the
+  DaemonSet is gone, all of its slices; ReplicaSets of deleted Deployments.
 
 Feature gates (the ``FEATURE_GATES`` env the chart renders) and, on 0.5, ``IMEX_MODE`` are read
 the way the driver's binaries read them (testbed/dra_driver_rules.py, the simulator's own table):
 
 - a gate the driver version (the DaemonSet's ``app.kubernetes.io/version`` label) does not know, a
-  ValidateFeatureGates conflict or an invalid IMEX mode: every container exits at start-up - the
-  plugin is ready nowhere, publishes nothing, and the release's Deployments never become ready
-  (``status()`` says why under ``error``). Note the real chart's DaemonSet has maxUnavailable 100%,
-  so ``helm --wait`` passes on the DaemonSet anyway; the controller Deployment is what fails it.
-- DynamicMIG: at the plugin's start on a node, static MIG layouts are wiped (testbed/dra_dynamic_mig.py)
+  ValidateFeatureGates conflict or an invalid IMEX mode (read from each pod's own containers): every container
+  exits at start-up - the readiness hook tells the node simulator, which reports the plugin pod's containers in
+  CrashLoopBackOff with the driver's message; it publishes nothing, and the release's Deployments never become
+  ready (``status()`` says why under ``error``). A plugin pod on a node without GPUs is refused the same way (NVML
+  finds none). Note the real chart's DaemonSet has maxUnavailable 100%, so ``helm --wait`` passes on the
+  DaemonSet anyway; the controller Deployment is what fails it.
+- DynamicMIG: at the plugin's start on a node (once per plugin pod), static MIG layouts are wiped (testbed/dra_dynamic_mig.py)
   and every MIG placement is published as a partitionable device with shared counters;
-- claim "prepare": a ResourceClaim allocated (``status.allocation``, written by a test playing the
-  scheduler) on a node where the plugin runs gets ``status.devices[].conditions`` Ready=True, or
+- claim "prepare": a ResourceClaim allocated (``status.allocation``, written by the real scheduler's
+  DynamicResources plugin, or by a test) on a node where the plugin runs gets ``status.devices[].conditions`` Ready=True, or
   Ready=False with the driver's message when its GpuConfig/MigDeviceConfig asks for TimeSlicing or
   MPS and that gate is off. The real driver reports a failed prepare as a kubelet event on the pod,
   not in the claim: the claim's device status is simply where a test without kubelets can read it.
 
-Not simulated: PassthroughSupport (vfio devices; the slices stay as without it), Pods, CDI,
-allocation (no scheduler), the ComputeDomain controller's objects, health checks.
+Not simulated: PassthroughSupport (vfio devices; the slices stay as without it), CDI, a failed prepare holding
+the pod in ContainerCreating (the claim's device status says it instead), the ComputeDomain controller's objects,
+health checks.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ again. Afterwards: the pool converged, no node left cordoned by gpupool, no GPU 
 the Eviction API, never deleted by the dying run), and the run lease released by the dying run (SIGTERM) or taken
 over by the next run once it expired (SIGKILL).
 
-The drain is held up by a PodDisruptionBudget (no disruption controller runs here, so a budget never allows an
-eviction until it is removed); the MIG wave by a slow MIG manager simulator. The run is killed when its own
+The drain is held up by a PodDisruptionBudget (minAvailable 1 over the one running pod: the real disruption
+controller allows no disruption until the budget is removed); the MIG wave by a slow MIG manager simulator. The run is killed when its own
 progress lines say it is there.
 """
 
@@ -158,9 +158,13 @@ def bed(sandbox, tmp_path_factory):
     )
 
 
+def _running_ready(pod):
+    conditions = pod.status.conditions or []
+    return pod.status.phase == "Running" and any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
 def gpu_pod(core, name, node):
-    """A GPU pod bound to the node and running (as a kubelet would report it: a Pending pod may always be evicted,
-    budget or not)."""
+    """A GPU pod bound to the node and running (a Pending pod may always be evicted, budget or not)."""
     core.create_namespaced_pod(
         NS,
         {
@@ -174,9 +178,12 @@ def gpu_pod(core, name, node):
             },
         },
     )
-    core.patch_namespaced_pod_status(
-        name, NS, {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
-    )
+    # The node simulator (the kubelet's part) reports it Running and Ready: until then the Eviction API would
+    # ignore the budget (a Pending pod may always be evicted).
+    deadline = time.monotonic() + 30
+    while not _running_ready(core.read_namespaced_pod(name, NS)):
+        assert time.monotonic() < deadline, "pod %s/%s was never reported Running and Ready" % (NS, name)
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize(

@@ -126,9 +126,14 @@ def gpupool_cordoned(core):
     return out
 
 
+def _running_ready(pod):
+    conditions = pod.status.conditions or []
+    return pod.status.phase == "Running" and any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
 def gpu_pod(core, name, node):
-    """A running GPU pod bound to the node, and a budget that allows no eviction of it (no disruption controller
-    runs here), so a drain of the node waits."""
+    """A running GPU pod bound to the node, and a budget that allows no eviction of it (minAvailable 1 over one
+    healthy pod: the real disruption controller allows 0), so a drain of the node waits."""
     from kubernetes import client
 
     core.create_namespaced_pod(
@@ -144,9 +149,12 @@ def gpu_pod(core, name, node):
             },
         },
     )
-    core.patch_namespaced_pod_status(
-        name, NS, {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
-    )
+    # The node simulator (the kubelet's part) reports it Running and Ready: until then the Eviction API would
+    # ignore the budget (a Pending pod may always be evicted).
+    deadline = time.monotonic() + 30
+    while not _running_ready(core.read_namespaced_pod(name, NS)):
+        assert time.monotonic() < deadline, "pod %s/%s was never reported Running and Ready" % (NS, name)
+        time.sleep(0.1)
     budget = {"metadata": {"name": name}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}}}
     client.PolicyV1Api(core.api_client).create_namespaced_pod_disruption_budget(NS, budget)
 

@@ -82,6 +82,18 @@ def slices(custom, node):
     return [s for s in items if s["spec"]["driver"] == "gpu.nvidia.com"]
 
 
+def crashing_pod(sandbox, ns, node):
+    """The plugin pod on the node once its containers are reported in CrashLoopBackOff (None before)."""
+    from kubernetes import client
+
+    pods = client.CoreV1Api(sandbox.cp.api_client()).list_namespaced_pod(ns, field_selector="spec.nodeName=" + node)
+    for pod in pods.items:
+        waiting = [c.state.waiting for c in pod.status.container_statuses or [] if c.state.waiting]
+        if waiting and all(w.reason == "CrashLoopBackOff" for w in waiting):
+            return pod
+    return None
+
+
 def controller_ready(sandbox, ns):
     out = sandbox.cp.kubectl(
         "get", "deployment", RELEASE + "-controller", "-n", ns, "-o", "jsonpath={.status.readyReplicas}", check=False
@@ -97,6 +109,12 @@ def test_an_unknown_gate_stops_the_0_4_driver(sandbox, driver, node, custom):
     assert "unrecognized feature gate: HostManagedIMEXDaemon" in info
     state = sandbox.dra.plugins["%s/%s" % (ns, PLUGIN)]
     assert node in state["nodes"] and state["ready"] == []
+    # The real pod (DaemonSet controller, scheduler) runs and crashes, as the node simulator (kubelet) reports it
+    pod = wait_for("the plugin pod's crash loop", lambda: crashing_pod(sandbox, ns, node))
+    ready = {c.type: c.status for c in pod.status.conditions}
+    assert pod.status.phase == "Running" and ready["Ready"] == "False"
+    for container in pod.status.container_statuses:
+        assert "unrecognized feature gate: HostManagedIMEXDaemon" in container.state.waiting.message
     for _ in range(3):
         sandbox.sync()
     assert slices(custom, node) == [] and not controller_ready(sandbox, ns)
