@@ -15,7 +15,8 @@ import pytest
 from testbed import demo_tenant, dra_api
 from testbed.simulator_client import Kube
 
-pytestmark = pytest.mark.sandbox
+# Version sensitive (resource.k8s.io claims and slices, v1beta1 on 1.32): run on every release of the matrix.
+pytestmark = [pytest.mark.sandbox, pytest.mark.dra_api]
 
 
 def wait_for(what, fn, timeout=60.0, interval=0.25):

@@ -26,7 +26,8 @@ import yaml
 
 from tests.integration.playbook import run_playbook
 
-pytestmark = pytest.mark.sandbox
+# Version sensitive (resource.k8s.io claims and slices, v1beta1 on 1.32): run on every release of the matrix.
+pytestmark = [pytest.mark.sandbox, pytest.mark.dra_api]
 
 RELEASE = "dra-driver-nvidia-gpu"
 PLUGIN_DS = RELEASE + "-kubelet-plugin"
