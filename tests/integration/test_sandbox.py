@@ -300,6 +300,12 @@ def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, 
     # the DaemonSet controller asks for the node by affinity (it never sets nodeName): the scheduler bound it
     terms = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
     assert [f.values for t in terms for f in t.match_fields or []] == [[a100]]
+    # the kubelet's status is written once: further passes find nothing changed
+    mark = sandbox.cp.audit.mark()
+    for _ in range(3):
+        sandbox.sync()
+    writes = sandbox.cp.audit.since(mark).writes(user="testbed:node-simulator", resource="pods", namespace=DRA_NS)
+    assert [e for e in writes if e["objectRef"]["name"] == pod.metadata.name] == []
     dep = apps.read_namespaced_deployment("dra-driver-nvidia-gpu-controller", DRA_NS)
     assert dep.status.ready_replicas == 1 and dep.status.observed_generation == dep.metadata.generation
     classes = {
