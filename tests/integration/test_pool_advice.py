@@ -4,16 +4,18 @@ lets the claims be allocated.
 The pools are the example's A100 and H100 shapes (A100-40GB x 2 with 3g.20gb + 2 x 2g.10gb, whole H100-80GB x 4),
 plus two T4 pools for the node reasons (one at node_count 0). site.yml converges them through the Magnum emulator
 and the node and MIG manager simulators; a kubelet-plugin DaemonSet made here lets the DRA driver simulator
-publish the slices. No kube-scheduler runs, so claims are allocated by the DRA allocator simulator
-(testbed/dra_allocator_simulator.py) when the test says so - "the scheduler" runs only then.
+publish the slices. The REAL kube-scheduler allocates: a claim is allocated once a pod that uses it is created (the
+test creates the claims as users would, and a pod for each claim it wants scheduled; a claim no pod uses yet waits,
+which is the advisor's "free now"). Each pod the scheduler cannot place stays Pending with the scheduler's own
+reason (PodScheduled=False), checked beside the advisor's reason.
 
 In order, on one cluster (site.yml runs three times: converge, --check --diff of the advice, the advice):
 1. nothing waits (one 3g.20gb allocated): nothing to change;
 2. one claim per reason, one advice run: each claim gets its reason;
 3. the reason-only claims go; 1g.10gb, 3g.40gb and two whole-GPU claims wait: the advice (playbooks/advise.yml,
    with the inventory file's diff) is applied by pasting its snippet, previewed with site.yml --check --diff,
-   converged with site.yml; then the allocator simulator allocates every waiting claim, and the allocated
-   3g.20gb was never in the way: same device, same GPU layout;
+   converged with site.yml; then pods for every waiting claim are scheduled and their claims allocated by the
+   scheduler, and the allocated 3g.20gb was never in the way: same device, same GPU layout;
 4. nothing waits any more: nothing to change.
 """
 
@@ -187,11 +189,63 @@ def allocation(sandbox, name):
     ]
 
 
-def allocator(sandbox):
-    from testbed.dra_allocator_simulator import IDENTITY, DraAllocatorSimulator
-    from testbed.simulator_client import Kube, simulator_kubeconfig
+GPU_TAINT_KEY = "node-role.kubernetes.io/gpu"  # every pool node's NoSchedule taint (docs/operations.md)
+POOL_LABEL = "gpupool.io/pool"
 
-    return DraAllocatorSimulator(Kube(simulator_kubeconfig(sandbox.cp, IDENTITY), "dra-allocator-simulator"))
+
+def pod(sandbox, claim_name, pool=None):
+    """A user's pod that uses the claim, tolerates the GPU pools' taint and (given a pool) selects its nodes."""
+    spec = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": claim_name}],
+        "containers": [
+            {"name": "work", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpu"}]}}
+        ],
+    }
+    if pool:
+        spec["nodeSelector"] = {POOL_LABEL: pool}
+    h.core(sandbox.cp).create_namespaced_pod(
+        NS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod-" + claim_name}, "spec": spec}
+    )
+
+
+def delete_pods(sandbox, claim_names):
+    """Gone now (grace 0: no container runs anywhere); the resourceclaim controller then releases their claims."""
+    from kubernetes.client.rest import ApiException
+
+    for name in claim_names:
+        try:
+            h.core(sandbox.cp).delete_namespaced_pod("pod-" + name, NS, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def scheduled(sandbox, claim_name):
+    """(node, [(pool, device)]) once the scheduler bound the claim's pod and allocated the claim, else None."""
+    node = h.core(sandbox.cp).read_namespaced_pod("pod-" + claim_name, NS).spec.node_name
+    devices = allocation(sandbox, claim_name)
+    return (node, devices) if node and devices else None
+
+
+def schedule(sandbox, claim_name, pool=None):
+    """Create the claim's pod and wait until the scheduler placed it: (node, [device names])."""
+    pod(sandbox, claim_name, pool)
+    wait_for(lambda: scheduled(sandbox, claim_name), "the scheduler to allocate " + claim_name)
+    node, devices = scheduled(sandbox, claim_name)
+    assert {p for p, _d in devices} == {node}  # the devices of the node the pod is bound to
+    return node, [d for _p, d in devices]
+
+
+def unschedulable(sandbox, claim_name):
+    """ "<reason>: <message>" of the claim's Pending pod's PodScheduled=False condition (the scheduler's), else None."""
+    status = h.core(sandbox.cp).read_namespaced_pod("pod-" + claim_name, NS).status
+    for cond in status.conditions or []:
+        if cond.type == "PodScheduled" and cond.status == "False":
+            return "%s: %s" % (cond.reason, cond.message)
+    return None
 
 
 def node_names(sandbox, pool):
@@ -290,8 +344,7 @@ def bed(sandbox, tmp_path_factory):
 
 def test_nothing_waits_nothing_to_change(bed, sandbox):
     claim(sandbox, "held-3g", A100 + "-3g.20gb")
-    done = allocator(sandbox).allocate(NS)
-    assert done["allocated"] == {NS + "/held-3g": {"node": bed["a100"], "devices": ["gpu-0-mig-3g20gb-9-4"]}}
+    assert schedule(sandbox, "held-3g", A100) == (bed["a100"], ["gpu-0-mig-3g20gb-9-4"])
     result = bed["runs"].advice("nothing")
     assert result["waiting"] == [] and result["nothing_to_change"] is True and result["pools"] == {}
     assert result["snippet"] == "" and result["inventory_diff"] == ""
@@ -303,14 +356,16 @@ REASON_CLAIMS = ["r-noclass", "r-stray", "r-toomany", "r-pair", "r-empty", "r-co
 
 @pytest.fixture(scope="module")
 def reasons(bed, sandbox):
-    """One claim per reason (and the whole-GPU, 1g.10gb and 3g.40gb claims the advice is for), one advice run."""
-    # what is allocated first: three of the four H100s; the other A100's 3g.20gb (both GPUs hold one now)
+    """One claim per reason (and the whole-GPU, 1g.10gb and 3g.40gb claims the advice is for), one advice run.
+    Each claim but the two whole-GPU ones the advice is for gets a pod, which the scheduler leaves Pending."""
+    # what is allocated first, one pod after the other: three of the four H100s; the other A100's 3g.20gb (both
+    # GPUs hold one now)
     for name in ("h-0", "h-1", "h-2"):
         claim(sandbox, name, H100)
+        assert schedule(sandbox, name, H100)[0] == bed["h100"]
+    assert [allocation(sandbox, "h-%d" % i) for i in range(3)] == [[(bed["h100"], "gpu-%d" % i)] for i in range(3)]
     claim(sandbox, "f-3g", A100 + "-3g.20gb")
-    allocated = allocator(sandbox).allocate(NS)["allocated"]
-    assert allocated[NS + "/f-3g"]["devices"] == ["gpu-1-mig-3g20gb-9-4"]
-    assert [allocated[NS + "/h-%d" % i]["devices"] for i in range(3)] == [["gpu-0"], ["gpu-1"], ["gpu-2"]]
+    assert schedule(sandbox, "f-3g", A100) == (bed["a100"], ["gpu-1-mig-3g20gb-9-4"])
     sandbox.cp.kubectl("apply", "-f", "-", input=json.dumps(stray_class()))
     sandbox.cp.kubectl("cordon", *node_names(sandbox, T4))
     claim(sandbox, "r-noclass", "advise-nosuch")
@@ -322,8 +377,27 @@ def reasons(bed, sandbox):
     claim(sandbox, "r-frag", A100 + "-3g.20gb")
     for name, device_class in WAITING.items():
         claim(sandbox, name, device_class)
+    # the users' pods; the whole-GPU claims get theirs after the advice (one would take the free H100 at once)
+    for name, pool in POD_POOLS.items():
+        pod(sandbox, name, pool)
+    wait_for(lambda: all(unschedulable(sandbox, n) for n in POD_POOLS), "the scheduler's verdict on every pod")
     result = bed["runs"].advice("reasons")
-    return {row["name"]: row for row in result["waiting"]}, result
+    said = {n: unschedulable(sandbox, n) for n in POD_POOLS}
+    return {row["name"]: dict(row, scheduler=said.get(row["name"])) for row in result["waiting"]}, result
+
+
+# the claims that get a pod in `reasons`, and the pool whose nodes it selects (None: a class of no pool)
+POD_POOLS = {
+    "r-noclass": None,
+    "r-stray": None,
+    "r-toomany": A100,
+    "r-pair": H100,
+    "r-empty": EMPTY,
+    "r-cordoned": T4,
+    "r-frag": A100,
+    "w-1g": A100,
+    "w-3g40": H100,
+}
 
 
 WAITING = {"w-1g": A100 + "-1g.10gb", "w-3g40": H100 + "-3g.40gb", "w-whole-1": H100, "w-whole-2": H100}
@@ -339,8 +413,26 @@ def stray_class():
     }
 
 
+# The scheduler's own words on the pods (kube-scheduler's DynamicResources plugin and filters): each pod Pending
+DRA_NO = "Unschedulable: 0/"  # PodScheduled=False, reason Unschedulable, then "<n>/<m> nodes are available: ..."
+CANNOT = "cannot allocate all claims"  # the DynamicResources filter found no allocation on the pool's node
+
+
+def said(rows, name):
+    message = rows[name]["scheduler"]
+    assert message, "the scheduler said nothing about %s's pod" % name
+    return message
+
+
 def test_reason_no_device_class(reasons):
     rows, _result = reasons
+    for name, device_class in (
+        ("r-noclass", "advise-nosuch"),
+        ("w-1g", A100 + "-1g.10gb"),
+        ("w-3g40", H100 + "-3g.40gb"),
+    ):
+        assert said(rows, name).startswith(DRA_NO)
+        assert "request gpu: device class %s does not exist" % device_class in said(rows, name)
     assert rows["r-noclass"]["reason"] == "no_device_class" and rows["r-noclass"]["servable"] is False
     assert rows["w-1g"]["reason"] == "no_device_class" and rows["w-1g"]["requests"][0]["unit"] == "1g.10gb"
     assert "it is the name of pool adv-a100's class for 1g.10gb" in rows["w-1g"]["message"]
@@ -352,12 +444,20 @@ def test_reason_class_selects_no_device_of_any_pool(reasons):
     rows, _result = reasons
     assert rows["r-stray"]["reason"] == "selects_nothing"
     assert rows["r-stray"]["message"] == "DeviceClass advise-stray-4g selects no device any pool publishes"
+    # the scheduler disagrees on the cause: the class's CEL (no has() guard) fails at run time on a whole GPU,
+    # which has no `profile` attribute, so the pod is not even judged unschedulable but met a SchedulerError
+    message = said(rows, "r-stray")
+    assert message.startswith("SchedulerError: ") and "class advise-stray-4g" in message, message
+    assert "CEL runtime error: no such key: profile" in message, message
 
 
 def test_reason_pool_at_node_count_zero(reasons):
     rows, _result = reasons
     assert rows["r-empty"]["reason"] == "no_nodes"
     assert rows["r-empty"]["message"] == "pool adv-empty has no nodes: its nodegroup's node_count is 0"
+    # the pod selects the pool's nodes: none matches, so no node ever got as far as the claim
+    assert said(rows, "r-empty").startswith(DRA_NO) and CANNOT not in said(rows, "r-empty")
+    assert "didn't match Pod's node affinity/selector" in said(rows, "r-empty")
 
 
 def test_reason_nodes_cordoned(reasons, sandbox):
@@ -365,6 +465,8 @@ def test_reason_nodes_cordoned(reasons, sandbox):
     (node,) = node_names(sandbox, T4)
     assert rows["r-cordoned"]["reason"] == "nodes_unusable"
     assert rows["r-cordoned"]["message"].endswith("are cordoned or NotReady: %s (cordoned)" % node)
+    assert said(rows, "r-cordoned").startswith(DRA_NO) and CANNOT not in said(rows, "r-cordoned")
+    assert "1 node(s) were unschedulable" in said(rows, "r-cordoned")
 
 
 def test_reason_more_on_one_node_than_any_node_has(reasons):
@@ -374,6 +476,8 @@ def test_reason_more_on_one_node_than_any_node_has(reasons):
         "asks for 3 3g.20gb MIG device(s) on one node; the most any node of pool adv-a100 has is 2"
         in rows["r-toomany"]["message"]
     )
+    # the scheduler: the pool's node cannot serve the claim (it does not say why)
+    assert said(rows, "r-toomany").startswith(DRA_NO) and CANNOT in said(rows, "r-toomany")
 
 
 def test_reason_more_under_one_match_attribute_value_than_any_node_has(reasons):
@@ -383,6 +487,7 @@ def test_reason_more_under_one_match_attribute_value_than_any_node_has(reasons):
         "under one %s value; the most any node of pool adv-h100 has is 1" % ROOT_ATTRIBUTE in rows["r-pair"]["message"]
     )
     assert [u["claim"] for u in result["pools"][H100]["unserved"]] == [NS + "/r-pair"]
+    assert said(rows, "r-pair").startswith(DRA_NO) and CANNOT in said(rows, "r-pair")
 
 
 def test_reason_fragmented_names_the_gpu_and_its_free_slices(reasons, bed):
@@ -392,11 +497,13 @@ def test_reason_fragmented_names_the_gpu_and_its_free_slices(reasons, bed):
     assert "node %s GPU 0 (free memory slices 0-3)" % bed["a100"] in message
     assert "node %s GPU 1 (free memory slices 0-3)" % bed["a100"] in message
     assert "3g.20gb takes 4 memory slice(s) in a row, starting at 0 or 4" in message
+    assert said(rows, "r-frag").startswith(DRA_NO) and CANNOT in said(rows, "r-frag")
 
 
 def test_reason_all_matching_devices_allocated(reasons, bed):
     rows, _result = reasons
-    assert rows["w-whole-1"]["reason"] == "free_now"  # the older claim gets the one free H100
+    # no pod uses these two claims yet, so the scheduler has not allocated them: the older one would get the free H100
+    assert rows["w-whole-1"]["reason"] == "free_now" and rows["w-whole-1"]["scheduler"] is None
     assert "free for it now on node %s" % bed["h100"] in rows["w-whole-1"]["message"]
     assert rows["w-whole-2"]["reason"] == "all_allocated"
     assert "every one of the 4 whole GPU(s) of pool adv-h100 is allocated or reserved" in rows["w-whole-2"]["message"]
@@ -404,6 +511,7 @@ def test_reason_all_matching_devices_allocated(reasons, bed):
 
 def test_advice_applied_with_site_lets_the_claims_be_allocated(reasons, bed, sandbox):
     runs, inventory = bed["runs"], bed["inventory"]
+    delete_pods(sandbox, [n for n in REASON_CLAIMS if n in POD_POOLS or n == "f-3g"])
     delete_claims(sandbox, REASON_CLAIMS)  # what the reasons needed goes; GPU 1 of the A100 is free again
     sandbox.cp.kubectl("delete", "deviceclass", "advise-stray-4g", "--ignore-not-found")
     sandbox.cp.kubectl("uncordon", *node_names(sandbox, T4))
@@ -445,6 +553,11 @@ def test_advice_applied_with_site_lets_the_claims_be_allocated(reasons, bed, san
         svg = (out / ("advice-%s.svg" % pool)).read_text()
         assert svg.startswith("<svg") and "%s after" % bed[pool.split("-")[1]] in svg
     assert "[no_device_class]" in advise.stdout and "advice for adv-a100" in advise.stdout
+    # the allocated devices' pods run on the nodes the advice re-partitions: a drain evicts them (a node's GPU pods
+    # all go, whichever GPU changes), and the advice says so
+    lines = " ".join(advise.stdout.split())
+    assert "adv-a100 (waiting: 1 x 1g.10gb)" in lines and "evicts 1 pod(s)" in lines, advise.stdout[-4000:]
+    assert "evicts 3 pod(s)" in lines, advise.stdout[-4000:]
 
     # the diff applies to the inventory file (patch(1)), and says what pasting the snippet says
     pasted = inventory.read()
@@ -471,25 +584,51 @@ def test_advice_applied_with_site_lets_the_claims_be_allocated(reasons, bed, san
     wait_for(lambda: sum("3g40gb" in d for d in published(sandbox, old)) == 2, "the H100's 3g.40gb")
     wait_for(lambda: len(published(sandbox, new)) >= 3, "the new H100 node's devices")
 
-    done = allocator(sandbox).allocate(NS)
-    assert done["pending"] == {}, done
-    assert sorted(done["allocated"]) == sorted(NS + "/" + n for n in WAITING)
-    one_g = done["allocated"][NS + "/w-1g"]
-    assert one_g["node"] == bed["a100"] and one_g["devices"][0].startswith("gpu-1-mig-1g10gb-")
-    assert done["allocated"][NS + "/w-3g40"]["node"] == old
-    assert {done["allocated"][NS + "/w-whole-%d" % i]["node"] for i in (1, 2)} == {new}
-    # the allocated instances were never in the way: same devices, still published, GPU 0's layout untouched
-    assert allocation(sandbox, "held-3g") == [(bed["a100"], "gpu-0-mig-3g20gb-9-4")]
-    assert [allocation(sandbox, "h-%d" % i) for i in range(3)] == [[(old, "gpu-%d" % i)] for i in range(3)]
+    # the rollout's drains evicted the pods of the allocated devices (GPU pods of a re-partitioned node): the
+    # resourceclaim controller released their claims, which keep waiting for a pod
+    held = ["held-3g", "h-0", "h-1", "h-2"]
+    wait_for(lambda: not any(pod_exists(sandbox, n) for n in held), "the drains' evictions")
+    wait_for(lambda: not any(allocation(sandbox, n) for n in held), "the evicted pods' claims released")
+    # the GPU 0 layout of the A100 was kept: the 3g.20gb device the evicted pod had is still there
     assert {"gpu-0-mig-3g20gb-9-4", "gpu-0-mig-2g10gb-14-0", "gpu-0-mig-2g10gb-14-2"} <= set(
         published(sandbox, bed["a100"])
     )
     assert {"gpu-0", "gpu-1", "gpu-2"} <= set(published(sandbox, old))
     assert sandbox.mig.layout(bed["a100"])[0] == LAYOUT
 
+    # the scheduler places the pods that waited (it retries them as the classes and slices appear), the
+    # whole-GPU claims' pods, created now, and the evicted pods, created again as their controllers would
+    for name in ["w-whole-1", "w-whole-2"] + held:
+        pod(sandbox, name, H100 if name != "held-3g" else A100)
+    wait_for(lambda: all(scheduled(sandbox, n) for n in list(WAITING) + held), "the scheduler to allocate all")
+    done = {n: scheduled(sandbox, n) for n in list(WAITING) + held}
+    one_g_node, one_g = done["w-1g"]
+    assert one_g_node == bed["a100"] and one_g[0][1].startswith("gpu-1-mig-1g10gb-")
+    # the layout applies to both H100 nodes, so either has a 3g.40gb for it: the scheduler picks (the allocator
+    # simulator used to take the first node by name)
+    assert done["w-3g40"][0] in (old, new) and "-mig-3g40gb-" in done["w-3g40"][1][0][1]
+    # five whole-GPU claims, three whole H100s left on each node
+    whole = [done[n] for n in ("w-whole-1", "w-whole-2", "h-0", "h-1", "h-2")]
+    assert all(node in (old, new) and len(devices) == 1 for node, devices in whole)
+    assert len({devices[0] for _node, devices in whole}) == 5
+    assert all(d.split("/")[-1] in ("gpu-0", "gpu-1", "gpu-2") for _n, devices in whole for _p, d in devices)
+    assert done["held-3g"][0] == bed["a100"] and "-mig-3g20gb-" in done["held-3g"][1][0][1]
+
     # everything is allocated: nothing waits, nothing to change
     result = runs.advice("after")
     assert result["waiting"] == [] and result["nothing_to_change"] is True
+
+
+def pod_exists(sandbox, claim_name):
+    from kubernetes.client.rest import ApiException
+
+    try:
+        h.core(sandbox.cp).read_namespaced_pod("pod-" + claim_name, NS)
+        return True
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
 
 
 def allocation_or_none(sandbox, name):
