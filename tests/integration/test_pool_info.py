@@ -129,19 +129,24 @@ def bed(sandbox, tmp_path_factory):
         except Exception:
             pass
     cp.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+    cp.kubectl(
+        "delete", "deviceclass", "-l", "gpupool.io/pool in (poolinfo-a100,poolinfo-t4)", "--wait=false", check=False
+    )
 
 
 @pytest.mark.dra_api
 def test_report_after_rollout_counts_mig_devices_by_profile_read_only(bed):
     cp, play = bed["cp"], bed["play"]
-    # A claim the scheduler allocated (the test writes the status the scheduler would), in the release's version.
+    # A claim the real scheduler allocates for a user's pod (on the first A100 node), in the release's version,
+    # through the pool's class for the profile.
+    (classes,), _res, _window = play.run([("gpupool.core.device_class", {"cluster": "{{ gpupool_cluster }}"})])
+    assert not classes.get("failed"), classes.get("msg")
     from kubernetes import client
 
     from testbed import dra_api
 
     version = cp.release.resource_version
     co = client.CustomObjectsApi(cp.api_client())
-    device = [d for d in slice_devices(cp, A100_NODES[0]) if "-mig-3g20gb-" in d][0]
     claim = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -151,24 +156,33 @@ def test_report_after_rollout_counts_mig_devices_by_profile_read_only(bed):
     co.create_namespaced_custom_object(
         "resource.k8s.io", version, NS, "resourceclaims", dra_api.claim_to(version, claim)
     )
-    co.patch_namespaced_custom_object_status(
-        "resource.k8s.io",
-        version,
+    h.wait_for_default_service_account(h.core(cp), NS)
+    h.core(cp).create_namespaced_pod(
         NS,
-        "resourceclaims",
-        "train",
         {
-            "status": {
-                "allocation": {
-                    "devices": {
-                        "results": [
-                            {"request": "gpu", "driver": "gpu.nvidia.com", "pool": A100_NODES[0], "device": device}
-                        ]
-                    }
-                }
-            }
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "train"},
+            "spec": {
+                "automountServiceAccountToken": False,
+                "nodeSelector": {"kubernetes.io/hostname": A100_NODES[0]},
+                "tolerations": [{"key": "node-role.kubernetes.io/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "train"}],
+                "containers": [
+                    {"name": "train", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpu"}]}}
+                ],
+            },
         },
     )
+
+    def results():
+        status = co.get_namespaced_custom_object("resource.k8s.io", version, NS, "resourceclaims", "train")
+        return ((status.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results")
+
+    wait_for(results, what="the scheduler to allocate the claim")
+    ((result),) = results()
+    device = result["device"]
+    assert result["pool"] == A100_NODES[0] and device in slice_devices(cp, A100_NODES[0]) and "-mig-3g20gb-" in device
 
     (real, again), _res, window = play.run([INFO, INFO])
     (in_check,), _res, check_window = play.run([INFO], check=True)
