@@ -544,6 +544,8 @@ class NodeSimulator:
     def _finalize(self, pod: dict) -> None:
         meta = pod["metadata"]
         grace = meta.get("deletionGracePeriodSeconds") or 0
+        if grace == 0:
+            return  # already finalized (only finalizers hold it now): asked once, not on every poll
         deadline = _parse_time(meta["deletionTimestamp"])
         if time.time() < min(deadline, deadline - grace + self.exit_seconds):
             return
