@@ -162,6 +162,9 @@ class Tenant:
         self.names.append(name)
         return name
 
+    def _pod(self, name: str) -> str:
+        return "/api/v1/namespaces/%s/pods/%s" % (self.namespace, name)
+
     def read(self, name: str) -> dict:
         """{"node", "results" (the claim's allocation results), "pending" (PodScheduled=False condition or None)}."""
         pod = self.kube.get("/api/v1/namespaces/%s/pods/%s" % (self.namespace, name)) or {}
@@ -204,28 +207,48 @@ class Tenant:
 
     def clean(self) -> None:
         """Delete the pods now (grace 0: no kubelet has to stop anything) and wait until their claims are gone."""
-        for name in self.names:
-            try:
-                self.kube.request(
-                    "DELETE",
-                    "/api/v1/namespaces/%s/pods/%s" % (self.namespace, name),
-                    {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
-                )
-            except KubeError as exc:
-                if exc.status != 404:
-                    raise
+        # The Pending pods first: a device freed by a bound pod's deletion would otherwise go to a Pending pod that
+        # is deleted while the scheduler binds it (on 1.32 its claim then stayed allocated, with a deletionTimestamp,
+        # no reservedFor and the delete-protection finalizer: the device leaked).
+        bound = {n for n in self.names if (self.kube.get(self._pod(n)) or {}).get("spec", {}).get("nodeName")}
+        for wave in ([n for n in self.names if n not in bound], sorted(bound)):
+            for name in wave:
+                try:
+                    self.kube.request(
+                        "DELETE",
+                        self._pod(name),
+                        {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+                    )
+                except KubeError as exc:
+                    if exc.status != 404:
+                        raise
+            wait_for("the pods gone", lambda w=wave: not [n for n in w if self.kube.get(self._pod(n))])
         gone = set(self.names)
-        wait_for(
-            "the test's pods and their claims gone",
-            lambda: (
-                not [
-                    c
-                    for c in self.kube.list(dra_api.path(self.version, "resourceclaims", self.namespace))
-                    if any(o.get("name") in gone for o in c["metadata"].get("ownerReferences") or [])
-                ]
-                and not [n for n in gone if self.kube.get("/api/v1/namespaces/%s/pods/%s" % (self.namespace, n))]
-            ),
-        )
+
+        def left():
+            """What is left of the test's claims (name, finalizers, deletionTimestamp, reservedFor, allocated) and pods."""
+            claims = [
+                (
+                    c["metadata"]["name"],
+                    c["metadata"].get("finalizers"),
+                    c["metadata"].get("deletionTimestamp"),
+                    (c.get("status") or {}).get("reservedFor"),
+                    bool((c.get("status") or {}).get("allocation")),
+                )
+                for c in self.kube.list(dra_api.path(self.version, "resourceclaims", self.namespace))
+                if any(o.get("name") in gone for o in c["metadata"].get("ownerReferences") or [])
+            ]
+            pods = [
+                (n, (p.get("metadata") or {}).get("finalizers"), (p.get("metadata") or {}).get("deletionTimestamp"))
+                for n, p in ((n, self.kube.get("/api/v1/namespaces/%s/pods/%s" % (self.namespace, n))) for n in gone)
+                if p
+            ]
+            return claims + pods
+
+        deadline = time.monotonic() + 60
+        while left():
+            assert time.monotonic() < deadline, "the test's pods and their claims are not gone: %r" % (left(),)
+            time.sleep(0.3)
         self.names = []
 
 
