@@ -31,10 +31,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testbed import dra_api
 from tests.integration import k8s_helpers as h
 from tests.integration.playbook import ROOT, run_playbook
 
-pytestmark = pytest.mark.sandbox
+# dra_api: the scheduler's reasons and the advice on every release of the matrix (1.32's v1beta1 included)
+pytestmark = [pytest.mark.sandbox, pytest.mark.dra_api]
 HOST = "advise"
 ADMIN = "gpupool-admin"
 NS = "advise-test"
@@ -147,6 +149,17 @@ class Runs:
 # ---- the cluster's objects, as the tests (playing users and the scheduler) make them ---------------------------
 
 
+_SERVED: dict = {}
+
+
+def served(sandbox) -> str:
+    """The newest resource.k8s.io version the session's server serves (v1beta1 on 1.32): the test speaks it."""
+    if sandbox.cp.server not in _SERVED:
+        out = sandbox.cp.kubectl("api-versions").stdout.split()
+        _SERVED[sandbox.cp.server] = next(v for v in dra_api.KNOWN_VERSIONS if "resource.k8s.io/" + v in out)
+    return _SERVED[sandbox.cp.server]
+
+
 def claim(sandbox, name, device_class, count=1, attribute=None):
     devices = {
         "requests": [
@@ -158,17 +171,11 @@ def claim(sandbox, name, device_class, count=1, attribute=None):
     }
     if attribute:
         devices["constraints"] = [{"requests": ["gpu"], "matchAttribute": attribute}]
+    version = served(sandbox)
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name}}
+    body["spec"] = {"devices": devices}
     h.custom(sandbox.cp).create_namespaced_custom_object(
-        "resource.k8s.io",
-        "v1",
-        NS,
-        "resourceclaims",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": name},
-            "spec": {"devices": devices},
-        },
+        "resource.k8s.io", version, NS, "resourceclaims", dra_api.claim_to(version, body)
     )
 
 
@@ -180,7 +187,7 @@ def delete_claims(sandbox, names):
 def allocation(sandbox, name):
     status = (
         h.custom(sandbox.cp)
-        .get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", name)
+        .get_namespaced_custom_object("resource.k8s.io", served(sandbox), NS, "resourceclaims", name)
         .get("status")
         or {}
     )
@@ -366,7 +373,7 @@ def reasons(bed, sandbox):
     assert [allocation(sandbox, "h-%d" % i) for i in range(3)] == [[(bed["h100"], "gpu-%d" % i)] for i in range(3)]
     claim(sandbox, "f-3g", A100 + "-3g.20gb")
     assert schedule(sandbox, "f-3g", A100) == (bed["a100"], ["gpu-1-mig-3g20gb-9-4"])
-    sandbox.cp.kubectl("apply", "-f", "-", input=json.dumps(stray_class()))
+    sandbox.cp.kubectl("apply", "-f", "-", input=json.dumps(stray_class(served(sandbox))))
     sandbox.cp.kubectl("cordon", *node_names(sandbox, T4))
     claim(sandbox, "r-noclass", "advise-nosuch")
     claim(sandbox, "r-stray", "advise-stray-4g")
@@ -403,10 +410,10 @@ POD_POOLS = {
 WAITING = {"w-1g": A100 + "-1g.10gb", "w-3g40": H100 + "-3g.40gb", "w-whole-1": H100, "w-whole-2": H100}
 
 
-def stray_class():
+def stray_class(version):
     expression = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '4g.20gb'"
     return {
-        "apiVersion": "resource.k8s.io/v1",
+        "apiVersion": "resource.k8s.io/" + version,
         "kind": "DeviceClass",
         "metadata": {"name": "advise-stray-4g"},
         "spec": {"selectors": [{"cel": {"expression": expression}}]},
