@@ -273,16 +273,19 @@ def test_cli_up_status_down_leaves_nothing_behind(tmp_path):
 
     t0 = time.monotonic()
     up = cli("up")
-    assert up.returncode == 0, up.stderr
-    warm_start = time.monotonic() - t0
-    status = cli("status")
-    assert status.returncode == 0, status.stdout + status.stderr
-    state = json.loads(status.stdout)
-    assert state["up"] and set(state["pids"]) == {"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
-    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
-    assert Path(kubeconfig).exists()
-    workdir = state["workdir"]
-    assert cli("down").returncode == 0
+    try:
+        assert up.returncode == 0, up.stderr
+        warm_start = time.monotonic() - t0
+        status = cli("status")
+        assert status.returncode == 0, status.stdout + status.stderr
+        state = json.loads(status.stdout)
+        assert state["up"]
+        assert set(state["pids"]) == {"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
+        kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
+        assert Path(kubeconfig).exists()
+        workdir = state["workdir"]
+    finally:  # `up` detaches: a failed check above must not leave its processes running
+        assert cli("down").returncode == 0
     for pid in state["pids"].values():
         assert not _pid_is(pid, f"{workdir}/"), f"pid {pid} still running"
     assert not Path(workdir).exists()
