@@ -10,9 +10,10 @@ pool's layout, the new one if it changes too.
 
 Whether a change serves the claims is a packing check per unit, not a scheduler run: every node (and every
 ``matchAttribute`` group of it) is a bin holding the free units it would have after the change, and the claims'
-device counts are packed into them largest first (best fit). Nodes that look the same are one bin class with a
-multiplicity, so 2,000 nodes cost what their few shapes cost. Units are packed one at a time: claims with several
-requests, and the whole-GPU versus MIG trade of one GPU under dynamic MIG, are not modelled (docs/advisor.md).
+device counts are packed into them exactly (plan/advice/packing.py: best fit, then a bounded search). Nodes that
+look the same are one bin class with a multiplicity, so 2,000 nodes cost what their few shapes cost. Units are
+packed one at a time: claims with several requests, and the whole-GPU versus MIG trade of one GPU under dynamic
+MIG, are not modelled (docs/advisor.md).
 
 The search tries the fewest changed indices first, each index taking one of the layouts plan/advice/layouts.py
 lists, and for each the fewest added nodes (a binary search: more nodes never serve less); it stops at the first
@@ -25,6 +26,7 @@ import itertools
 from collections import Counter
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import packing
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.layouts import (
     Layout,
     layouts_over,
@@ -64,25 +66,8 @@ def current_layouts(pool) -> Dict[int, Layout]:
 
 
 def fits_all(bins: Counter, sizes: Sequence[int]) -> bool:
-    """Pack the claims' sizes (largest first) into bins {capacity: how many bins}, best fit; all placed?"""
-    bins = Counter({c: n for c, n in bins.items() if c > 0 and n > 0})
-    for size, n in sorted(Counter(sizes).items(), reverse=True):
-        while n > 0:
-            fitting = [c for c in bins if c >= size and bins[c] > 0]
-            if not fitting:
-                return False
-            cap = min(fitting)
-            per_bin = cap // size
-            used = min(bins[cap], -(-n // per_bin))
-            hosted = min(n, used * per_bin)
-            full, rest = divmod(hosted, per_bin)
-            bins[cap] -= full + (1 if rest else 0)
-            if full and cap - per_bin * size:
-                bins[cap - per_bin * size] += full
-            if rest and cap - rest * size:
-                bins[cap - rest * size] += 1
-            n -= hosted
-    return True
+    """Whether the claims' sizes can all be packed into bins {capacity: how many bins} (plan/advice/packing.py)."""
+    return packing.fits(bins, sizes)
 
 
 class Evaluator:
