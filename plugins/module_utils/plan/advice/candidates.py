@@ -67,7 +67,8 @@ def current_layouts(pool) -> Dict[int, Layout]:
 
 def fits_all(bins: Counter, sizes: Sequence[int]) -> bool:
     """Whether the claims' sizes can all be packed into bins {capacity: how many bins} (plan/advice/packing.py)."""
-    return packing.fits(bins, sizes)
+    key = tuple(sorted((c, n) for c, n in bins.items() if c > 0 and n > 0))
+    return packing.fits_remembered(key, tuple(sorted(sizes, reverse=True)))
 
 
 class Evaluator:

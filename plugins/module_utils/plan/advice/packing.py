@@ -21,6 +21,7 @@ rather than a change nobody needs). Small cases (a few bins, a few claims) never
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Dict, Iterator, List, Sequence, Set, Tuple
 
 NODE_BUDGET = 5000  # search states per check; past it the answer is "fits" (never a false "does not fit")
@@ -108,3 +109,10 @@ def fits(bins: Counter, sizes: Sequence[int], budget: int = NODE_BUDGET) -> bool
 def _key(counts: Dict[int, int], smallest: int) -> Tuple[Tuple[int, int], ...]:
     """The multiset of usable remaining capacities, as a sorted tuple of (capacity, bins)."""
     return tuple(sorted((c, n) for c, n in counts.items() if c >= smallest and n > 0))
+
+
+@lru_cache(maxsize=4096)
+def fits_remembered(bins: Tuple[Tuple[int, int], ...], sizes: Tuple[int, ...]) -> bool:
+    """fits() for hashable arguments, remembered: the advisor's search asks the same question of many candidate
+    layouts, and a question that runs into the budget costs the most."""
+    return fits(Counter(dict(bins)), sizes)

@@ -78,3 +78,12 @@ def test_fits_all_equals_a_brute_force_packer_on_small_cases(bins, sizes):
 def test_a_greedy_packing_is_a_packing(bins, sizes):
     if packing.greedy_fits(bins, sizes):
         assert fits_all(bins, sizes) is True and brute_force(bins, sizes) is True
+
+
+def test_the_remembered_answer_is_the_same_and_asked_once():
+    packing.fits_remembered.cache_clear()
+    first = fits_all(Counter({5: 1, 4: 1}), [2, 3, 2, 2])
+    again = fits_all(Counter({4: 1, 5: 1, 7: 0}), [2, 2, 2, 3])  # the same question, written otherwise
+    assert first is again is True
+    info = packing.fits_remembered.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
