@@ -91,6 +91,18 @@ def ensure_namespace(cp, name):
             raise
 
 
+def wait_for(what, fn, timeout=60.0, interval=0.25):
+    """Poll fn until it returns something true, and return that (a bound on the wait, not an assertion on time)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+
+
 def wait_for_default_service_account(core_api, namespace: str, timeout: float = 30) -> None:
     """The `default` ServiceAccount the real serviceaccount controller makes in a new namespace: a pod that runs as it
     is refused by the ServiceAccount admission plugin until it exists."""

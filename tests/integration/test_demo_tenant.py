@@ -7,27 +7,19 @@ matches no published device; the real kube-scheduler leaves the pod Pending and 
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 
 from testbed import demo_tenant, dra_api
 from testbed.simulator_client import Kube
+from tests.integration import k8s_helpers as h
 
 # Version sensitive (resource.k8s.io claims and slices, v1beta1 on 1.32): run on every release of the matrix.
 pytestmark = [pytest.mark.sandbox, pytest.mark.dra_api]
 
 
-def wait_for(what, fn, timeout=60.0, interval=0.25):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+wait_for = h.wait_for
 
 
 @pytest.fixture

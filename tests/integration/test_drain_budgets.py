@@ -9,9 +9,9 @@ minAvailable integer (a maxUnavailable budget needs a controller with a scale su
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
-import time
 import uuid
 
 import pytest
@@ -25,15 +25,7 @@ pytestmark = pytest.mark.sandbox
 REFUSED = "its PodDisruptionBudget allows no disruption"
 
 
-def wait_for(what, fn, timeout=60.0, interval=0.1):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+wait_for = functools.partial(h.wait_for, interval=0.1)
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import uuid
 
 import pytest
 import yaml
 
+from tests.integration import k8s_helpers as h
 from tests.integration.playbook import run_playbook
 
 # Version sensitive (resource.k8s.io claims and slices, v1beta1 on 1.32): run on every release of the matrix.
@@ -42,16 +42,7 @@ WITHOUT_TEAM_TAINT = [
 ]
 
 
-def wait_for(what, fn, timeout=60.0, interval=0.25):
-    """Poll fn until it returns something true (a bound, not an assertion on time)."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+wait_for = h.wait_for
 
 
 def settle(bed):

@@ -3,6 +3,7 @@ emulator, the real kube-apiserver and the node / DRA driver / MIG manager simula
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import mig_parted_config
+from tests.integration import k8s_helpers as h
 
 pytestmark = pytest.mark.sandbox
 
@@ -28,15 +30,7 @@ MIG_NS, MIG_CM = "gpu-operator", "gpupool-mig-parted-config"
 CERN_LAYOUT = {"3g.20gb": 1, "2g.10gb": 2}
 
 
-def wait_for(what, fn, timeout=15.0, interval=0.05):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+wait_for = functools.partial(h.wait_for, timeout=15.0, interval=0.05)
 
 
 # ---- clients (the real ones, unmodified) -------------------------------------------------------------

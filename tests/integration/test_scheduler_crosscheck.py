@@ -14,6 +14,7 @@ docs/operations.md tells users to; that also keeps them off other tests' nodes o
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 
@@ -103,15 +104,7 @@ CONVERGE = [
 INFO = ("gpupool.core.pool_info", {"cluster": CLUSTER})
 
 
-def wait_for(what, fn, timeout=120.0, interval=0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, last))
+wait_for = functools.partial(h.wait_for, timeout=120.0, interval=0.3)
 
 
 def kubelet_plugin(cp) -> None:
