@@ -268,16 +268,24 @@ def test_chart_refuses_gpus_without_override(sandbox, tmp_path):
 
 
 @pytest.mark.dra_api
-def test_helm_install_waits_for_the_simulated_plugin(sandbox, dra_driver, a100, core, custom):
+def test_helm_install_then_the_simulated_plugin_becomes_ready(sandbox, dra_driver, a100, core, custom):
     from kubernetes import client
 
     apps = client.AppsV1Api(sandbox.cp.api_client())
     assert dra_driver["seconds"] < 30
-    ds = apps.read_namespaced_daemon_set("dra-driver-nvidia-gpu-kubelet-plugin", DRA_NS)
+
+    # helm --wait is no promise here: its DaemonSet check wants desired - maxUnavailable pods ready, and the chart's
+    # maxUnavailable is 100%, so it may return before the plugin pod is Ready (as CI on 1.32 once saw). Wait for it.
+    def ready_daemon_set():
+        ds = apps.read_namespaced_daemon_set("dra-driver-nvidia-gpu-kubelet-plugin", DRA_NS)
+        return ds if (ds.status.number_ready or 0) >= 1 else None
+
+    ds = wait_for("the DaemonSet controller to count the plugin pod ready", ready_daemon_set)
     st = ds.status
     assert st.observed_generation == ds.metadata.generation
     # (other tests' Nodes in the shared apiserver may count as scheduled, never as ready)
     assert st.desired_number_scheduled == st.updated_number_scheduled >= st.number_ready >= 1
+    sandbox.sync()  # one simulator pass after the pod became Ready: the DRA simulator's view of it
     plugin = sandbox.dra.plugins["%s/dra-driver-nvidia-gpu-kubelet-plugin" % DRA_NS]
     assert a100 in plugin["ready"]
     assert not any(n.startswith("digaponc-gpu-004-default-") for n in plugin["nodes"])  # no GPU labels
