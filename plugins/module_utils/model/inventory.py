@@ -153,6 +153,22 @@ class Gpu(Strict):
         return v
 
 
+class MigGroup(Strict):
+    """N of the pool's nodes that carry another static layout than the pool's (the rest carry the pool's)."""
+
+    name: Optional[str] = Field(
+        None, description="Short name, part of the group's mig-parted config name; default g<position> (g1, g2, ...)."
+    )
+    nodes: int = Field(..., ge=1, description="How many of the pool's nodes carry this layout.")
+    layout: Optional[Dict[str, int]] = Field(None, description="Same layout on every GPU of these nodes.")
+    layouts: Optional[Dict[int, Dict[str, int]]] = Field(None, description="Per GPU index of these nodes.")
+    prefer: Optional[List[str]] = Field(
+        None,
+        description="Nodes to take first when the group needs more (the advisor names the idle ones it chose); "
+        "a node in the group stays there while the group keeps room for it.",
+    )
+
+
 class Mig(Strict):
     """MIG: off, a static layout (planned and checked here), or dynamic (DRA DynamicMIG)."""
 
@@ -160,6 +176,14 @@ class Mig(Strict):
     layout: Optional[Dict[str, int]] = Field(None, description="Same layout on every GPU: {profile: count}.")
     layouts: Optional[Dict[int, Dict[str, int]]] = Field(None, description="Per GPU index: {index: {profile: count}}.")
     config_name: Optional[str] = Field(None, description="mig-parted config name; default gpupool-<pool>.")
+    groups: List[MigGroup] = Field(
+        default_factory=list,
+        description="Groups of nodes with their own static layout, e.g. [{nodes: 2, layout: {1g.10gb: 7}}].",
+    )
+
+    def group_name(self, position: int) -> str:
+        """The name of group `position` (0-based): its own, else g<position+1>."""
+        return self.groups[position].name or "g%d" % (position + 1)
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -357,13 +381,21 @@ class Pool(Strict):
     def mig_config_name(self):
         return mig_config_name(self)
 
-    def layout_for(self, index):
-        """MIG layout of GPU `index`, or None when MIG is not statically set there."""
+    def layout_for(self, index, group: Optional[str] = None):
+        """MIG layout of GPU `index` on the pool's nodes (group None) or on the nodes of group `group`, or None when
+        MIG is not statically set there."""
         if self.mig.mode != "static":
             return None
-        if self.mig.layouts is not None:
-            return self.mig.layouts.get(index)
-        return self.mig.layout
+        holder = self.mig
+        if group is not None:
+            holder = next(g for k, g in enumerate(self.mig.groups) if self.mig.group_name(k) == group)
+        if holder.layouts is not None:
+            return holder.layouts.get(index)
+        return holder.layout
+
+    def group_names(self) -> List[str]:
+        """The pool's MIG groups by name, in inventory order."""
+        return [self.mig.group_name(k) for k in range(len(self.mig.groups))]
 
 
 class DraDriver(Strict):

@@ -103,9 +103,11 @@ def nodegroup_name(pool):
     return (pool.nodegroup.name or pool.name) if pool.nodegroup else None
 
 
-def mig_config_name(pool) -> str:
-    """The mig-parted config a static-MIG pool's nodes are labelled with (nvidia.com/mig.config)."""
-    return pool.mig.config_name or "gpupool-%s" % pool.name
+def mig_config_name(pool, group: Optional[str] = None) -> str:
+    """The mig-parted config a static-MIG pool's nodes are labelled with (nvidia.com/mig.config); a group's nodes
+    get <pool's config>-<group name>."""
+    base = pool.mig.config_name or "gpupool-%s" % pool.name
+    return base if group is None else "%s-%s" % (base, group)
 
 
 def pool_mig_profiles(pool) -> List[str]:
