@@ -29,6 +29,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks impo
     time_slicing_interval_problems,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import mig_config_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_group_checks import mig_group_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import (
     node_lookup_problems,
     nodegroup_name_problems,
@@ -95,6 +96,7 @@ CHECKS: List[Check] = [
     node_lookup_problems,
     gpu_model_problems,
     mig_layout_problems,
+    mig_group_problems,
     time_slicing_interval_problems,
     sharing_problems,
     taint_problems,

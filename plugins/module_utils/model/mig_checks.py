@@ -14,10 +14,10 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import po
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
 
 
-def _layouts(pool):
-    """[(key below mig, layout)] of a static pool."""
-    items = [("layout", pool.mig.layout)] if pool.mig.layout is not None else []
-    items += [("layouts[%d]" % k, v) for k, v in sorted((pool.mig.layouts or {}).items())]
+def _layouts(holder):
+    """[(key below mig, layout)] of a static pool's mig (or of one of its groups)."""
+    items = [("layout", holder.layout)] if holder.layout is not None else []
+    items += [("layouts[%d]" % k, v) for k, v in sorted((holder.layouts or {}).items())]
     return items
 
 
@@ -39,6 +39,41 @@ def _layout_problem(gpu, layout):
             )
         return "", exc.reason + hint
     return None
+
+
+def holder_layout_problems(pool, at: str, holder) -> List[Tuple[str, str]]:
+    """Problems of the layout(s) of `holder` (the pool's mig, or one of its mig.groups) at key path `at`: GPU
+    indices that exist, no empty layout, profiles of this GPU, layouts that fit."""
+    out = []
+    gpu = pool.catalog_gpu
+    for key, layout in _layouts(holder):
+        if key.startswith("layouts["):
+            index = int(key[8:-1])
+            if not 0 <= index < pool.gpu.per_node:
+                out.append(
+                    (
+                        at + "." + key,
+                        "GPU index %d does not exist: the pool's nodes have %d GPU(s) "
+                        "(indices 0..%d); set gpu.per_node or remove this index"
+                        % (index, pool.gpu.per_node, pool.gpu.per_node - 1),
+                    )
+                )
+                continue
+        if not any(layout.values()):
+            # mig-parted would enable MIG and create no instance: the GPU could run nothing at all.
+            out.append(
+                (
+                    at + "." + key,
+                    "the layout is empty: MIG would be enabled with no instance, so the "
+                    "GPU can run nothing; list the instances, e.g. {%s: 1}, or drop the GPU from layouts "
+                    "(or set mig.mode: off) to keep it whole" % gpu.mig.profiles[-1].name,
+                )
+            )
+            continue
+        problem = _layout_problem(gpu, layout)
+        if problem:
+            out.append((at + "." + key + problem[0], problem[1]))
+    return out
 
 
 def mig_layout_problems(cluster, root: str) -> List[Tuple[str, str]]:
@@ -68,33 +103,7 @@ def mig_layout_problems(cluster, root: str) -> List[Tuple[str, str]]:
             )
         if gpu is None or not gpu.mig:
             continue  # gpu_model_problems says why
-        for key, layout in _layouts(pool):
-            if key.startswith("layouts["):
-                index = int(key[8:-1])
-                if not 0 <= index < pool.gpu.per_node:
-                    out.append(
-                        (
-                            at + ".mig." + key,
-                            "GPU index %d does not exist: the pool's nodes have %d GPU(s) "
-                            "(indices 0..%d); set gpu.per_node or remove this index"
-                            % (index, pool.gpu.per_node, pool.gpu.per_node - 1),
-                        )
-                    )
-                    continue
-            if not any(layout.values()):
-                # mig-parted would enable MIG and create no instance: the GPU could run nothing at all.
-                out.append(
-                    (
-                        at + ".mig." + key,
-                        "the layout is empty: MIG would be enabled with no instance, so the "
-                        "GPU can run nothing; list the instances, e.g. {%s: 1}, or drop the GPU from layouts "
-                        "(or set mig.mode: off) to keep it whole" % gpu.mig.profiles[-1].name,
-                    )
-                )
-                continue
-            problem = _layout_problem(gpu, layout)
-            if problem:
-                out.append((at + ".mig." + key + problem[0], problem[1]))
+        out += holder_layout_problems(pool, at + ".mig", mig)
     return out
 
 

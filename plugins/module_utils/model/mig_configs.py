@@ -9,7 +9,7 @@ pools that share a name share one config in the MIG manager's ConfigMap, so thei
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import config_entries
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL, mig_config_name
@@ -26,13 +26,23 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
 DEFAULT_PREFIX = "gpupool-"
 
 
-def pool_mig_entries(pool):
-    """mig-parted entries of one static-MIG pool: [(devices, layout)]."""
+def pool_mig_entries(pool, group: Optional[str] = None):
+    """mig-parted entries of one static-MIG pool's nodes (group None) or of its group `group`: [(devices, layout)]."""
     if pool.mig.mode != "static":
         return []
-    if pool.mig.layouts is None:
-        return [("all", pool.mig.layout)]
-    return [([idx], pool.layout_for(idx)) for idx in range(pool.gpu.per_node)]
+    holder = pool.mig if group is None else pool.mig.groups[pool.group_names().index(group)]
+    if holder.layouts is None:
+        return [("all", holder.layout)]
+    return [([idx], pool.layout_for(idx, group)) for idx in range(pool.gpu.per_node)]
+
+
+def pool_configs(pool) -> List[Tuple[Optional[str], str, list]]:
+    """[(group or None, config name, mig-parted entries)] of a static-MIG pool: its own config, then one per group."""
+    if pool.mig.mode != "static":
+        return []
+    groups: List[Optional[str]] = [None]
+    groups += pool.group_names()
+    return [(g, mig_config_name(pool, g), pool_mig_entries(pool, g)) for g in groups]
 
 
 def static_pools(pools):
@@ -66,21 +76,39 @@ def mig_config_problems_of(pools, root: str) -> List[Tuple[str, str]]:
         if problem:
             out.append((at, problem))
             continue
-        name = mig_config_name(pool)
-        entries = config_entries(pool_mig_entries(pool))
-        if name in seen and seen[name][1] != entries and seen[name][0].name != pool.name:
-            other = seen[name][0]
-            out.append(
-                (
-                    at,
-                    "MIG config %r is also used by %s.%s with a different layout; pools that share a "
-                    "config name share one mig-parted config, so give one of them its own mig.config_name"
-                    % (name, root, pool_label(other._index, other.name)),
+        for k, (group, name, raw) in enumerate(pool_configs(pool)):
+            where = at if group is None else "%s.mig.groups[%d].name" % (pool_path(root, pool), k - 1)
+            if group is not None and not is_label_value(name):
+                if is_label_value(group):  # else mig_group_problems says the group name is wrong
+                    out.append((where, group_config_name_problem(name)))
+                continue
+            entries = config_entries(raw)
+            if name in seen and seen[name][1] != entries and (seen[name][0].name, seen[name][2]) != (pool.name, group):
+                other = seen[name][0]
+                what = "pools that share a config name share one mig-parted config, so give one of them its own mig.config_name"
+                if group is not None or seen[name][2] is not None:
+                    what = (
+                        "a MIG group's config is named <pool's config>-<group name>, and configs that share a name share "
+                        "one mig-parted config, so rename the group or give one pool its own mig.config_name"
+                    )
+                out.append(
+                    (
+                        where,
+                        "MIG config %r is also used by %s.%s with a different layout; %s"
+                        % (name, root, pool_label(other._index, other.name), what),
+                    )
                 )
-            )
-            continue
-        seen.setdefault(name, (pool, entries))
+                continue
+            seen.setdefault(name, (pool, entries, group))
     return out
+
+
+def group_config_name_problem(name: str) -> str:
+    """Why a MIG group's config name (<pool's config>-<group>) cannot be a node label value."""
+    return (
+        "the group's MIG config would be named %r (%d characters), which cannot be the value of the node label %s "
+        "(%s); shorten the group name or the pool's mig.config_name" % (name, len(name), CONFIG_LABEL, LABEL_VALUE_RULE)
+    )
 
 
 def mig_config_problems(cluster, root: str) -> List[Tuple[str, str]]:

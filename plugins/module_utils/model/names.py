@@ -111,14 +111,18 @@ def mig_config_name(pool, group: Optional[str] = None) -> str:
 
 
 def pool_mig_profiles(pool) -> List[str]:
-    """MIG profiles that get a DeviceClass: static: those the layout(s) ask for, dynamic: all of the GPU's."""
+    """MIG profiles that get a DeviceClass: static: those the layout(s) of the pool and its groups ask for, dynamic: all
+    of the GPU's."""
     gpu = find_gpu(pool.gpu.model)
     if pool.mig.mode == "dynamic" and gpu is not None and gpu.mig:
         return [p.name for p in gpu.mig.profiles]
     if pool.mig.mode != "static":
         return []
     seen: List[str] = []
-    layouts = [pool.mig.layout] if pool.mig.layout is not None else list((pool.mig.layouts or {}).values())
+    layouts = []
+    # the pool's own layout(s), then its MIG groups': a DeviceClass for every profile some node carries
+    for holder in [pool.mig] + list(pool.mig.groups):
+        layouts += [holder.layout] if holder.layout is not None else list((holder.layouts or {}).values())
     for layout in layouts:
         for name, count in (layout or {}).items():
             if count and name not in seen:
@@ -130,9 +134,15 @@ def pool_has_full_gpus(pool) -> bool:
     """Whether some GPU of the pool is left whole (no static MIG layout on it)."""
     if pool.mig.mode != "static":
         return True
-    if pool.mig.layout is not None:
-        return not any(pool.mig.layout.values())
-    return any(not pool.layout_for(i) for i in range(pool.gpu.per_node))
+    groups: List[Optional[str]] = [None]
+    for group in groups + pool.group_names():  # a MIG group's nodes may keep a GPU whole too
+        holder = pool.mig if group is None else pool.mig.groups[pool.group_names().index(group)]
+        if holder.layout is not None:
+            if not any(holder.layout.values()):
+                return True
+        elif any(not pool.layout_for(i, group) for i in range(pool.gpu.per_node)):
+            return True
+    return False
 
 
 class ClassName(NamedTuple):

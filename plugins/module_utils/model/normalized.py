@@ -12,11 +12,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import plan
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import dump_cluster
-from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import pool_mig_entries
+from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import pool_configs
 
 
 def cluster_mig_parted_config(cluster):
-    configs = {p.mig_config_name: pool_mig_entries(p) for p in cluster.present_pools if p.mig.mode == "static"}
+    """The mig-parted document: one config per static-MIG pool and one per MIG group of such a pool."""
+    configs = {name: entries for p in cluster.present_pools for _group, name, entries in pool_configs(p)}
     return mig_parted_config(configs)
 
 
