@@ -17,7 +17,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import
     parse_document,
     render_document,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout
+from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, plan
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import _lines as _problem_lines
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import (
@@ -32,6 +32,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     CORDON_VALUE,
     DIGEST_ANNOTATION,
     STATE_LABEL,
+    mig_config_name,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import pool_placements
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready
@@ -61,22 +62,29 @@ def config_digest(entries):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def pool_config(pool):
-    """(config name, mig-parted entries) of one static-MIG pool, as pool_summary renders them.
+def pool_config(pool, group=None):
+    """(config name, mig-parted entries) of one static-MIG pool's nodes (group None) or of its MIG group `group`, as
+    pool_summary renders them.
 
     Plans every GPU's layout with the placement planner first: an infeasible layout raises
     Problems (load_cluster already refuses it; this keeps the module safe on its own)."""
     try:
         pool_placements(pool)
+        if group is not None:
+            for index in range(pool.gpu.per_node):
+                layout = pool.layout_for(index, group)
+                if layout:
+                    plan(pool.catalog_gpu, layout)
     except InfeasibleLayout as exc:
-        raise Problems([("pools[%s].mig" % pool.name, exc.reason)])
-    name = pool.mig_config_name
-    doc = mig_parted_config({name: pool_mig_entries(pool)})
+        raise Problems([("pools[%s].mig%s" % (pool.name, "" if group is None else ".groups (%s)" % group), exc.reason)])
+    name = mig_config_name(pool, group)
+    doc = mig_parted_config({name: pool_mig_entries(pool, group)})
     return name, doc["mig-configs"][name]
 
 
 def desired_configs(pools, root="gpupool_cluster"):
-    """{config name: {"pools": [pool names], "entries": [...], "digest": str}} for the static-MIG pools.
+    """{config name: {"pools": [pool names], "entries": [...], "digest": str}} for the static-MIG pools and their
+    MIG groups (a group's config is <pool's config>-<group>).
 
     Config names are label values and shared only with identical entries: the model's rule
     (model/mig_configs.py), run here too so the builder is safe on its own."""
@@ -85,11 +93,13 @@ def desired_configs(pools, root="gpupool_cluster"):
         raise Problems(problems)
     out = {}
     for pool in static_pools(pools):
-        name, entries = pool_config(pool)
-        if name in out:
-            out[name]["pools"].append(pool.name)
-            continue
-        out[name] = {"pools": [pool.name], "entries": entries, "digest": config_digest(entries)}
+        groups = [None]
+        for group in groups + pool.group_names():
+            name, entries = pool_config(pool, group)
+            if name in out:
+                out[name]["pools"].append(pool.name)
+                continue
+            out[name] = {"pools": [pool.name], "entries": entries, "digest": config_digest(entries)}
     return out
 
 

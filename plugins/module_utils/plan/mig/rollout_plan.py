@@ -19,6 +19,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs imp
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout_text as plan_rollout_text
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout import (
     CONFIGURE,
     RECONFIGURE,
@@ -117,6 +118,10 @@ class RolloutPlan:
         out: Dict[str, str] = {}
         for pool in self.static:
             out.setdefault(mig_config_name(pool), pool_path("gpupool_cluster", pool) + ".mig.config_name")
+            for k, group in enumerate(pool.group_names()):
+                out.setdefault(
+                    mig_config_name(pool, group), pool_path("gpupool_cluster", pool) + ".mig.groups[%d].name" % k
+                )
         return out
 
     @property
@@ -144,35 +149,59 @@ class RolloutPlan:
             if pool.state != "present" or pool.mig.mode != "static":
                 self.pools[pool.name] = {"skipped": skipped_reason(pool)}
                 continue
-            name = pool.mig_config_name
-            config = self.configs[name]
-            plan = plan_pool(
-                pool.name,
-                name,
-                config["digest"],
-                assigned[pool.name],
-                self.mig_manager.max_unavailable,
-                config_changed=name in changed_configs,
-                retry_failed=self.options.retry_failed,
-            )
-            plan["selector"] = self.selector(pool)
-            if plan["blocked"]:
-                # A node the MIG manager failed on blocks its own pool only: no wave of this pool runs (its done
-                # nodes still get their leftover cordons lifted); the other pools roll on, and the step fails at
-                # the end naming the node (blocked_problems).
-                plan["waves"] = []
-            self.plans.append(plan)
-            self.pools[pool.name] = {
-                "config_name": name,
-                "digest": config["digest"],
-                "selector": plan["selector"],
-                "nodes": plan["nodes"],
-                "waves": plan["waves"],
-            }
-            if plan["blocked"]:
-                self.pools[pool.name]["blocked"] = list(plan["blocked"])
-            warnings += [not_ready_warning(pool.name, node) for node in plan["skipped"]]
+            nodes = assigned[pool.name]
+            # which node carries which layout: plan/mig/node_groups decides it for every step (stable)
+            assignment = assign_groups(pool, nodes) if pool.mig.groups else {}
+            plans = []
+            for group in [None] + pool.group_names():
+                members = [n for n in nodes if assignment.get(n["metadata"]["name"]) == group]
+                plans.append(self._plan_nodes(pool, group, members, changed_configs))
+            if any(plan["blocked"] for plan in plans):
+                # A node the MIG manager failed on blocks its own pool only (all its groups): no wave of this pool
+                # runs (its done nodes still get their leftover cordons lifted); the other pools roll on, and the
+                # step fails at the end naming the node (blocked_problems).
+                for plan in plans:
+                    plan["waves"] = []
+            self.plans += plans
+            entry = self._pool_entry(plans[0])
+            if pool.mig.groups:
+                entry["assignment"] = {name: assignment[name] for name in sorted(assignment)}
+                entry["groups"] = {plan["group"]: self._pool_entry(plan) for plan in plans[1:]}
+            self.pools[pool.name] = entry
+            for plan in plans:
+                warnings += [not_ready_warning(pool.name, node) for node in plan["skipped"]]
         return warnings
+
+    def _plan_nodes(self, pool: Any, group: Optional[str], nodes: List[dict], changed_configs: Sequence[str]) -> dict:
+        """The plan of the pool's nodes that carry its own layout (group None) or MIG group `group`'s."""
+        name = mig_config_name(pool, group)
+        config = self.configs[name]
+        plan = plan_pool(
+            pool.name,
+            name,
+            config["digest"],
+            nodes,
+            self.mig_manager.max_unavailable,
+            config_changed=name in changed_configs,
+            retry_failed=self.options.retry_failed,
+        )
+        plan["group"] = group
+        plan["selector"] = self.selector(pool)
+        return plan
+
+    @staticmethod
+    def _pool_entry(plan: dict) -> dict:
+        """The result's entry of one plan (a pool's own layout, or one MIG group of it)."""
+        entry = {
+            "config_name": plan["config_name"],
+            "digest": plan["digest"],
+            "selector": plan["selector"],
+            "nodes": plan["nodes"],
+            "waves": plan["waves"],
+        }
+        if plan["blocked"]:
+            entry["blocked"] = list(plan["blocked"])
+        return entry
 
     def add_wave(self, plan: dict, index: int, pods: Optional[Dict[str, Tuple[list, list]]] = None) -> dict:
         """The result's entry of wave `index` of a pool's plan; pods: {node: (pods evicted, GPU pods left)}
@@ -181,6 +210,7 @@ class RolloutPlan:
         entry = {
             "pool": plan["pool"],
             "index": index,
+            **({"group": plan["group"]} if plan.get("group") is not None else {}),
             "nodes": list(wave),
             "actions": {r["name"]: r["action"] for r in plan["nodes"] if r["name"] in wave},
             "result": "planned" if self.check else "not started",
@@ -192,7 +222,7 @@ class RolloutPlan:
         return entry
 
     def plan_of(self, entry: dict) -> dict:
-        return next(plan for plan in self.plans if plan["pool"] == entry["pool"])
+        return next(p for p in self.plans if (p["pool"], p.get("group")) == (entry["pool"], entry.get("group")))
 
     def changes_in_check(self, entry: dict) -> bool:
         """Whether a wave would change anything (check mode): a node to label, or its nodes to cordon."""

@@ -58,21 +58,26 @@ def rollout_text(
     configs_*: {config name: mig-parted entries} in the ConfigMap before the run and as this run writes it;
     cordon, drain: for every pool, or per pool name (each pool has its own drain policy)."""
     lines: List[str] = []
-    by_pool: Dict[str, List[dict]] = {}
+    by_plan: Dict[tuple, List[dict]] = {}
     for wave in waves:
-        by_pool.setdefault(wave["pool"], []).append(wave)
+        by_plan.setdefault((wave["pool"], wave.get("group")), []).append(wave)
+    shown = set()
     for plan in plans:
-        pool_waves = by_pool.get(plan["pool"]) or []
+        pool_waves = by_plan.get((plan["pool"], plan.get("group"))) or []
         if not pool_waves:
             continue
+        if plan["pool"] not in shown and any(p["pool"] == plan["pool"] and p.get("group") for p in plans):
+            shown.add(plan["pool"])
+            lines += group_lines([p for p in plans if p["pool"] == plan["pool"]])
         cordons = cordon(plan["pool"]) if callable(cordon) else cordon
         drains = drain(plan["pool"]) if callable(drain) else drain
         steps = (["cordon"] if cordons else []) + (["evict the GPU pods"] if drains else [])
         steps += ["set nvidia.com/mig.config", "wait for the MIG manager"] + (["uncordon"] if cordons else [])
         rows = {row["name"]: row for row in plan["nodes"]}
+        who = plan["pool"] if plan.get("group") is None else "%s, group %s," % (plan["pool"], plan["group"])
         lines.append(
             "MIG rollout of pool %s to %s, %d wave(s) of at most %d node(s):"
-            % (plan["pool"], describe_config(plan["config_name"], configs_after), len(pool_waves), max_unavailable)
+            % (who, describe_config(plan["config_name"], configs_after), len(pool_waves), max_unavailable)
         )
         for wave in pool_waves:
             lines.append("  wave %d/%d: %s" % (wave["index"] + 1, len(pool_waves), ", ".join(steps)))
@@ -98,6 +103,24 @@ def rollout_text(
                 "the GPU Operator's own pods, so a workload still on a GPU can make the change fail)"
             )
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def group_lines(plans: List[dict]) -> List[str]:
+    """Which node carries which layout in a pool with MIG groups (plan/mig/node_groups decided it), and the nodes
+    that move: from which config to which. `plans`: the pool's plans, its own layout's first."""
+    lines = ["MIG groups of pool %s (nodes that keep their config are not touched):" % plans[0]["pool"]]
+    for plan in plans:
+        what = "the pool's layout" if plan.get("group") is None else "group %s" % plan["group"]
+        names = [row["name"] for row in plan["nodes"]]
+        if plan.get("group") is None:  # the pool's many nodes are counted; a group's few are named
+            lines.append("  %s (%s): %d node(s)" % (what, plan["config_name"], len(names)))
+        else:
+            lines.append("  %s (%s): %s" % (what, plan["config_name"], ", ".join(names) if names else "no node"))
+        for row in plan["nodes"]:
+            before = (row.get("before") or {}).get("config")
+            if before != plan["config_name"]:
+                lines.append("    %s moves: %s -> %s" % (row["name"], before or "not set", plan["config_name"]))
+    return lines
 
 
 def _pod(ref: object) -> str:

@@ -29,7 +29,13 @@ _FINAL = {"done": "success", "failed": "failed", "gone": "gone", "relabelled": "
 
 def subject(plan: dict, entry: dict) -> str:
     """How progress lines name a wave: MIG wave 1/2 of gpu-a100-mig."""
-    return "MIG wave %d/%d of %s" % (entry["index"] + 1, len(plan["waves"]), plan["pool"])
+    return "MIG wave %d/%d of %s" % (entry["index"] + 1, len(plan["waves"]), _who(plan))
+
+
+def _who(plan: dict) -> str:
+    """'gpu-a100', or 'gpu-a100 group small' for the nodes of a MIG group."""
+    group = plan.get("group")
+    return plan["pool"] if group is None else "%s group %s" % (plan["pool"], group)
 
 
 def start_status(wave: Sequence[str], drains: bool) -> str:
@@ -129,7 +135,7 @@ def node_diffs(plan: dict, wave: Sequence[str], states: Dict[str, str]) -> List[
         if row["name"] not in wave or row["action"] not in (CONFIGURE, RECONFIGURE):
             continue
         before = row["before"]
-        header = "Node %s (pool %s)" % (row["name"], plan["pool"])
+        header = "Node %s (pool %s)" % (row["name"], _who(plan).replace(" group ", ", group "))
         out.append(
             {
                 "before": node_diff_view(before["config"], before["state"], before["digest"]),
@@ -166,7 +172,7 @@ def failure_message(
             parts.append("node %s was deleted during the change" % name)
         else:
             parts.append("node %s got another %s while gpupool waited" % (name, CONFIG_LABEL))
-    text = "MIG layout rollout of pool %s stopped: %s." % (plan["pool"], "; ".join(parts))
+    text = "MIG layout rollout of pool %s stopped: %s." % (_who(plan), "; ".join(parts))
     if later:
         text += " Not touched: %s." % ", ".join(later)
     cordoned = [n for n in bad if n in entry.get("cordoned", [])]
