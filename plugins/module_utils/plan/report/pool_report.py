@@ -32,7 +32,8 @@ import re
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import pool_gates
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import compute_domain_name, mig_config_name
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.node_owners import may_write
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.orphans import orphan_message, orphan_rows
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
@@ -187,15 +188,15 @@ def indexed_gpus(devices, expected=None, gpus_per_node=None):
     return list(zip(indices, gpus))
 
 
-def expected_layout(pool):
-    """{GPU index: None (full GPU) or {profile: count}} the inventory wants, or None when not fixed
-    (dynamic MIG: the driver creates MIG devices on demand). A GPU with MIG on and no instances
-    publishes nothing and is left out."""
+def expected_layout(pool, group=None):
+    """{GPU index: None (full GPU) or {profile: count}} the inventory wants on the pool's nodes (group None) or on
+    the nodes of its MIG group `group`, or None when not fixed (dynamic MIG: the driver creates MIG devices on
+    demand). A GPU with MIG on and no instances publishes nothing and is left out."""
     if pool.mig.mode == "dynamic":
         return None
     out = {}
     for idx in range(pool.gpu.per_node):
-        layout = pool.layout_for(idx) if pool.mig.mode == "static" else None
+        layout = pool.layout_for(idx, group) if pool.mig.mode == "static" else None
         if pool.mig.mode == "static" and layout is not None:
             layout = {p: c for p, c in layout.items() if c}
             if not layout:
@@ -422,10 +423,16 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
         "ready_nodes": 0,
     }
     mismatches = []
+    # MIG groups: each node is expected to carry its group's layout and config (plan/mig/node_groups decides which)
+    groups = assign_groups(pool, nodes) if static and pool.mig.groups else {}
+    pool_expected, pool_config = expected, config_name
     for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
         name = _meta(node).get("name")
         labels = _meta(node).get("labels") or {}
         devs = node_devices(slices_by_pool, name)
+        expected, config_name = pool_expected, pool_config
+        if groups.get(name) is not None:
+            expected, config_name = expected_layout(pool, groups[name]), mig_config_name(pool, groups[name])
         published = published_layout(devs, expected, pool.gpu.per_node)
         row = {
             "name": name,
@@ -439,6 +446,8 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
             "mig_devices": {},
             "allocated": [],
         }
+        if groups:
+            row.update(mig_group=groups.get(name), expected_layout=_str_keys(expected))
         for pool_name, dev in devs:
             key = (GPU_DRIVER, pool_name, dev.get("name"))
             is_alloc = key in allocated
@@ -496,8 +505,14 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
                     pool.name,
                     name,
                     "mig_config_label",
-                    "node %s has %s=%s, the pool's config is %s; run gpupool.core.mig_layout"
-                    % (name, CONFIG_LABEL, row["mig_config"] or "(not set)", config_name),
+                    "node %s has %s=%s, the %s config is %s; run gpupool.core.mig_layout"
+                    % (
+                        name,
+                        CONFIG_LABEL,
+                        row["mig_config"] or "(not set)",
+                        "pool's" if groups.get(name) is None else "MIG group %s's" % groups[name],
+                        config_name,
+                    ),
                 )
             )
         if not devs:
