@@ -105,6 +105,33 @@ def inventory_md():
             )
         lines.append("")
     lines += [
+        "## MIG groups: another layout on some of a pool's nodes",
+        "",
+        "`mig.layout` (or `mig.layouts`) is the layout of the pool's nodes; `mig.groups` gives N of them another "
+        "static layout, without a second nodegroup. Each group is checked like a layout (the GPU's profiles, its "
+        "placement rules, GPU indices that exist), and the groups together ask for at most the nodegroup's "
+        "`node_count`:",
+        "",
+        "```yaml",
+        "    - name: gpu-a100",
+        "      nodegroup: {flavor: g4.p2.40g, node_count: 10}",
+        "      gpu: {model: A100-40GB, per_node: 2}",
+        "      mig:",
+        "        mode: static",
+        "        layout: {3g.20gb: 1, 2g.10gb: 2}        # 8 of the 10 nodes",
+        "        groups:",
+        "          - {name: small, nodes: 2, layout: {1g.5gb: 7}}   # config gpupool-gpu-a100-small",
+        "```",
+        "",
+        "A group's nodes are labelled with its own mig-parted config, `<pool's config>-<group name>` (a group "
+        "without a name is `g1`, `g2`, ... by position; the whole name is a label value, at most 63 characters). "
+        "Which nodes carry a group is decided stably: a node already labelled with the group's config stays "
+        "while the group has room, then the nodes `prefer` names, then the others by name. `mig_layout` (and "
+        "`--check --diff`) shows the assignment and the nodes that move from one config to another; only those "
+        "nodes are cordoned, drained and re-partitioned, and a node that keeps its config is not touched. "
+        "The DeviceClasses cover the profiles of the pool's layout and of every group, and `pool_info` expects "
+        "each node to publish its group's layout.",
+        "",
         "## Anchors and merge keys",
         "",
         "YAML anchors, aliases and merge keys (`<<`) work as YAML defines them, including a mapping that "
