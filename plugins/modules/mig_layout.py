@@ -46,6 +46,12 @@ description:
     config holds back that pool only (no wave of it runs) unless O(retry_failed=true): the other pools roll on, then
     the task fails naming the node."
   - NotReady nodes that need a change are skipped with a warning (their MIG manager cannot act).
+  - "MIG groups (C(mig.groups)): each group has its own config, C(<pool's config>-<group name>), written beside the
+    pool's. Which nodes carry a group is decided stably (a node labelled with the group's config stays while the
+    group has room, then the nodes the group's C(prefer) names, then the others by name); each node is labelled with
+    its group's config, and only the nodes whose config changes are cordoned, drained and re-partitioned (in waves of
+    their own, named C(<pool> group <name>)); a node that keeps its config is not touched. With C(--diff) the plan
+    shows the assignment and which nodes move from which config to which."
   - Nodes are only patched (labels, one annotation, C(spec.unschedulable)); never created or deleted.
 author:
   - gpupool.core developers (@gpupool)
@@ -160,7 +166,11 @@ config_map:
   sample: {name: gpupool-mig-parted-config, namespace: gpu-operator, action: updated,
            configs: {gpupool-gpu-a100-mig: updated}}
 pools:
-  description: Per pool in scope, its config and the plan for each of its nodes.
+  description:
+    - Per pool in scope, its config and the plan for each of its nodes.
+    - A pool with MIG groups also has C(assignment) (node name to group name, null for the pool's own layout) and
+      C(groups) (per group name, the same keys as the pool's for the group's nodes); the pool's own C(nodes) and
+      C(waves) are then those of the nodes that carry the pool's layout. A wave of a group has C(group).
   returned: always
   type: dict
   sample:

@@ -132,6 +132,14 @@ pools:
         mig_state:
           description: The C(nvidia.com/mig.config.state) label (pending, rebooting, success, failed).
           type: str
+        mig_group:
+          description: In a pool with MIG groups, the group whose layout the node carries (null for the pool's own).
+          type: str
+          returned: when the pool has MIG groups
+        expected_layout:
+          description: In a pool with MIG groups, the node's own expected layout (its group's, or the pool's).
+          type: dict
+          returned: when the pool has MIG groups
         published:
           description: Whether the DRA driver publishes devices for the node.
           type: bool
