@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether a change of a pool (demand.Change) serves its waiting claims (demand.ClaimNeed). Pure.
+
+Not a scheduler run but a packing check (plan/advice/packing.py): each claim whole on one node, its
+``matchAttribute`` constraints drawing from one group of GPUs (a PCIe root, a GPU). What a node has after a change:
+
+- only usable nodes count (ready, not cordoned), and only nodes that publish devices;
+- a node carrying the pool's layout (its supply row's "group" is None or missing) gets ``change.indices``: a changed
+  GPU index offers every device of its new layout (the search changes only indices no device is allocated on);
+- a node named in ``change.nodes`` gets that per-index layout (it joins a MIG group): an index whose layout differs
+  from what the node carries now offers its new layout's devices;
+- every other GPU keeps what is free on it now (allocated devices stay allocated);
+- ``change.added`` new nodes carry the pool's layout after ``change.indices``, grouped like an existing node that
+  publishes all its GPUs (the same hardware), or each GPU alone when there is none.
+
+Nodes that look the same - the same group, the same free devices of the units the claims ask for, the same grouping
+of GPUs by the attributes the claims match (values renamed by first appearance, so two nodes' PCIe roots compare by
+shape, not by bus address) - are one class with a multiplicity: 2,000 nodes cost their few shapes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import packing
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import Change, ClaimNeed
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.layouts import Layout, units_of
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import unit_slices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import FULL_GPU
+
+Free = Tuple[Tuple[str, int], ...]
+Values = Tuple[Tuple[str, Hashable], ...]
+
+
+def current_layouts(pool, group: Optional[str] = None) -> Dict[int, Layout]:
+    """{GPU index: layout now} as the inventory declares it for the pool's nodes or a group's (None: whole GPU)."""
+    static = pool.mig.mode == "static"
+    return {i: pool.layout_for(i, group) if static else None for i in range(pool.gpu.per_node)}
+
+
+class Evaluator:
+    """Whether changes serve a pool's waiting claims; the pool's usable nodes folded into classes once."""
+
+    def __init__(self, pool, supply: dict, claims: Sequence[ClaimNeed]) -> None:
+        self.pool = pool
+        self.per_node = pool.gpu.per_node
+        self.claims: Tuple[ClaimNeed, ...] = tuple(claims)
+        self.units = frozenset(n.unit for c in self.claims for n in c.needs)
+        self.attributes = sorted(
+            {c.match[n.constraint] for c in self.claims for n in c.needs if n.constraint is not None}
+        )
+        self.current = current_layouts(pool)
+        self._layouts: Dict[Optional[str], Dict[int, Layout]] = {None: self.current}
+        # class key (group, per-index free, per-index values) -> names of its nodes
+        self.classes: Dict[Tuple[Optional[str], Tuple[Free, ...], Tuple[Values, ...]], List[str]] = {}
+        self.of_node: Dict[str, Tuple[Optional[str], Tuple[Free, ...], Tuple[Values, ...]]] = {}
+        template: Optional[dict] = None
+        for row in supply["nodes"]:
+            if not row["usable"] or not row["gpus"]:
+                continue  # a node that publishes nothing gains nothing from a layout
+            group = row.get("group")
+            if group not in self._layouts:
+                self._layouts[group] = current_layouts(pool, group)
+            free = tuple(self._free(row["gpus"][i]["free"]) if i in row["gpus"] else () for i in range(self.per_node))
+            key = (group, free, self._values(row))
+            self.classes.setdefault(key, []).append(row["name"])
+            self.of_node[row["name"]] = key
+            if template is None and len(row["gpus"]) >= self.per_node:
+                template = row
+        # New nodes are grouped like an existing node (the same hardware), or each GPU alone when there is none.
+        self.new_values = self._values(template) if template is not None else ((),) * self.per_node
+        whole = float(unit_slices(pool, FULL_GPU))
+        self.demand_gpus = sum(n.count * unit_slices(pool, n.unit) / whole for c in self.claims for n in c.needs)
+        self.free_gpus = sum(g["free_fraction"] for r in supply["nodes"] if r["usable"] for g in r["gpus"].values())
+        self.evaluations = 0
+        self.cut_short = False
+        self._answers: Dict[Any, packing.Answer] = {}
+
+    def _free(self, free: Dict[str, int]) -> Free:
+        return tuple(sorted((u, n) for u, n in free.items() if n > 0 and u in self.units))
+
+    def _values(self, row: dict) -> Tuple[Values, ...]:
+        """Per GPU index, the claims' attributes' values renamed by first appearance on the node."""
+        seen: Dict[Tuple[str, Hashable], int] = {}
+        out = []
+        for i in range(self.per_node):
+            attrs = (row["gpus"][i].get("attributes") or {}) if i in row["gpus"] else {}
+            mine = []
+            for a in self.attributes:
+                value = attrs.get(a)
+                if value is not None:
+                    mine.append((a, seen.setdefault((a, value), len(seen))))
+            out.append(tuple(mine))
+        return tuple(out)
+
+    def _node(self, free: Sequence[Free], values: Sequence[Values]) -> packing.Node:
+        return tuple(packing.Gpu(f, v) for f, v in zip(free, values))
+
+    def _after(self, free: Tuple[Free, ...], now: Dict[int, Layout], new: Dict[int, Layout]) -> Tuple[Free, ...]:
+        """The free devices per index once the indices of `new` whose layout differs from `now` are re-partitioned."""
+        return tuple(
+            self._free(units_of(new[i])) if i in new and new[i] != now.get(i) else free[i] for i in range(self.per_node)
+        )
+
+    def nodes_after(self, change: Change) -> Counter:
+        """{packing node: how many} once `change` is made."""
+        out: Counter = Counter()
+        for (group, free, values), names in self.classes.items():
+            named = [n for n in names if n in change.nodes] if change.nodes else []
+            rest = len(names) - len(named)
+            if rest:
+                after = self._after(free, self.current, change.indices) if group is None else free
+                out[self._node(after, values)] += rest
+            for name in named:
+                out[self._node(self._after(free, self._layouts[group], change.nodes[name]), values)] += 1
+        if change.added:
+            layout = [change.indices[i] if i in change.indices else self.current[i] for i in range(self.per_node)]
+            out[self._node(tuple(self._free(units_of(lay)) for lay in layout), self.new_values)] += change.added
+        return out
+
+    def serves(self, change: Change, claims: Optional[Sequence[ClaimNeed]] = None) -> bool:
+        """Whether, after `change`, the claims (None: all of this evaluator's) pack onto the pool's usable nodes."""
+        self.evaluations += 1
+        wanted = self.claims if claims is None else tuple(claims)
+        nodes = self.nodes_after(change)
+        key = (frozenset(nodes.items()), frozenset(Counter((c.needs, c.match) for c in wanted).items()))
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = packing.check(nodes, wanted)
+            self._answers[key] = answer
+        if answer.cut_short:
+            self.cut_short = True
+        return answer.fits
+
+    def fewest_nodes(self, change: Change, most: int) -> Optional[int]:
+        """The fewest nodes to add (0..most) with `change` (its own `added` ignored) for all the claims, or None."""
+        if self.serves(change._replace(added=0)):
+            return 0
+        if most <= 0 or not self.serves(change._replace(added=most)):
+            return None
+        low, high = 0, most  # serves with high, not with low: more nodes never serve less
+        while high - low > 1:
+            mid = (low + high) // 2
+            if self.serves(change._replace(added=mid)):
+                high = mid
+            else:
+                low = mid
+        return high
+
+    def idle(self, added: int) -> float:
+        """GPUs (in GPU fractions) left free once the waiting claims are placed."""
+        return round(max(0.0, self.free_gpus + added * self.per_node - self.demand_gpus), 2)
