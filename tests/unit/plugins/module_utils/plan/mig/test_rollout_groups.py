@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import copy
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as plan_mig_rollout
@@ -133,3 +136,51 @@ def test_a_failed_node_in_the_group_holds_back_the_whole_pool():
     assert [p["waves"] for p in r.plans] == [[], []]
     assert r.pools["a100"]["groups"]["small"]["blocked"] == ["n-0"]
     assert r.result(False)["blocked_nodes"] == ["n-0"]
+
+
+def two_groups(sizes):
+    data = copy.deepcopy(BASE)
+    data["pools"][0]["mig"]["groups"] = [
+        {"name": "small", "nodes": sizes[0], "layout": {"1g.5gb": 7}},
+        {"name": "whole", "nodes": sizes[1], "layout": {"7g.40gb": 1}},
+    ]
+    c = model_load.load_cluster(data)
+    return RolloutPlan(c, c.pools, RolloutOptions(), False)
+
+
+CONFIGS = [POOL, GROUP, POOL + "-whole", None, "someone-else"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(CONFIGS), min_size=0, max_size=7),
+    st.tuples(st.integers(1, 4), st.integers(1, 4)),
+)
+def test_property_only_nodes_whose_config_changes_move_and_a_rollout_converges(labels, sizes):
+    """Over random current labels and group sizes: every node is planned exactly once, with its assigned config;
+    a node is changed exactly when its label is not that config; each group gets its size (at most, with too few nodes); and
+    once the planned labels are applied, the next plan changes nothing."""
+    r = two_groups(sizes)
+    names = ["n-%d" % i for i in range(len(labels))]
+    nodes = [
+        node(name, label, r.configs[label]["digest"] if label in r.configs else "x")
+        for name, label in zip(names, labels)
+    ]
+    r.plan_pools({"a100": nodes}, set())
+    rows = {row["name"]: (plan["config_name"], row) for plan in r.plans for row in plan["nodes"]}
+    assert sorted(rows) == names
+    assignment = r.pools["a100"]["assignment"]
+    assert sum(1 for g in assignment.values() if g) == min(sum(sizes), len(names))
+    for group, size in zip(("small", "whole"), sizes):
+        members = [n for n, g in assignment.items() if g == group]
+        # each group its size when the pool has the nodes (fewer: node_groups keeps labelled members first)
+        assert len(members) == size if len(names) >= sum(sizes) else len(members) <= size
+        assert all(rows[n][0] == "%s-%s" % (POOL, group) for n in members)
+    for name, label in zip(names, labels):
+        config, row = rows[name]
+        assert (row["action"] != "none") == (label != config), (name, label, config, row)
+    # apply: every node labelled with the config it was planned for; the next run changes nothing
+    again = two_groups(sizes)
+    again.plan_pools({"a100": converged(again, {n: rows[n][0] for n in names})}, set())
+    assert all(row["action"] == "none" for plan in again.plans for row in plan["nodes"])
+    assert again.pools["a100"]["assignment"] == r.pools["a100"]["assignment"]
