@@ -24,6 +24,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import in
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Demand, search
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.claims import read_claims
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes import class_unit
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.picture import change_picture
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.reasons import Reasoner
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
@@ -48,6 +49,38 @@ def template_units(cluster, pool_name: str, root: str = "gpupool_cluster") -> Li
         unit = class_unit(device_class) if device_class is not None else None
         if unit is not None and unit not in out:
             out.append(unit)
+    return out
+
+
+def claim_needs(waiting: List[Dict[str, Any]]) -> Dict[str, List[ClaimNeed]]:
+    """{pool: [ClaimNeed]} of the waiting servable claims (reasons rows), in their order. A claim is allocated on one
+    node, so all its requests on one node: one ClaimNeed. Its requests under the same matchAttribute attribute
+    share one constraint (rows name the attribute, not the constraint: two constraints over one attribute are
+    taken as one, which is stricter). A claim whose requests go to different pools cannot be served by any pool (a
+    node is in one pool): its row is marked not servable, with why."""
+    out: Dict[str, List[ClaimNeed]] = {}
+    for row in waiting:
+        if not row["servable"] or not row["requests"]:
+            continue
+        ref = "%s/%s" % (row["namespace"], row["name"])
+        pools = sorted({r["pool"] for r in row["requests"]})
+        if len(pools) > 1:
+            row["servable"] = False
+            row["no_change_serves"] = (
+                "its requests go to pools %s, and all devices of a claim are allocated on one node, in one pool: "
+                "ask for devices of one pool" % " and ".join(pools)
+            )
+            continue
+        match: List[str] = []
+        wanted = []
+        for req in row["requests"]:
+            constraint = None
+            if req["match_attribute"]:
+                if req["match_attribute"] not in match:
+                    match.append(req["match_attribute"])
+                constraint = match.index(req["match_attribute"])
+            wanted.append(Need(req["unit"], req["count"], constraint))
+        out.setdefault(pools[0], []).append(ClaimNeed(ref, tuple(wanted), tuple(match)))
     return out
 
 
@@ -124,14 +157,16 @@ def advise(
             continue  # another pool's claim: a run limited to some pools says nothing about it
         waiting.append(row)
 
-    demand: Dict[str, List[Demand]] = {}
-    for row in waiting:
-        if not row["servable"]:
-            continue
-        for req in row["requests"]:
-            demand.setdefault(req["pool"], []).append(
-                Demand("%s/%s" % (row["namespace"], row["name"]), req["unit"], req["count"], req["match_attribute"])
-            )
+    needs = claim_needs(waiting)
+    # Today's search packs requests (candidates.Demand); it moves to whole claims (evaluate.Evaluator).
+    demand: Dict[str, List[Demand]] = {
+        pool: [
+            Demand(c.claim, n.unit, n.count, c.match[n.constraint] if n.constraint is not None else None)
+            for c in wanted
+            for n in c.needs
+        ]
+        for pool, wanted in needs.items()
+    }
 
     raw_pools = {p.get("name"): p for p in raw.get("pools") or [] if isinstance(p, dict)}
     out_pools: Dict[str, Any] = {}
