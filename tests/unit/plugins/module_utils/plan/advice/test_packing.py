@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import List, Sequence
 
@@ -9,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import packing
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import fits_all
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import ClaimNeed, Need
+
+
+def fits_all(bins: Counter, sizes: Sequence[int]) -> bool:
+    """The 1-D check as the advisor asks it: hashable, remembered."""
+    key = tuple(sorted((c, n) for c, n in bins.items() if c > 0 and n > 0))
+    return packing.fits_remembered(key, tuple(sorted(sizes, reverse=True)))
 
 
 def brute_force(bins: Counter, sizes: Sequence[int]) -> bool:
@@ -87,3 +94,176 @@ def test_the_remembered_answer_is_the_same_and_asked_once():
     assert first is again is True
     info = packing.fits_remembered.cache_info()
     assert (info.misses, info.hits) == (1, 1)
+
+
+# --- whole claims on one node ------------------------------------------------------------------------------------
+
+ROOT = "resource.kubernetes.io/pcieRoot"
+BUS = "resource.kubernetes.io/pciBusID"
+
+
+def brute_force_claims(nodes: Counter, claims: Sequence[ClaimNeed]) -> bool:
+    """Every claim on every node, every group for each constraint, every device on every GPU of its group: no
+    counting argument, no memo - the reference answer for small cases. A GPU publishing no value matches nothing."""
+    free = [[dict(g.free) for g in node] for node, many in nodes.items() for _copy in range(many)]
+    shapes = [node for node, many in nodes.items() for _copy in range(many)]
+
+    def value(n: int, i: int, attribute: str):
+        v = dict(shapes[n][i].values).get(attribute)
+        return v if v is not None else ("alone", i)
+
+    def place(c: int) -> bool:
+        if c == len(claims):
+            return True
+        claim = claims[c]
+        used = sorted({need.constraint for need in claim.needs if need.constraint is not None})
+        for n in range(len(free)):
+            gpus = range(len(free[n]))
+            choices = [sorted({value(n, i, claim.match[k]) for i in gpus}, key=repr) for k in used]
+            for picked in itertools.product(*choices):
+                where = dict(zip(used, picked))
+                todo = []
+                for need in claim.needs:
+                    allowed = [
+                        i
+                        for i in gpus
+                        if need.constraint is None
+                        or value(n, i, claim.match[need.constraint]) == where[need.constraint]
+                    ]
+                    todo += [(need.unit, allowed)] * need.count
+                # the devices of this claim, then (on success) the rest of the claims: try every assignment
+                if assign_then(n, todo, 0, c):
+                    return True
+        return False
+
+    def assign_then(n: int, todo: List, k: int, c: int) -> bool:
+        if k == len(todo):
+            return place(c + 1)
+        unit, allowed = todo[k]
+        for i in allowed:
+            if free[n][i].get(unit, 0) > 0:
+                free[n][i][unit] -= 1
+                ok = assign_then(n, todo, k + 1, c)
+                free[n][i][unit] += 1
+                if ok:
+                    return True
+        return False
+
+    return place(0)
+
+
+gpu_st = st.builds(
+    lambda a, b, root: packing.gpu({"a": a, "b": b}, {ROOT: root}),
+    st.integers(0, 3),
+    st.integers(0, 2),
+    st.sampled_from(["r0", "r1", None]),
+)
+
+
+def with_bus(gpus):
+    """Each GPU its own PCI bus ID (a GPU lies under one PCIe root: the groups nest, as on real hardware)."""
+    return tuple(packing.Gpu(g.free, tuple(sorted(g.values + ((BUS, "bus%d" % i),)))) for i, g in enumerate(gpus))
+
+
+nodes_st = st.lists(st.lists(gpu_st, min_size=1, max_size=3).map(with_bus), min_size=1, max_size=3).map(Counter)
+need_st = st.builds(Need, st.sampled_from(["a", "a", "b"]), st.integers(1, 2), st.sampled_from([None, 0, 1]))
+claim_st = st.builds(
+    lambda needs, match: ClaimNeed("c", tuple(needs), match),
+    st.lists(need_st, min_size=1, max_size=2),
+    st.tuples(st.sampled_from([ROOT, BUS]), st.sampled_from([ROOT, BUS])),
+)
+claims_st = st.lists(claim_st, min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes=nodes_st, claims=claims_st)
+def test_whole_claims_pack_exactly_as_a_brute_force_on_small_cases(nodes, claims):
+    answer = packing.check(nodes, claims)
+    assert answer.cut_short is False
+    assert answer.fits is brute_force_claims(nodes, claims)
+    assert packing.pack(nodes, claims).fits is answer.fits  # the 1-D path and the whole-claim search agree
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes=nodes_st, claims=claims_st, budget=st.integers(1, 6))
+def test_a_cut_short_search_never_says_does_not_fit_when_a_packing_exists(nodes, claims, budget):
+    answer = packing.check(nodes, claims, budget=budget)
+    truth = brute_force_claims(nodes, claims)
+    if truth:
+        assert answer.fits is True
+    if not answer.cut_short:
+        assert answer.fits is truth
+
+
+crossing_gpu_st = st.builds(
+    lambda a, x, y: packing.gpu({"a": a}, {"x": x, "y": y}),
+    st.integers(0, 2),
+    st.sampled_from(["p", "q", None]),
+    st.sampled_from(["p", "q", None]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nodes=st.lists(st.lists(crossing_gpu_st, min_size=1, max_size=3).map(tuple), min_size=1, max_size=2).map(Counter),
+    claims=st.lists(
+        st.builds(
+            lambda needs, match: ClaimNeed("c", tuple(needs), match),
+            st.lists(st.builds(Need, st.just("a"), st.integers(1, 2), st.sampled_from([None, 0, 1])), max_size=2),
+            st.just(("x", "y")),
+        ),
+        max_size=3,
+    ),
+)
+def test_crossing_attributes_answer_fits_only_for_a_real_packing(nodes, claims):
+    # Groups of x and y may cross (no real GPU publishes that): modelled by their common refinement, so "fits"
+    # stays a real packing (module docstring, Limits).
+    if packing.check(nodes, claims).fits:
+        assert brute_force_claims(nodes, claims) is True
+
+
+def test_requests_of_one_claim_share_a_node():
+    # two nodes with one free 1g each: two claims of one 1g fit, one claim of two 1g does not (it was free_now)
+    node = (packing.gpu({"1g": 1}),)
+    assert packing.check(Counter({node: 2}), [ClaimNeed("x", (Need("1g", 1),))] * 2).fits is True
+    assert packing.check(Counter({node: 2}), [ClaimNeed("x", (Need("1g", 2),))]).fits is False
+    two_units = ClaimNeed("y", (Need("1g", 1), Need("2g", 1)))
+    assert packing.check(Counter({node: 1, (packing.gpu({"2g": 1}),): 1}), [two_units]).fits is False
+    assert packing.check(Counter({(packing.gpu({"1g": 1}), packing.gpu({"2g": 1})): 1}), [two_units]).fits is True
+
+
+def test_a_constraint_draws_from_one_pcie_root_and_the_rest_from_the_node():
+    node = tuple(packing.gpu({"1g": 2}, {ROOT: r}) for r in ("a", "a", "b", "b"))
+    three_under_one_root_plus_one = ClaimNeed("x", (Need("1g", 3, 0), Need("1g", 1)), (ROOT,))
+    assert packing.check(Counter({node: 1}), [three_under_one_root_plus_one] * 2).fits is True
+    assert packing.check(Counter({node: 1}), [three_under_one_root_plus_one] * 3).fits is False
+    four_under_one_root = ClaimNeed("y", (Need("1g", 4, 0),), (ROOT,))
+    assert packing.check(Counter({node: 1}), [four_under_one_root] * 2).fits is True
+    assert (
+        packing.check(Counter({node: 1}), [four_under_one_root] * 2 + [ClaimNeed("z", (Need("1g", 1),))]).fits is False
+    )
+    # 5 under one root: no root has more than 4, though the node has 8
+    assert packing.check(Counter({node: 1}), [ClaimNeed("w", (Need("1g", 5, 0),), (ROOT,))]).fits is False
+
+
+def test_two_thousand_nodes_cost_their_few_shapes():
+    node = tuple(packing.gpu({"1g": 7}, {ROOT: "r%d" % (i // 4)}) for i in range(8))
+    other = tuple(packing.gpu({"1g": 7, "3g": 1}) for _i in range(8))
+    nodes = Counter({node: 1000, other: 1000})
+    claims = [ClaimNeed("x%d" % k, (Need("1g", 20, 0), Need("3g", 0)), (ROOT,)) for k in range(1000)]
+    claims += [ClaimNeed("y%d" % k, (Need("1g", 7), Need("3g", 1))) for k in range(500)]
+    answer = packing.check(nodes, claims)
+    assert answer == packing.Answer(True, False)
+    # one claim more of the first kind than roots with 20 free 1g (each root has 4 x 7 = 28: one per root)
+    assert packing.check(Counter({node: 10}), [claims[0]] * 21).fits is False
+
+
+def test_a_whole_claim_search_past_its_budget_says_it_was_cut_short():
+    # five nodes of 6, claims 4, 4, 4, 4, 3, 3, 3 (one of them two requests): 6 nodes are needed, a search proves it
+    node = (packing.gpu({"a": 6}),)
+    claims = [ClaimNeed("x", (Need("a", 4),))] * 4 + [ClaimNeed("y", (Need("a", 3),))] * 2
+    claims.append(ClaimNeed("z", (Need("a", 2), Need("a", 1))))
+    assert packing.check(Counter({node: 5}), claims) == packing.Answer(False, False)
+    assert packing.check(Counter({node: 5}), claims, budget=2) == packing.Answer(True, True)
+    # and the 1-D path says so too
+    assert packing.fits_checked(Counter({6: 5}), [4, 4, 4, 4, 3, 3, 3], budget=1) == packing.Answer(True, True)
