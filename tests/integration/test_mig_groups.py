@@ -151,6 +151,23 @@ def test_a_group_of_one_relabels_and_drains_that_node_only(bed):
     assert doc["mig-configs"][CONFIG] == [{"devices": "all", "mig-enabled": True, "mig-devices": POOL_LAYOUT}]
 
 
+def test_pool_info_expects_each_node_to_carry_its_groups_config(bed):
+    (info,), _res, _window = bed["play"].run([("gpupool.core.pool_info", {"cluster": "{{ gpupool_cluster }}"})])
+    assert not info.get("failed"), info.get("msg")
+    pool = info["pools"][POOL]
+    rows = {row["name"]: row for row in pool["nodes"]}
+    assert {n: rows[n]["mig_group"] for n in NODES} == {
+        NODES[0]: "small",
+        NODES[1]: None,
+        NODES[2]: None,
+        NODES[3]: None,
+    }
+    assert rows[NODES[0]]["expected_layout"] == {"0": SMALL, "1": SMALL}
+    assert rows[NODES[1]]["expected_layout"] == {"0": POOL_LAYOUT, "1": POOL_LAYOUT}
+    # the group's node carries the group's config: no label mismatch (the simulated nodes publish no slices here)
+    assert [m for m in pool["mismatches"] if m["kind"] == "mig_config_label"] == []
+
+
 def assert_second_run_changes_nothing(play):
     (again,), _res, window = play.run([task()])
     assert not again.get("failed"), again.get("msg")
