@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries, template_class
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import inventory_edit, ranking, text
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Demand, search
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import search
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.claims import read_claims
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes import class_unit
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import ClaimNeed, Need
@@ -107,6 +107,12 @@ def option_row(cluster, candidate, raw_pool: Obj) -> Dict[str, Any]:
     return {
         "kind": ranking.kind(candidate),
         "layouts": {str(i): lay for i, lay in sorted(candidate.changed.items())},
+        "group": {
+            "nodes": list(candidate.group_nodes),
+            "layouts": {str(i): lay for i, lay in sorted((candidate.group_layout or {}).items())},
+        }
+        if candidate.group_nodes
+        else None,
         "node_count": {"from": group.node_count, "to": group.node_count + candidate.nodes_added}
         if candidate.nodes_added
         else None,
@@ -157,16 +163,7 @@ def advise(
             continue  # another pool's claim: a run limited to some pools says nothing about it
         waiting.append(row)
 
-    needs = claim_needs(waiting)
-    # Today's search packs requests (candidates.Demand); it moves to whole claims (evaluate.Evaluator).
-    demand: Dict[str, List[Demand]] = {
-        pool: [
-            Demand(c.claim, n.unit, n.count, c.match[n.constraint] if n.constraint is not None else None)
-            for c in wanted
-            for n in c.needs
-        ]
-        for pool, wanted in needs.items()
-    }
+    demand = claim_needs(waiting)
 
     raw_pools = {p.get("name"): p for p in raw.get("pools") or [] if isinstance(p, dict)}
     out_pools: Dict[str, Any] = {}
@@ -180,13 +177,14 @@ def advise(
         evicted = evicted_by_node(cluster, pool, [r["name"] for r in supply["nodes"]], pods)
         found = search(pool, supply, wants, template_units(cluster, pool.name, root), evicted)
         entry: Dict[str, Any] = {
-            "demand": text.demand_counts(found["demand"]),
+            "demand": text.demand_counts(found["claims"]),
             "serves_now": found["serves_now"],
             "options": [],
             "advice": None,
             "rejected": [],
             "cut_short": found["cut_short"],
             "unserved": [{"claim": d.claim, "why": why} for d, why in found["unserved"]],
+            "evaluations": found["evaluations"],
         }
         for d, why in found["unserved"]:
             for row in waiting:
@@ -198,6 +196,10 @@ def advise(
             if ranking.kind(candidate) in seen:
                 continue
             refused = inventory_edit.problems_of(inventory_edit.cluster_after(cluster, raw, [candidate]), root)
+            if not refused and candidate.group_nodes:
+                refused = inventory_edit.group_problems(
+                    cluster, raw, candidate, [r["node"] for r in supply["nodes"]], root
+                )
             if refused:
                 if len(entry["rejected"]) < 3:
                     entry["rejected"].append(

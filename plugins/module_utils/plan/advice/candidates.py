@@ -1,150 +1,70 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The changes that would serve a pool's waiting claims: new layouts for some GPU indices, more nodes, or both. Pure.
+"""The changes that would serve a pool's waiting claims, and which claims can be served at all. Pure.
 
-A pool's MIG layout is the same on every node (``mig.layout``, or ``mig.layouts`` per GPU index), so a change gives
-some GPU *indices* a new layout on every node; indices holding an allocated device on any node are frozen
-(plan/advice/supply.py). More nodes (``nodegroup.node_count + N``, never beyond ``max_node_count``) come with the
-pool's layout, the new one if it changes too.
+Three kinds of change (demand.Change), each checked by the packing evaluator (plan/advice/evaluate.py):
 
-Whether a change serves the claims is a packing check per unit, not a scheduler run: every node (and every
-``matchAttribute`` group of it) is a bin holding the free units it would have after the change, and the claims'
-device counts are packed into them exactly (plan/advice/packing.py: best fit, then a bounded search). Nodes that
-look the same are one bin class with a multiplicity, so 2,000 nodes cost what their few shapes cost. Units are
-packed one at a time: claims with several requests, and the whole-GPU versus MIG trade of one GPU under dynamic
-MIG, are not modelled (docs/advisor.md).
+- **pool-wide**: some GPU *indices* take a new layout on every node carrying the pool's layout (those indices hold no
+  allocated device on any such node), possibly with more nodes (``node_count + N``, never beyond ``max_node_count``);
+- **more nodes** alone;
+- **a group**: N named nodes take a per-index layout L (they join a MIG group, ``mig.groups``). Only nodes whose
+  changed GPUs hold no allocated device may join: idle nodes first, then those whose drain evicts fewest pods, then
+  by name; the fewest such nodes that serve the claims are chosen.
 
-The search tries the fewest changed indices first, each index taking one of the layouts plan/advice/layouts.py
-lists, and for each the fewest added nodes (a binary search: more nodes never serve less); it stops at the first
-number of indices that serves without a node, and within a budget of evaluations.
+The layouts are searched exactly per GPU index: a dynamic programme over the indices, each index keeping its layout
+or taking one of the catalog's maximal layouts over the profiles that matter (plan/advice/layouts.py). A state is
+what the indices offer, per unit and per group of GPUs a claim may match (the whole node, a PCIe root, ...), capped at
+what the claims ask for; a state offering at least as much with no more changed indices and instances taken away
+makes another useless, so only the undominated states are kept. Capacity beyond the demand is worth nothing, so the
+states are few. The states, fewest changed indices first, are then checked by the evaluator. When a state count
+limit is reached (many attribute groups), the cheapest states are kept and the result says the search was cut short.
+
+Which claims to serve is decided together, oldest first (the scheduler's order): a claim no change serves on its
+own is set aside; then, shape by shape (the same needs), the most claims of that shape that can be served together
+with those already taken (a binary search: serving fewer never needs more). The rest are unserved, each with why.
+A change must keep offering every unit the tenants' templates ask for.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections import Counter
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import packing
+from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import NO_CHANGE, Change, ClaimNeed
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.evaluate import Evaluator, current_layouts
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.layouts import (
     Layout,
     layouts_over,
     lost,
     units_of,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import index_partition, unit_slices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import index_partition
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import FULL_GPU
 
+__all__ = ["Candidate", "current_layouts", "search", "NO_MAX_EXTRA"]
+
 NO_MAX_EXTRA = 100  # nodes the advisor may add to a nodegroup that declares no max_node_count
-BUDGET = 3000  # candidate evaluations per pool
-
-
-class Demand(NamedTuple):
-    """One request of a waiting claim the advisor plans for."""
-
-    claim: str
-    unit: str
-    count: int
-    attribute: Optional[str]
+MAX_STATES = 2000  # undominated states kept per number of changed indices (past it: cut short)
+GROUP_BUDGET = 4000  # evaluations the group search may spend per pool (past it: cut short)
 
 
 class Candidate(NamedTuple):
     pool: str
-    changed: Dict[int, Layout]  # GPU index -> its new layout (None: whole GPU)
+    changed: Dict[int, Layout]  # GPU index -> its new layout on every node carrying the pool's layout
     nodes_added: int
     nodes_repartitioned: List[str]
     pods_evicted: List[str]
     gpus_changed: int
     idle_gpus: float
     lost_instances: int
+    group_nodes: Tuple[str, ...] = ()  # nodes that join a new MIG group (by name, in the order chosen)
+    group_layout: Optional[Dict[int, Layout]] = None  # that group's layout per GPU index
 
-
-def current_layouts(pool) -> Dict[int, Layout]:
-    """{GPU index: layout now} as the inventory declares it (None: whole GPU)."""
-    return {i: pool.layout_for(i) if pool.mig.mode == "static" else None for i in range(pool.gpu.per_node)}
-
-
-def fits_all(bins: Counter, sizes: Sequence[int]) -> bool:
-    """Whether the claims' sizes can all be packed into bins {capacity: how many bins} (plan/advice/packing.py)."""
-    key = tuple(sorted((c, n) for c, n in bins.items() if c > 0 and n > 0))
-    return packing.fits_remembered(key, tuple(sorted(sizes, reverse=True)))
-
-
-class Evaluator:
-    """Whether a change serves a pool's demand, with the pool's usable nodes folded into bin classes."""
-
-    def __init__(self, pool, supply: dict, demand: List[Demand]) -> None:
-        self.pool = pool
-        self.per_node = pool.gpu.per_node
-        self.units = sorted({d.unit for d in demand})
-        self.attribute = {
-            u: next((d.attribute for d in demand if d.unit == u and d.attribute), None) for u in self.units
-        }
-        self.sizes = {u: sorted((d.count for d in demand if d.unit == u), reverse=True) for u in self.units}
-        self.current = current_layouts(pool)
-        self.classes: Counter = Counter()
-        template = None
-        for row in supply["nodes"]:
-            if not row["usable"] or not row["gpus"]:
-                continue  # a node that publishes nothing gains nothing from a layout
-            free = tuple(
-                tuple(sorted(row["gpus"][i]["free"].items())) if i in row["gpus"] else () for i in range(self.per_node)
-            )
-            parts = tuple(tuple(map(tuple, index_partition(row, self.per_node, self.attribute[u]))) for u in self.units)
-            self.classes[(free, parts)] += 1
-            if template is None or len(row["gpus"]) == self.per_node:
-                template = template if template is not None and len(template["gpus"]) == self.per_node else row
-        # New nodes are grouped like an existing node (the same hardware), or each GPU alone when there is none.
-        self.new_parts = tuple(
-            tuple(map(tuple, index_partition(template or {"gpus": {}}, self.per_node, self.attribute[u])))
-            for u in self.units
-        )
-        whole = float(unit_slices(pool, FULL_GPU))
-        self.demand_gpus = sum(d.count * unit_slices(pool, d.unit) / whole for d in demand)
-        self.free_gpus = sum(g["free_fraction"] for r in supply["nodes"] if r["usable"] for g in r["gpus"].values())
-        self.evaluations = 0
-
-    def serves(self, changed: Dict[int, Layout], added: int) -> bool:
-        self.evaluations += 1
-        new_units = [units_of(changed[i] if i in changed else self.current[i]) for i in range(self.per_node)]
-        changed_units = {i: units_of(layout) for i, layout in changed.items()}
-        for k, unit in enumerate(self.units):
-            bins: Counter = Counter()
-            for (free, parts), many in self.classes.items():
-                for group in parts[k]:
-                    cap = 0
-                    for i in group:
-                        cap += changed_units[i].get(unit, 0) if i in changed_units else dict(free[i]).get(unit, 0)
-                    if cap:
-                        bins[cap] += many
-            if added:
-                for group in self.new_parts[k]:
-                    cap = sum(new_units[i].get(unit, 0) for i in group)
-                    if cap:
-                        bins[cap] += added
-            if not fits_all(bins, self.sizes[unit]):
-                return False
-        return True
-
-    def fewest_nodes(self, changed: Dict[int, Layout], most: int) -> Optional[int]:
-        """The fewest nodes to add (0..most) for the change to serve the demand, or None."""
-        if self.serves(changed, 0):
-            return 0
-        if most <= 0 or not self.serves(changed, most):
-            return None
-        low, high = 0, most  # serves(high), not serves(low)
-        while high - low > 1:
-            mid = (low + high) // 2
-            if self.serves(changed, mid):
-                high = mid
-            else:
-                low = mid
-        return high
-
-    def idle(self, added: int) -> float:
-        """GPUs (in GPU fractions) left free once the waiting claims are placed."""
-        return round(max(0.0, self.free_gpus + added * self.per_node - self.demand_gpus), 2)
+    @property
+    def change(self) -> Change:
+        nodes = {n: dict(self.group_layout or {}) for n in self.group_nodes}
+        return Change(dict(self.changed), nodes, self.nodes_added)
 
 
 def keeps(needed: Sequence[str], layouts: Dict[int, Layout]) -> bool:
@@ -155,11 +75,11 @@ def keeps(needed: Sequence[str], layouts: Dict[int, Layout]) -> bool:
     return all(u in offered for u in needed)
 
 
-def layout_options(pool, demand: List[Demand], needed: Sequence[str]) -> List[Layout]:
+def layout_options(pool, claims: Sequence[ClaimNeed], needed: Sequence[str]) -> List[Layout]:
     """The layouts a changed index may take: whole GPU when whole GPUs are wanted, and the maximal layouts over the
     profiles that matter (waited for, in the layout now, asked for by templates) that hold a waited-for profile."""
     model = pool.catalog_gpu
-    wanted = {d.unit for d in demand}
+    wanted = {n.unit for c in claims for n in c.needs}
     out: List[Layout] = [None] if FULL_GPU in wanted else []
     if model is None or not model.mig or pool.mig.mode == "dynamic":
         return out
@@ -173,122 +93,399 @@ def layout_options(pool, demand: List[Demand], needed: Sequence[str]) -> List[La
     return out
 
 
-def split_servable(pool, supply: dict, demand: List[Demand], options: List[Layout], changeable: List[int], most: int):
-    """(demand some change could serve, [(demand, why) that none can]): a claim shape is tried alone with every
-    changeable index given the layout with the most of its unit and every node the nodegroup may add."""
-    keep: List[Demand] = []
-    dropped: List[tuple] = []
-    verdict: Dict[tuple, bool] = {}
-    for d in demand:
-        shape = (d.unit, d.count, d.attribute)
-        if shape not in verdict:
-            ev = Evaluator(pool, supply, [d])
-            ok = ev.serves({}, most)
-            if not ok and changeable:
-                choice = [lay for lay in options if units_of(lay).get(d.unit)]
-                if choice:
-                    best = max(choice, key=lambda lay: units_of(lay).get(d.unit, 0))
-                    ok = ev.serves(dict.fromkeys(changeable, best), most)
-            verdict[shape] = ok
-        if verdict[shape]:
-            keep.append(d)
-        else:
-            where = " under one %s value" % d.attribute if d.attribute else " on one node"
-            dropped.append(
-                (
-                    d,
-                    "no layout of pool %s's unallocated GPUs and no node count%s gives %d %s%s"
-                    % (
-                        pool.name,
-                        " up to %d more" % most if most else "",
-                        d.count,
-                        "whole GPU(s)" if d.unit == FULL_GPU else "x " + d.unit,
-                        where,
-                    ),
+# ---- the dynamic programme over GPU indices ------------------------------------------------------------------
+
+
+class Space(NamedTuple):
+    """What a state counts: per group of GPU indices (whole node, attribute groups) and unit, capped."""
+
+    groups: Tuple[Tuple[int, ...], ...]
+    units: Tuple[str, ...]
+    caps: Tuple[int, ...]  # per unit
+
+
+def space_of(pool, supply: dict, claims: Sequence[ClaimNeed], needed: Sequence[str]) -> Space:
+    per_node = pool.gpu.per_node
+    totals: Dict[str, int] = {}
+    for claim in claims:
+        for unit, count in claim.units.items():
+            totals[unit] = totals.get(unit, 0) + count
+    for unit in needed:
+        totals.setdefault(unit, 1)  # a template's unit only has to be offered
+    attributes = sorted({a for c in claims for a in c.match})
+    groups = {tuple(range(per_node))}
+    for row in supply["nodes"]:
+        if row["usable"]:
+            for attribute in attributes:
+                groups.update(tuple(p) for p in index_partition(row, per_node, attribute))
+    units = tuple(sorted(totals))
+    return Space(tuple(sorted(groups)), units, tuple(totals[u] for u in units))
+
+
+class State(NamedTuple):
+    vector: Tuple[int, ...]
+    lost: Tuple[int, int]  # instances taken away, then their memory slices (a 3g.20gb weighs more than a 1g.10gb)
+    changes: Tuple[Tuple[int, Layout], ...]  # (index, new layout), in the order decided
+
+
+def _offer(space: Space, index: int, layout: Layout) -> Tuple[int, ...]:
+    have = units_of(layout)
+    out = []
+    for group in space.groups:
+        inside = index in group
+        out += [have.get(u, 0) if inside else 0 for u in space.units]
+    return tuple(out)
+
+
+def _add(space: Space, vector: Tuple[int, ...], offer: Tuple[int, ...]) -> Tuple[int, ...]:
+    width = len(space.units)
+    return tuple(min(space.caps[k % width], a + b) for k, (a, b) in enumerate(zip(vector, offer)))
+
+
+def _undominated(states: List[State]) -> List[State]:
+    """States no other offers at least as much of everything with no more instances taken away."""
+    best: Dict[Tuple[int, ...], State] = {}
+    for state in states:
+        have = best.get(state.vector)
+        if have is None or state.lost < have.lost:
+            best[state.vector] = state
+    ordered = sorted(best.values(), key=lambda s: (s.lost, tuple(-v for v in s.vector)))
+    kept: List[State] = []
+    for state in ordered:
+        if not any(k.lost <= state.lost and all(a >= b for a, b in zip(k.vector, state.vector)) for k in kept):
+            kept.append(state)
+    return kept
+
+
+def _taken(model, before: Layout, after: Layout) -> Tuple[int, int]:
+    """(instances, memory slices) of `before` that `after` no longer has."""
+    was, now = units_of(before), units_of(after)
+    slices = 0
+    for unit, count in was.items():
+        prof = profile_by_name(model, unit) if model is not None and model.mig and unit != FULL_GPU else None
+        slices += max(0, count - now.get(unit, 0)) * (prof.memory_slices if prof else 8)
+    return lost(before, after), slices
+
+
+def frontier(
+    space: Space, current: Dict[int, Layout], indices: Sequence[int], options: Sequence[Layout], model=None
+) -> Tuple[Dict[int, List[State]], bool]:
+    """({number of changed indices: undominated states}, cut short): each of `indices` keeps its layout or takes one of
+    `options`. States count only what `indices` offer (the other indices are the same in every state)."""
+    zero = tuple(0 for _g in space.groups for _u in space.units)
+    levels: Dict[int, List[State]] = {0: [State(zero, (0, 0), ())]}
+    cut = False
+    for index in indices:
+        keep = _offer(space, index, current[index])
+        moves = [
+            (lay, _offer(space, index, lay), _taken(model, current[index], lay))
+            for lay in options
+            if lay != current[index]
+        ]
+        nxt: Dict[int, List[State]] = {}
+        for k in sorted(levels, reverse=True):  # at a tie the index decided first (the highest) changes
+            for state in levels[k]:
+                nxt.setdefault(k, []).append(state._replace(vector=_add(space, state.vector, keep)))
+                for lay, offer, gone in moves:
+                    nxt.setdefault(k + 1, []).append(
+                        State(
+                            _add(space, state.vector, offer),
+                            (state.lost[0] + gone[0], state.lost[1] + gone[1]),
+                            state.changes + ((index, lay),),
+                        )
+                    )
+        levels = {}
+        for k, states in nxt.items():
+            kept = _undominated(states)
+            if len(kept) > MAX_STATES:
+                kept, cut = kept[:MAX_STATES], True
+            levels[k] = kept
+    return levels, cut
+
+
+# ---- the claims that can be served ----------------------------------------------------------------------------
+
+
+def _shape(claim: ClaimNeed) -> Tuple:
+    return (tuple(sorted(claim.needs)), claim.match)
+
+
+def _words(claim: ClaimNeed) -> str:
+    parts = ["%d %s" % (n.count, "whole GPU(s)" if n.unit == FULL_GPU else "x " + n.unit) for n in claim.needs]
+    where = " under one %s value" % "/".join(claim.match) if claim.match else ""
+    return "%s on one node%s" % (" + ".join(parts), where)
+
+
+class Search:
+    """One pool's search: its supply, the claims, the layouts an index may take and the nodes it may add."""
+
+    def __init__(self, pool, supply: dict, claims: Sequence[ClaimNeed], needed: Sequence[str], evicted_on) -> None:
+        self.pool = pool
+        self.supply = supply
+        self.claims = list(claims)
+        self.needed = list(needed)
+        self.evicted_on = evicted_on
+        group = pool.nodegroup
+        self.most = 0
+        if group is not None:
+            self.most = (group.max_node_count - group.node_count) if group.max_node_count is not None else NO_MAX_EXTRA
+        self.current = current_layouts(pool)
+        self.options = layout_options(pool, self.claims, self.needed)
+        rows = [r for r in supply["nodes"] if r.get("group") is None]
+        self.pool_rows = rows
+        # an index is frozen when a GPU at it holds an allocated device on a node carrying the pool's layout
+        frozen = {i for r in rows for i, g in r["gpus"].items() if g["held"]}
+        self.changeable = [i for i in reversed(range(pool.gpu.per_node)) if i not in frozen] if self.options else []
+        self.frozen_units = set()
+        for i in frozen:
+            self.frozen_units.update(units_of(self.current[i]))
+        self.space = space_of(pool, supply, self.claims, [u for u in self.needed if u not in self.frozen_units])
+        self.cut_short = False
+        self.evaluations = 0
+        self._levels: Optional[Dict[int, List[State]]] = None
+        self._group_levels: Optional[Dict[int, List[State]]] = None
+
+    # the frontiers are computed once, with the caps of all claims (larger caps only keep more states)
+    def levels(self) -> Dict[int, List[State]]:
+        if self._levels is None:
+            self._levels, cut = frontier(self.space, self.current, self.changeable, self.options, self.pool.catalog_gpu)
+            self.cut_short = self.cut_short or cut
+        return self._levels
+
+    def group_levels(self) -> Dict[int, List[State]]:
+        if self._group_levels is None:
+            every = list(reversed(range(self.pool.gpu.per_node))) if self.options else []
+            space = space_of(self.pool, self.supply, self.claims, self.needed)
+            self._group_levels, cut = frontier(space, self.current, every, self.options, self.pool.catalog_gpu)
+            self.cut_short = self.cut_short or cut
+        return self._group_levels
+
+    def _keeps(self, changes: Dict[int, Layout]) -> bool:
+        return keeps(self.needed, {**self.current, **changes})
+
+    def eligible(self, changes: Dict[int, Layout]) -> List[str]:
+        """Usable nodes carrying the pool's layout whose GPUs at the changed indices hold no allocated device: idle
+        nodes first, then fewest pods a drain evicts, then by name."""
+        out = []
+        for row in self.pool_rows:
+            if not row["usable"] or not row["gpus"]:
+                continue
+            if any(row["gpus"][i]["held"] for i in changes if i in row["gpus"]):
+                continue
+            busy = any(g["held"] for g in row["gpus"].values())
+            out.append((busy, len(self.evicted_on.get(row["name"], [])), row["name"]))
+        return [name for _b, _p, name in sorted(out)]
+
+    def _evaluator(self, claims: Sequence[ClaimNeed]) -> Evaluator:
+        return Evaluator(self.pool, self.supply, claims)
+
+    def _done(self, ev: Evaluator) -> None:
+        self.evaluations += ev.evaluations
+        self.cut_short = self.cut_short or ev.cut_short
+
+    def servable(self, claims: Sequence[ClaimNeed]) -> bool:
+        """Whether some change (pool-wide layout and nodes, or a group of all eligible nodes) serves `claims`."""
+        if not claims:
+            return True
+        ev = self._evaluator(claims)
+        try:
+            if ev.serves(NO_CHANGE._replace(added=self.most)):
+                return True
+            for states in self.levels().values():
+                for state in states:
+                    changes = dict(state.changes)
+                    if changes and self._keeps(changes) and ev.serves(Change(changes, {}, self.most)):
+                        return True
+            for states in self.group_levels().values():
+                for state in states:
+                    changes = dict(state.changes)
+                    layout = {**self.current, **changes}
+                    if not changes or not keeps(self.needed, layout):
+                        continue
+                    nodes = self.eligible(changes)
+                    if nodes and ev.serves(Change({}, dict.fromkeys(nodes, layout), 0)):
+                        return True
+            return False
+        finally:
+            self._done(ev)
+
+    def served_set(self) -> Tuple[List[ClaimNeed], List[Tuple[ClaimNeed, str]]]:
+        """(the claims to serve, [(claim, why) for the rest]), decided together, oldest first."""
+        unserved: List[Tuple[ClaimNeed, str]] = []
+        alone: Dict[Tuple, bool] = {}
+        keep: List[ClaimNeed] = []
+        for claim in self.claims:
+            shape = _shape(claim)
+            if shape not in alone:
+                alone[shape] = self.servable([claim])
+            if alone[shape]:
+                keep.append(claim)
+            else:
+                unserved.append(
+                    (
+                        claim,
+                        "no layout of pool %s's unallocated GPUs and no node count%s gives %s"
+                        % (self.pool.name, " up to %d more" % self.most if self.most else "", _words(claim)),
+                    )
                 )
-            )
-    return keep, dropped
+        if self.servable(keep):
+            return keep, unserved
+        shapes: List[Tuple] = []
+        for claim in keep:
+            if _shape(claim) not in shapes:
+                shapes.append(_shape(claim))
+        taken: List[ClaimNeed] = []
+        for shape in shapes:
+            mine = [c for c in keep if _shape(c) == shape]
+            low, high = 0, len(mine)  # taken + mine[:low] is servable; the most that are lies in low..high
+            while low < high:
+                mid = (low + high + 1) // 2
+                if self.servable(taken + mine[:mid]):
+                    low = mid
+                else:
+                    high = mid - 1
+            taken += mine[:low]
+            for claim in mine[low:]:
+                unserved.append(
+                    (
+                        claim,
+                        "pool %s can serve %d claim(s) of %s together with the %d older claim(s) it serves, not more: "
+                        "no layout of its unallocated GPUs, MIG group%s serves them all"
+                        % (
+                            self.pool.name,
+                            low,
+                            _words(claim),
+                            len(taken) - low,
+                            " or node count up to %d more" % self.most if self.most else "",
+                        ),
+                    )
+                )
+        order = {id(c): k for k, c in enumerate(self.claims)}
+        taken.sort(key=lambda c: order[id(c)])
+        return taken, unserved
+
+
+# ---- the candidates -------------------------------------------------------------------------------------------
 
 
 def search(
     pool,
     supply: dict,
-    demand: List[Demand],
+    claims: Sequence[ClaimNeed],
     needed: Sequence[str],
     evicted_on: Dict[str, List[str]],
-    budget: int = BUDGET,
 ) -> Dict[str, Any]:
-    """{"serves_now", "candidates" (serving changes, unranked), "unserved" [(demand, why)], "cut_short"} for one
-    pool. Claims no change could serve are set aside first (unserved), so they do not block the others."""
-    group = pool.nodegroup
-    most = 0
-    if group is not None:
-        most = (group.max_node_count - group.node_count) if group.max_node_count is not None else NO_MAX_EXTRA
-    options = layout_options(pool, demand, needed)
-    changeable = [i for i in reversed(range(pool.gpu.per_node)) if i not in supply["frozen"]]
-    if not options:
-        changeable = []
-    demand, unserved = split_servable(pool, supply, demand, options, changeable, most)
-    ev = Evaluator(pool, supply, demand)
+    """{"serves_now", "candidates" (serving changes, unranked), "claims" (those served), "unserved"
+    [(claim, why)], "cut_short", "evaluations"} for one pool."""
+    s = Search(pool, supply, claims, needed, evicted_on)
+    served, unserved = s.served_set()
     result: Dict[str, Any] = {
         "serves_now": False,
         "candidates": [],
-        "demand": demand,
+        "claims": served,
         "unserved": unserved,
         "cut_short": False,
+        "evaluations": 0,
     }
-    if not demand or ev.serves({}, 0):
-        result["serves_now"] = bool(demand)  # nothing left to serve is not "served now"
+    ev = s._evaluator(served)
+    if not served or ev.serves(NO_CHANGE):
+        result["serves_now"] = bool(served)  # nothing left to serve is not "served now"
+        s._done(ev)
+        result["cut_short"], result["evaluations"] = s.cut_short, s.evaluations
         return result
-    names = [r["name"] for r in supply["nodes"]]
-    current = ev.current
     found: List[Candidate] = result["candidates"]
+    pool_names = [r["name"] for r in s.pool_rows]
 
-    def record(changed: Dict[int, Layout], added: int) -> None:
-        touched = names if changed else []
-        pods = sorted({p for n in touched for p in evicted_on.get(n, [])})
-        found.append(
-            Candidate(
-                pool=pool.name,
-                changed=dict(changed),
-                nodes_added=added,
-                nodes_repartitioned=list(touched),
-                pods_evicted=pods,
-                gpus_changed=len(changed) * len(names),
-                idle_gpus=ev.idle(added),
-                lost_instances=sum(lost(current[i], lay) for i, lay in changed.items()) * max(1, len(names)),
-            )
-        )
+    def pods(names: Sequence[str]) -> List[str]:
+        return sorted({p for n in names for p in evicted_on.get(n, [])})
 
-    added = ev.fewest_nodes({}, most)
+    added = ev.fewest_nodes(NO_CHANGE, s.most)
     if added is not None:
-        record({}, added)
-    # Indices with one current layout, and no claim matching devices by attribute: which of them change does not
-    # matter, so one combination of k indices stands for all.
-    interchangeable = len({repr(current[i]) for i in changeable}) == 1 and not any(d.attribute for d in demand)
-    for k in range(1, len(changeable) + 1):
+        found.append(Candidate(pool.name, {}, added, [], [], 0, ev.idle(added), 0))
+    # pool-wide: fewest changed indices first; stop at the first count that serves without a node
+    for k in sorted(s.levels()):
+        if k == 0:
+            continue
         free_of_nodes = False
-        for indices in itertools.combinations(changeable, k):
-            alike = len({repr(current[i]) for i in indices}) == 1
-            assignments = (
-                itertools.combinations_with_replacement(options, k) if alike else itertools.product(options, repeat=k)
+        for state in s.levels()[k]:
+            changes = dict(state.changes)
+            if not s._keeps(changes):
+                continue
+            added = ev.fewest_nodes(Change(changes, {}, 0), s.most)
+            if added is None:
+                continue
+            found.append(
+                Candidate(
+                    pool.name,
+                    changes,
+                    added,
+                    list(pool_names),
+                    pods(pool_names),
+                    k * len(pool_names),
+                    ev.idle(added),
+                    state.lost[0] * max(1, len(pool_names)),
+                )
             )
-            for chosen in assignments:
-                changed = dict(zip(indices, chosen))
-                if any(current[i] == lay for i, lay in changed.items()):
-                    continue  # not a change of that index
-                if not keeps(needed, {**current, **changed}):
-                    continue
-                if ev.evaluations >= budget:
-                    result["cut_short"] = True
-                    break
-                added = ev.fewest_nodes(changed, most)
-                if added is not None:
-                    record(changed, added)
-                    free_of_nodes = free_of_nodes or added == 0
-            if result["cut_short"] or interchangeable:
-                break
-        if free_of_nodes or result["cut_short"]:
+            free_of_nodes = free_of_nodes or added == 0
+        if free_of_nodes:
             break
-    result["evaluations"] = ev.evaluations
+    _groups(s, ev, found, pods)
+    s._done(ev)
+    result["cut_short"], result["evaluations"] = s.cut_short, s.evaluations
     return result
+
+
+def _groups(s: Search, ev: Evaluator, found: List[Candidate], pods) -> None:
+    """Group candidates: per layout (fewest changed indices first), the fewest eligible nodes that serve."""
+    if not s.pool.catalog_gpu or s.pool.mig.mode != "static":
+        return
+    start = ev.evaluations
+    everyone = len([r for r in s.pool_rows if r["usable"] and r["gpus"]])
+    best: Optional[int] = None
+    for k in sorted(s.group_levels()):
+        if k == 0:
+            continue
+        for state in s.group_levels()[k]:
+            if ev.evaluations - start > GROUP_BUDGET:
+                s.cut_short = True
+                return
+            changes = dict(state.changes)
+            layout = {**s.current, **changes}
+            if not keeps(s.needed, layout):
+                continue
+            nodes = s.eligible(changes)
+            if not nodes:
+                continue
+
+            def serves(n: int) -> bool:
+                return ev.serves(Change({}, dict.fromkeys(nodes[:n], layout), 0))
+
+            if not serves(len(nodes)):
+                continue
+            low, high = 0, len(nodes)  # more nodes of the layout serve at least as much for the claims it is for
+            while high - low > 1:
+                mid = (low + high) // 2
+                if serves(mid):
+                    high = mid
+                else:
+                    low = mid
+            chosen = nodes[:high]
+            if len(chosen) >= everyone and all(i in s.changeable for i in changes):
+                continue  # every node: that is the pool-wide change
+            found.append(
+                Candidate(
+                    s.pool.name,
+                    {},
+                    0,
+                    list(chosen),
+                    pods(chosen),
+                    k * len(chosen),
+                    ev.idle(0),
+                    state.lost[0] * len(chosen),
+                    tuple(chosen),
+                    layout,
+                )
+            )
+            best = len(chosen) if best is None else min(best, len(chosen))
+        if best is not None:
+            return  # fewest changed GPUs per node found

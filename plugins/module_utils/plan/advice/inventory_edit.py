@@ -25,6 +25,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import pr
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate, current_layouts
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 
 Obj = Dict[str, Any]
 
@@ -57,11 +58,46 @@ def mig_after(pool, raw_mig: Optional[Obj], candidate: Candidate) -> Optional[Ob
     return out
 
 
+def group_entry(pool, candidate: Candidate) -> Obj:
+    """The MIG group a group candidate's nodes join: `layout` when every GPU gets the same one, else `layouts`."""
+    layouts = candidate.group_layout or {}
+    partitioned = {i: _ordered(pool.catalog_gpu, lay) for i, lay in sorted(layouts.items()) if lay is not None}
+    values = list(partitioned.values())
+    out: Obj = {"nodes": len(candidate.group_nodes)}
+    if len(partitioned) == pool.gpu.per_node and all(v == values[0] for v in values):
+        out["layout"] = values[0]
+    else:
+        out["layouts"] = partitioned
+    out["prefer"] = list(candidate.group_nodes)
+    return out
+
+
+def groups_after(pool, raw_mig: Optional[Obj], candidate: Candidate) -> List[Obj]:
+    """The pool's `mig.groups` with the candidate's nodes: a group with the same layout grows by them (they come
+    first in its `prefer`, so node_groups.assign_groups picks them), else a new group is appended."""
+    groups = [copy.deepcopy(g) for g in (raw_mig or {}).get("groups") or []]
+    new = group_entry(pool, candidate)
+    for group in groups:
+        if (
+            isinstance(group, dict)
+            and group.get("layout") == new.get("layout")
+            and group.get("layouts") == new.get("layouts")
+        ):
+            group["nodes"] = int(group.get("nodes", 0)) + new["nodes"]
+            group["prefer"] = new["prefer"] + [n for n in group.get("prefer") or [] if n not in new["prefer"]]
+            return groups
+    return groups + [new]
+
+
 def pool_after(pool, raw_pool: Obj, candidate: Candidate) -> Obj:
     """The pool's inventory data after the change."""
     out = copy.deepcopy(raw_pool)
     if candidate.changed:
         out["mig"] = mig_after(pool, raw_pool.get("mig"), candidate)
+    if candidate.group_nodes:
+        mig = dict(out.get("mig") or {})
+        mig["groups"] = groups_after(pool, mig, candidate)
+        out["mig"] = mig
     if candidate.nodes_added:
         group = dict(out.get("nodegroup") or {})
         group["node_count"] = int(group.get("node_count", 1)) + candidate.nodes_added
@@ -90,11 +126,29 @@ def problems_of(raw: Obj, root: str = "gpupool_cluster") -> List[Tuple[str, str]
     return []
 
 
+def group_problems(cluster, raw: Obj, candidate: Candidate, nodes: List[Obj], root: str = "gpupool_cluster"):
+    """[(path, why)] when node_groups.assign_groups, on the changed inventory, would not move exactly the nodes the
+    candidate names into its group ([] when it does): the advice names the nodes the rollout will re-partition."""
+    before = assign_groups(cluster.pool(candidate.pool), nodes)
+    after_cluster = load_cluster(cluster_after(cluster, raw, [candidate]), root)
+    after = assign_groups(after_cluster.pool(candidate.pool), nodes)
+    moved = sorted(n for n in after if after[n] != before.get(n))
+    if moved != sorted(candidate.group_nodes):
+        return [
+            (
+                "%s.pools[%s].mig.groups" % (root, candidate.pool),
+                "the group would take nodes %s, not the chosen %s"
+                % (", ".join(moved) or "none", ", ".join(candidate.group_nodes)),
+            )
+        ]
+    return []
+
+
 def change_data(pool, raw_pool: Obj, candidate: Candidate) -> Obj:
     """Only the keys the change sets, under the pool's name (what the snippet shows)."""
     after = pool_after(pool, raw_pool, candidate)
     out: Obj = {"name": candidate.pool}
-    if candidate.changed:
+    if candidate.changed or candidate.group_nodes:
         out["mig"] = after["mig"]
     if candidate.nodes_added:
         out["nodegroup"] = {"node_count": after["nodegroup"]["node_count"]}

@@ -6,7 +6,8 @@
 The order (smaller is better, compared one after the other):
 
 1. pods evicted - the GPU pods on the nodes a layout change re-partitions (mig_layout drains them first);
-2. nodes re-partitioned - a pool's layout is the same on every node, so a layout change re-partitions them all;
+2. nodes re-partitioned - a pool-wide layout change re-partitions every node carrying the pool's layout, a MIG group
+   only the nodes it names, so a group of the fewest nodes ranks above re-partitioning the whole pool;
 3. GPUs left idle once the waiting claims are placed (in GPUs: a 3g.20gb of an 8-slice GPU is half of one), which
    is where added nodes cost: a node added for one claim leaves the rest of it idle;
 4. nodes added, 5. GPUs whose layout changes, 6. instances the change takes away;
@@ -32,11 +33,16 @@ def change_key(candidate: Candidate) -> Tuple:
         candidate.nodes_added,
         candidate.gpus_changed,
         candidate.lost_instances,
+        not candidate.group_nodes,  # at equal cost, the named nodes rather than the pool
         sorted((i, repr(layout)) for i, layout in candidate.changed.items()),
+        sorted((i, repr(layout)) for i, layout in (candidate.group_layout or {}).items()),
+        list(candidate.group_nodes),
     )
 
 
 def kind(candidate: Candidate) -> str:
+    if candidate.group_nodes:
+        return "group"
     if candidate.changed and candidate.nodes_added:
         return "layout and nodes"
     return "layout" if candidate.changed else "nodes"
@@ -48,7 +54,7 @@ def ranked(candidates: List[Candidate]) -> List[Candidate]:
 
 
 def options(candidates: List[Candidate], limit: int = 3) -> List[Candidate]:
-    """The best candidate, then the best of each other kind (nodes only, layout only, both), at most `limit`."""
+    """The best candidate, then the best of each other kind (nodes only, group, layout only, both), at most `limit`."""
     out: List[Candidate] = []
     seen = set()
     for candidate in ranked(candidates):

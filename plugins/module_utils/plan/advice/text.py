@@ -7,17 +7,24 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate, Demand
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import ClaimNeed
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.evaluate import current_layouts
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.layouts import describe
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import FULL_GPU
 
 
-def demand_counts(demand: List[Demand]) -> Dict[str, int]:
+def demand_counts(claims: List[ClaimNeed]) -> Dict[str, int]:
     """{unit: devices the waiting claims ask for}."""
     out: Dict[str, int] = {}
-    for d in demand:
-        out[d.unit] = out.get(d.unit, 0) + d.count
+    for claim in claims:
+        for unit, count in claim.units.items():
+            out[unit] = out.get(unit, 0) + count
     return out
+
+
+def _layouts(layouts) -> str:
+    return "; ".join("GPU %d -> %s" % (i, describe(lay)) for i, lay in sorted(layouts.items()))
 
 
 def _names(items: List[str], most: int = 4) -> str:
@@ -28,9 +35,15 @@ def _names(items: List[str], most: int = 4) -> str:
 def describe_candidate(pool, candidate: Candidate) -> str:
     """One line: what changes, and what it costs."""
     parts = []
+    if candidate.group_nodes:
+        now = current_layouts(pool)
+        changed = {i: lay for i, lay in (candidate.group_layout or {}).items() if lay != now.get(i)}
+        parts.append(
+            "%d node(s) (%s) join a MIG group with layout %s"
+            % (len(candidate.group_nodes), _names(list(candidate.group_nodes)), _layouts(changed))
+        )
     if candidate.changed:
-        layouts = "; ".join("GPU %d -> %s" % (i, describe(lay)) for i, lay in sorted(candidate.changed.items()))
-        parts.append("layout %s on every node" % layouts)
+        parts.append("layout %s on every node carrying the pool's layout" % _layouts(candidate.changed))
     if candidate.nodes_added:
         group = pool.nodegroup
         ceiling = (
@@ -85,6 +98,12 @@ def summary(cluster_name: str, result: Dict[str, Any]) -> str:
         lines.append("advice for %s (waiting: %s): %s" % (name, demand, pool["advice"]["text"].split(": ", 1)[1]))
         for other in pool["options"][1:]:
             lines.append("  or: %s" % other["text"].split(": ", 1)[1])
+    cut = [n for n, p in result["pools"].items() if p.get("cut_short")]
+    if cut:
+        lines.append(
+            "the search was cut short for pool(s) %s: a change serving more, or disrupting less, may exist"
+            % ", ".join(cut)
+        )
     for problem in result["problems"]:
         lines.append("  ! %s: %s" % (problem["path"], problem["message"]))
     return "\n".join(lines)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import ranking
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate, fits_all
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
 from tests.unit.plugins.module_utils.plan.advice import beds as b
 
@@ -74,8 +72,10 @@ def test_fewest_gpus_changed_and_fewest_instances_taken_away():
 
 
 def test_an_allocated_instance_is_never_in_the_way():
-    """Two nodes; a 2g.10gb is allocated on GPU 1 of the second node only. A 7g.40gb waits: GPU 1 is frozen on
-    every node (the layout is per pool), so the advice turns GPU 0 into a 7g.40gb."""
+    """Two nodes; a 2g.10gb is allocated on GPU 1 of the second node only. A 7g.40gb waits. Pool-wide, GPU 1 is
+    frozen (a node carrying the pool's layout holds an instance there), so the pool-wide change turns GPU 0 into a
+    7g.40gb on both nodes; but the idle node a100-0 alone can take a layout of its own (a MIG group of one node),
+    which re-partitions one node instead of two: that is the advice, the pool-wide change the runner-up."""
     pool = dict(b.A100, nodegroup=dict(b.A100["nodegroup"], node_count=2, max_node_count=2))
     nodes = [b.node("a100-0", "a100"), b.node("a100-1", "a100")]
     slices = [b.rslice(n, b.a100_gpu(0) + b.a100_gpu(1)) for n in ("a100-0", "a100-1")]
@@ -84,22 +84,37 @@ def test_an_allocated_instance_is_never_in_the_way():
         b.claim("w", "a100-7g.40gb"),
     ]
     result = advice_for(b.cluster_data(pool), nodes, slices, claims)
-    advice = result["pools"]["a100"]["advice"]
-    assert advice["layouts"] == {"0": {"7g.40gb": 1}}
-    assert advice["nodes_repartitioned"] == ["a100-0", "a100-1"]
+    entry = result["pools"]["a100"]
+    advice = entry["advice"]
+    assert advice["kind"] == "group" and advice["nodes_repartitioned"] == ["a100-0"]
+    assert advice["group"]["nodes"] == ["a100-0"] and advice["layouts"] == {}
+    changed = {i: lay for i, lay in advice["group"]["layouts"].items() if lay != {"3g.20gb": 1, "2g.10gb": 2}}
+    assert list(changed.values()) == [{"7g.40gb": 1}]
+    assert advice["inventory"]["mig"]["groups"] == [
+        {"nodes": 1, "layouts": {0: {"3g.20gb": 1, "2g.10gb": 2}, 1: {"7g.40gb": 1}}, "prefer": ["a100-0"]}
+    ]
+    pool_wide = [o for o in entry["options"] if o["kind"] == "layout"][0]
+    assert pool_wide["layouts"] == {"0": {"7g.40gb": 1}}
+    assert pool_wide["nodes_repartitioned"] == ["a100-0", "a100-1"]
     assert result["problems"] == []
 
 
 def test_templates_keep_their_profile():
     """A tenant template asks for 3g.20gb. Nothing is allocated and 2 x 7g.40gb wait on a one-node pool at its
     maximum: both GPUs as 7g.40gb would drop 3g.20gb from the pool, which the template needs - no change serves
-    both, so the claims wait without advice (and the runner-up of one 7g.40gb is not enough)."""
+    both. The largest servable set is the older claim: GPU 1 becomes a 7g.40gb, GPU 0 keeps the template's
+    3g.20gb, and the younger claim is unserved, with why."""
     pool, nodes, slices = one_a100_node(max_nodes=1)
     tenants = [{"namespace": "ml", "templates": [{"name": "t", "pool": "a100", "mig_profile": "3g.20gb"}]}]
-    claims = [b.claim("w1", "a100-7g.40gb"), b.claim("w2", "a100-7g.40gb")]
+    claims = [
+        b.claim("w1", "a100-7g.40gb", created="2026-01-01T00:00:00Z"),
+        b.claim("w2", "a100-7g.40gb", created="2026-01-02T00:00:00Z"),
+    ]
     result = advice_for(b.cluster_data(pool, tenants=tenants), nodes, slices, claims)
-    assert result["pools"]["a100"]["advice"] is None and result["nothing_to_change"] is True
-    assert "no change found" in result["summary"]
+    entry = result["pools"]["a100"]
+    assert entry["advice"]["layouts"] == {"1": {"7g.40gb": 1}} and result["nothing_to_change"] is False
+    assert [u["claim"] for u in entry["unserved"]] == ["ml/w2"]
+    assert "together with" in entry["unserved"][0]["why"] and "ml/w2 cannot be served" in result["summary"]
     # one 7g.40gb alone: GPU 1 becomes a 7g.40gb, GPU 0 keeps the template's 3g.20gb
     result = advice_for(b.cluster_data(pool, tenants=tenants), nodes, slices, claims[:1])
     assert result["pools"]["a100"]["advice"]["layouts"] == {"1": {"7g.40gb": 1}}
@@ -155,13 +170,3 @@ def test_change_key_orders_by_disruption_then_idle():
     less_idle = candidate(nodes_added=1, idle_gpus=3.5)
     assert ranking.ranked([evicts, repartitions, idle, less_idle]) == [less_idle, idle, repartitions, evicts]
     assert [ranking.kind(c) for c in (evicts, idle)] == ["layout", "nodes"]
-
-
-def test_fits_all_packs_largest_first_into_the_tightest_bin():
-    # bins of 4 and 2: claims of 2, 2, 2 fit (4 = 2 + 2, 2); claims of 3, 3 do not (one bin of 4 only)
-    assert fits_all(Counter({4: 1, 2: 1}), [2, 2, 2]) is True
-    assert fits_all(Counter({4: 1, 2: 1}), [3, 3]) is False
-    # many bins folded into one class: 500 nodes of 8 take 1,000 claims of 4
-    assert fits_all(Counter({8: 500}), [4] * 1000) is True and fits_all(Counter({8: 500}), [4] * 1001) is False
-    # best fit keeps the big bin for the big claim
-    assert fits_all(Counter({1: 1, 3: 1}), [1, 3]) is True
