@@ -15,9 +15,10 @@ Not a scheduler run but a packing check (plan/advice/packing.py): each claim who
 - ``change.added`` new nodes carry the pool's layout after ``change.indices``, grouped like an existing node that
   publishes all its GPUs (the same hardware), or each GPU alone when there is none.
 
-Nodes that look the same - the same group, the same free devices of the units the claims ask for, the same grouping
-of GPUs by the attributes the claims match (values renamed by first appearance, so two nodes' PCIe roots compare by
-shape, not by bus address) - are one class with a multiplicity: 2,000 nodes cost their few shapes.
+Nodes that look the same - the same group, the same free devices, the same grouping of GPUs by attribute (values
+renamed by first appearance, so two nodes' PCIe roots compare by shape, not by bus address) - are one class with a
+multiplicity: 2,000 nodes cost their few shapes. A check sees only the units and attributes its claims ask about,
+so nodes that differ elsewhere are one packing node, and an answer is remembered per (nodes after, claims).
 """
 
 from __future__ import annotations
@@ -48,10 +49,6 @@ class Evaluator:
         self.pool = pool
         self.per_node = pool.gpu.per_node
         self.claims: Tuple[ClaimNeed, ...] = tuple(claims)
-        self.units = frozenset(n.unit for c in self.claims for n in c.needs)
-        self.attributes = sorted(
-            {c.match[n.constraint] for c in self.claims for n in c.needs if n.constraint is not None}
-        )
         self.current = current_layouts(pool)
         self._layouts: Dict[Optional[str], Dict[int, Layout]] = {None: self.current}
         # class key (group, per-index free, per-index values) -> names of its nodes
@@ -79,25 +76,31 @@ class Evaluator:
         self.cut_short = False
         self._answers: Dict[Any, packing.Answer] = {}
 
-    def _free(self, free: Dict[str, int]) -> Free:
-        return tuple(sorted((u, n) for u, n in free.items() if n > 0 and u in self.units))
+    @staticmethod
+    def _free(free: Dict[str, int]) -> Free:
+        return tuple(sorted((u, n) for u, n in free.items() if n > 0))
 
     def _values(self, row: dict) -> Tuple[Values, ...]:
-        """Per GPU index, the claims' attributes' values renamed by first appearance on the node."""
-        seen: Dict[Tuple[str, Hashable], int] = {}
+        """Per GPU index, its attributes' values, each attribute's renamed by first appearance on the node."""
+        seen: Dict[str, Dict[Hashable, int]] = {}
         out = []
         for i in range(self.per_node):
             attrs = (row["gpus"][i].get("attributes") or {}) if i in row["gpus"] else {}
             mine = []
-            for a in self.attributes:
-                value = attrs.get(a)
+            for a, value in sorted(attrs.items()):
                 if value is not None:
-                    mine.append((a, seen.setdefault((a, value), len(seen))))
+                    names = seen.setdefault(a, {})
+                    mine.append((a, names.setdefault(value, len(names))))
             out.append(tuple(mine))
         return tuple(out)
 
-    def _node(self, free: Sequence[Free], values: Sequence[Values]) -> packing.Node:
-        return tuple(packing.Gpu(f, v) for f, v in zip(free, values))
+    @staticmethod
+    def _node(free: Sequence[Free], values: Sequence[Values], units: frozenset, attributes: frozenset) -> packing.Node:
+        """A packing node holding only what the claims asked about (fewer distinct nodes, smaller keys)."""
+        return tuple(
+            packing.Gpu(tuple(p for p in f if p[0] in units), tuple(p for p in v if p[0] in attributes))
+            for f, v in zip(free, values)
+        )
 
     def _after(self, free: Tuple[Free, ...], now: Dict[int, Layout], new: Dict[int, Layout]) -> Tuple[Free, ...]:
         """The free devices per index once the indices of `new` whose layout differs from `now` are re-partitioned."""
@@ -105,27 +108,34 @@ class Evaluator:
             self._free(units_of(new[i])) if i in new and new[i] != now.get(i) else free[i] for i in range(self.per_node)
         )
 
-    def nodes_after(self, change: Change) -> Counter:
-        """{packing node: how many} once `change` is made."""
+    def nodes_after(self, change: Change, claims: Optional[Sequence[ClaimNeed]] = None) -> Counter:
+        """{packing node: how many} once `change` is made, with what `claims` (None: all) ask about."""
+        claims = self.claims if claims is None else claims
+        units = frozenset(n.unit for c in claims for n in c.needs)
+        attributes = frozenset(c.match[n.constraint] for c in claims for n in c.needs if n.constraint is not None)
         out: Counter = Counter()
         for (group, free, values), names in self.classes.items():
             named = [n for n in names if n in change.nodes] if change.nodes else []
             rest = len(names) - len(named)
             if rest:
                 after = self._after(free, self.current, change.indices) if group is None else free
-                out[self._node(after, values)] += rest
+                out[self._node(after, values, units, attributes)] += rest
             for name in named:
-                out[self._node(self._after(free, self._layouts[group], change.nodes[name]), values)] += 1
+                after = self._after(free, self._layouts[group], change.nodes[name])
+                out[self._node(after, values, units, attributes)] += 1
         if change.added:
             layout = [change.indices[i] if i in change.indices else self.current[i] for i in range(self.per_node)]
-            out[self._node(tuple(self._free(units_of(lay)) for lay in layout), self.new_values)] += change.added
+            new = tuple(self._free(units_of(lay)) for lay in layout)
+            out[self._node(new, self.new_values, units, attributes)] += change.added
         return out
 
     def serves(self, change: Change, claims: Optional[Sequence[ClaimNeed]] = None) -> bool:
-        """Whether, after `change`, the claims (None: all of this evaluator's) pack onto the pool's usable nodes."""
+        """Whether, after `change`, the claims (None: all of this evaluator's; any of the pool's may be given)
+        pack onto the pool's usable nodes, each whole on one node. A check cut short by its budget answers True and
+        sets `cut_short`."""
         self.evaluations += 1
         wanted = self.claims if claims is None else tuple(claims)
-        nodes = self.nodes_after(change)
+        nodes = self.nodes_after(change, wanted)
         key = (frozenset(nodes.items()), frozenset(Counter((c.needs, c.match) for c in wanted).items()))
         answer = self._answers.get(key)
         if answer is None:
