@@ -349,14 +349,19 @@ class Search:
                 unserved.append(
                     (
                         claim,
-                        "pool %s can serve %d claim(s) of %s together with the %d older claim(s) it serves, not more: "
-                        "no layout of its unallocated GPUs, MIG group%s serves them all"
+                        "pool %s serves at most %d claim(s) of %s%s; no other layout, MIG group or node count%s "
+                        "serves more%s"
                         % (
                             self.pool.name,
                             low,
                             _words(claim),
-                            len(taken) - low,
-                            " or node count up to %d more" % self.most if self.most else "",
+                            " beside %d older claim(s) of other shapes" % (len(taken) - low)
+                            if len(taken) > low
+                            else "",
+                            " (up to %d more)" % self.most if self.most else "",
+                            " and keeps the units the templates ask for (%s)" % ", ".join(self.needed)
+                            if self.needed
+                            else "",
                         ),
                     )
                 )

@@ -114,7 +114,10 @@ def test_templates_keep_their_profile():
     entry = result["pools"]["a100"]
     assert entry["advice"]["layouts"] == {"1": {"7g.40gb": 1}} and result["nothing_to_change"] is False
     assert [u["claim"] for u in entry["unserved"]] == ["ml/w2"]
-    assert "together with" in entry["unserved"][0]["why"] and "ml/w2 cannot be served" in result["summary"]
+    assert (
+        "at most 1 claim(s) of 1 x 7g.40gb" in entry["unserved"][0]["why"]
+        and "ml/w2 cannot be served" in result["summary"]
+    )
     # one 7g.40gb alone: GPU 1 becomes a 7g.40gb, GPU 0 keeps the template's 3g.20gb
     result = advice_for(b.cluster_data(pool, tenants=tenants), nodes, slices, claims[:1])
     assert result["pools"]["a100"]["advice"]["layouts"] == {"1": {"7g.40gb": 1}}
