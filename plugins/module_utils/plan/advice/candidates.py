@@ -168,10 +168,17 @@ def _taken(model, before: Layout, after: Layout) -> Tuple[int, int]:
 
 
 def frontier(
-    space: Space, current: Dict[int, Layout], indices: Sequence[int], options: Sequence[Layout], model=None
+    space: Space,
+    current: Dict[int, Layout],
+    indices: Sequence[int],
+    options: Sequence[Layout],
+    model=None,
+    most: Optional[int] = None,
+    costed: bool = True,
 ) -> Tuple[Dict[int, List[State]], bool]:
     """({number of changed indices: undominated states}, cut short): each of `indices` keeps its layout or takes one of
-    `options`. States count only what `indices` offer (the other indices are the same in every state)."""
+    `options`, at most `most` of them changed. States count only what `indices` offer (the other indices are the same
+    in every state). Not `costed`: one level of the states offering most, whatever they change (is there any?)."""
     zero = tuple(0 for _g in space.groups for _u in space.units)
     levels: Dict[int, List[State]] = {0: [State(zero, (0, 0), ())]}
     cut = False
@@ -186,11 +193,13 @@ def frontier(
         for k in sorted(levels, reverse=True):  # at a tie the index decided first (the highest) changes
             for state in levels[k]:
                 nxt.setdefault(k, []).append(state._replace(vector=_add(space, state.vector, keep)))
+                if most is not None and k >= most:
+                    continue
                 for lay, offer, gone in moves:
-                    nxt.setdefault(k + 1, []).append(
+                    nxt.setdefault(k + 1 if costed else 0, []).append(
                         State(
                             _add(space, state.vector, offer),
-                            (state.lost[0] + gone[0], state.lost[1] + gone[1]),
+                            (state.lost[0] + gone[0], state.lost[1] + gone[1]) if costed else (0, 0),
                             state.changes + ((index, lay),),
                         )
                     )
@@ -242,23 +251,31 @@ class Search:
         self.space = space_of(pool, supply, self.claims, [u for u in self.needed if u not in self.frozen_units])
         self.cut_short = False
         self.evaluations = 0
-        self._levels: Optional[Dict[int, List[State]]] = None
-        self._group_levels: Optional[Dict[int, List[State]]] = None
+        self.every = list(reversed(range(pool.gpu.per_node))) if self.options else []
+        self.group_space = space_of(pool, supply, self.claims, self.needed)
+        self._cache: Dict[Tuple[bool, Optional[int]], Dict[int, List[State]]] = {}
+        self._order: Optional[List[Tuple[bool, int, str, frozenset]]] = None
+        self.ev = Evaluator(pool, supply, self.claims)  # asked about subsets of the claims too
 
-    # the frontiers are computed once, with the caps of all claims (larger caps only keep more states)
-    def levels(self) -> Dict[int, List[State]]:
-        if self._levels is None:
-            self._levels, cut = frontier(self.space, self.current, self.changeable, self.options, self.pool.catalog_gpu)
+    # The frontiers are computed with the caps of all claims (larger caps only keep more states), once each.
+    def _frontier(self, group: bool, most: Optional[int]) -> Dict[int, List[State]]:
+        key = (group, most)
+        if key not in self._cache:
+            space, indices = (self.group_space, self.every) if group else (self.space, self.changeable)
+            levels, cut = frontier(
+                space, self.current, indices, self.options, self.pool.catalog_gpu, most=most, costed=most is not None
+            )
             self.cut_short = self.cut_short or cut
-        return self._levels
+            self._cache[key] = levels
+        return self._cache[key]
 
-    def group_levels(self) -> Dict[int, List[State]]:
-        if self._group_levels is None:
-            every = list(reversed(range(self.pool.gpu.per_node))) if self.options else []
-            space = space_of(self.pool, self.supply, self.claims, self.needed)
-            self._group_levels, cut = frontier(space, self.current, every, self.options, self.pool.catalog_gpu)
-            self.cut_short = self.cut_short or cut
-        return self._group_levels
+    def level(self, k: int, group: bool = False) -> List[State]:
+        """The undominated states changing exactly k indices (pool-wide, or of a group's nodes)."""
+        return self._frontier(group, k).get(k, [])
+
+    def maximal(self, group: bool = False) -> List[State]:
+        """The states offering most, whatever they change (for whether any change serves)."""
+        return self._frontier(group, None).get(0, [])
 
     def _keeps(self, changes: Dict[int, Layout]) -> bool:
         return keeps(self.needed, {**self.current, **changes})
@@ -266,48 +283,44 @@ class Search:
     def eligible(self, changes: Dict[int, Layout]) -> List[str]:
         """Usable nodes carrying the pool's layout whose GPUs at the changed indices hold no allocated device: idle
         nodes first, then fewest pods a drain evicts, then by name."""
-        out = []
-        for row in self.pool_rows:
-            if not row["usable"] or not row["gpus"]:
-                continue
-            if any(row["gpus"][i]["held"] for i in changes if i in row["gpus"]):
-                continue
-            busy = any(g["held"] for g in row["gpus"].values())
-            out.append((busy, len(self.evicted_on.get(row["name"], [])), row["name"]))
-        return [name for _b, _p, name in sorted(out)]
+        if self._order is None:
+            order = []
+            for row in self.pool_rows:
+                if row["usable"] and row["gpus"]:
+                    held = frozenset(i for i, g in row["gpus"].items() if g["held"])
+                    order.append((bool(held), len(self.evicted_on.get(row["name"], [])), row["name"], held))
+            self._order = sorted(order)
+        return [name for _b, _p, name, held in self._order if not held.intersection(changes)]
 
     def _evaluator(self, claims: Sequence[ClaimNeed]) -> Evaluator:
+        if list(claims) == self.claims:
+            return self.ev
         return Evaluator(self.pool, self.supply, claims)
 
     def _done(self, ev: Evaluator) -> None:
-        self.evaluations += ev.evaluations
-        self.cut_short = self.cut_short or ev.cut_short
+        self.cut_short = self.cut_short or ev.cut_short or self.ev.cut_short
+        self.evaluations = self.ev.evaluations + (ev.evaluations if ev is not self.ev else 0)
 
     def servable(self, claims: Sequence[ClaimNeed]) -> bool:
         """Whether some change (pool-wide layout and nodes, or a group of all eligible nodes) serves `claims`."""
         if not claims:
             return True
-        ev = self._evaluator(claims)
-        try:
-            if ev.serves(NO_CHANGE._replace(added=self.most)):
+        ev, wanted = self.ev, list(claims)
+        if ev.serves(NO_CHANGE._replace(added=self.most), wanted):
+            return True
+        for state in self.maximal():
+            changes = dict(state.changes)
+            if changes and self._keeps(changes) and ev.serves(Change(changes, {}, self.most), wanted):
                 return True
-            for states in self.levels().values():
-                for state in states:
-                    changes = dict(state.changes)
-                    if changes and self._keeps(changes) and ev.serves(Change(changes, {}, self.most)):
-                        return True
-            for states in self.group_levels().values():
-                for state in states:
-                    changes = dict(state.changes)
-                    layout = {**self.current, **changes}
-                    if not changes or not keeps(self.needed, layout):
-                        continue
-                    nodes = self.eligible(changes)
-                    if nodes and ev.serves(Change({}, dict.fromkeys(nodes, layout), 0)):
-                        return True
-            return False
-        finally:
-            self._done(ev)
+        for state in self.maximal(group=True):
+            changes = dict(state.changes)
+            layout = {**self.current, **changes}
+            if not changes or not keeps(self.needed, layout):
+                continue
+            nodes = self.eligible(changes)
+            if nodes and ev.serves(Change({}, dict.fromkeys(nodes, layout), 0), wanted):
+                return True
+        return False
 
     def served_set(self) -> Tuple[List[ClaimNeed], List[Tuple[ClaimNeed, str]]]:
         """(the claims to serve, [(claim, why) for the rest]), decided together, oldest first."""
@@ -408,11 +421,9 @@ def search(
     if added is not None:
         found.append(Candidate(pool.name, {}, added, [], [], 0, ev.idle(added), 0))
     # pool-wide: fewest changed indices first; stop at the first count that serves without a node
-    for k in sorted(s.levels()):
-        if k == 0:
-            continue
+    for k in range(1, len(s.changeable) + 1):
         free_of_nodes = False
-        for state in s.levels()[k]:
+        for state in s.level(k):
             changes = dict(state.changes)
             if not s._keeps(changes):
                 continue
@@ -447,10 +458,8 @@ def _groups(s: Search, ev: Evaluator, found: List[Candidate], pods) -> None:
     start = ev.evaluations
     everyone = len([r for r in s.pool_rows if r["usable"] and r["gpus"]])
     best: Optional[int] = None
-    for k in sorted(s.group_levels()):
-        if k == 0:
-            continue
-        for state in s.group_levels()[k]:
+    for k in range(1, len(s.every) + 1):
+        for state in s.level(k, group=True):
             if ev.evaluations - start > GROUP_BUDGET:
                 s.cut_short = True
                 return

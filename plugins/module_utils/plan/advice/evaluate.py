@@ -120,9 +120,12 @@ class Evaluator:
             if rest:
                 after = self._after(free, self.current, change.indices) if group is None else free
                 out[self._node(after, values, units, attributes)] += rest
+            same: Dict[int, list] = {}  # named nodes of a class given the same layout object are one packing node
             for name in named:
-                after = self._after(free, self._layouts[group], change.nodes[name])
-                out[self._node(after, values, units, attributes)] += 1
+                same.setdefault(id(change.nodes[name]), [change.nodes[name], 0])[1] += 1
+            for layout, many in same.values():
+                after = self._after(free, self._layouts[group], layout)
+                out[self._node(after, values, units, attributes)] += many
         if change.added:
             layout = [change.indices[i] if i in change.indices else self.current[i] for i in range(self.per_node)]
             new = tuple(self._free(units_of(lay)) for lay in layout)
