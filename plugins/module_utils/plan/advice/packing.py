@@ -39,6 +39,7 @@ trade off against each other; they are counted apart (the caller's "free").
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import Counter
 from functools import lru_cache
@@ -190,7 +191,8 @@ def _laminar(blocks: Sequence[FrozenSet[int]]) -> bool:
     return all(a <= b or b <= a or not a & b for a in blocks for b in blocks)
 
 
-def _structure(node: Node, attributes: Sequence[str]) -> Tuple[_Shape, List[FrozenSet[int]]]:
+@lru_cache(maxsize=1024)
+def _structure(node: Node, attributes: Tuple[str, ...]) -> Tuple[_Shape, List[FrozenSet[int]]]:
     """(shape, the GPU set of each group) of a node. Groups of different attributes that cross (neither holds the
     other, which real hardware never publishes: a GPU has one PCI bus ID under one PCIe root) are modelled by their
     common refinement: each constraint then draws from one cell of it (a "fits" stays a real packing)."""
@@ -244,7 +246,7 @@ def pack(nodes: Mapping[Node, int], claims: Sequence[Any], budget: int = STATE_B
     for node, many in nodes.items():
         if many <= 0:
             continue
-        shape, sets = _structure(node, attributes)
+        shape, sets = _structure(tuple(Gpu((), g.values) for g in node), tuple(attributes))
         if shape not in shapes:
             shapes.append(shape)
         free = [dict(g.free) for g in node]
@@ -292,46 +294,116 @@ def pack(nodes: Mapping[Node, int], claims: Sequence[Any], budget: int = STATE_B
                     out.append(child)
         return out
 
-    def key(counts: Counter) -> Tuple:
-        return tuple(sorted((s, n) for s, n in counts.items() if n > 0 and any(s[1][:width])))
-
-    def hopeless(i: int, states: Tuple) -> bool:
-        return any(sum(s[1][k] * n for s, n in states) < left[i][k] for k in range(width))
-
-    def children(i: int, states: Tuple) -> Iterator[Tuple]:
-        # The tightest node first (least free), like best fit, so a packing is usually the first path tried.
-        for state, _many in sorted(states, key=lambda sn: (sum(sn[0][1][:width]), sn[0])):
-            for placed in placements(state, plans[i]):
-                counts = Counter(dict(states))
-                counts[state] -= 1
-                counts[placed] += 1
-                yield key(counts)
-
-    first = key(start)
-    if hopeless(0, first):
+    search = _Search(width, left)
+    for state, many in start.items():
+        for _copy in range(many):
+            search.move(None, state)
+    if search.hopeless(0):
         return Answer(False, False)
-    dead: Set[Tuple[int, Tuple]] = set()
-    stack: List[Tuple[int, Tuple, Iterator[Tuple]]] = [(0, first, children(0, first))]
+    # needs per unit of each claim, to skip at once the nodes that lack them
+    totals = [
+        [(k, left[i][k] - left[i + 1][k]) for k in range(width) if left[i][k] > left[i + 1][k]]
+        for i in range(len(plans))
+    ]
+
+    def options(i: int, state: Tuple[int, Tuple[int, ...]]) -> List[Tuple[int, Tuple[int, ...]]]:
+        if any(state[1][k] < t for k, t in totals[i]):
+            return []
+        return placements(state, plans[i])
+
+    # Depth first with the moves made in place and undone on the way back; a frame: [claim index, the node states
+    # at entry (tightest first), the next of them to try, its placements left, the move made].
+    need = [sum(count for _k, count, _c in plan[1]) for plan in plans]
+    stack: List[List[Any]] = [[0, search.fitting(need[0]), 0, [], None]]
     visited = 1
     while stack:
-        i, states, pending = stack[-1]
-        child = next(pending, None)
-        if child is None:
-            dead.add((i, states))  # no node takes claim i from here: this state never packs
+        frame = stack[-1]
+        i = frame[0]
+        if frame[4] is not None:
+            search.undo(*frame[4])
+            frame[4] = None
+        while not frame[3] and frame[2] < len(frame[1]):
+            frame[3] = options(i, frame[1][frame[2]])
+            frame[3].reverse()  # popped from the end: the first placement first
+            frame[2] += 1
+        if not frame[3]:
+            search.bury(i)  # no node takes claim i from here: this multiset of node states never packs
             stack.pop()
             continue
+        old, new = frame[1][frame[2] - 1], frame[3].pop()
+        search.move(old, new)
+        frame[4] = (old, new)
         if i + 1 == len(plans):
             return Answer(True, False)
-        if (i + 1, child) in dead:
-            continue
-        if hopeless(i + 1, child):
-            dead.add((i + 1, child))
+        if search.buried(i + 1) or search.hopeless(i + 1):
             continue
         visited += 1
         if visited > budget:
             return Answer(True, True)  # cut short: "fits" rather than a "does not fit" nobody proved
-        stack.append((i + 1, child, children(i + 1, child)))
+        stack.append([i + 1, search.fitting(need[i + 1]), 0, [], None])
     return Answer(False, False)
+
+
+class _Search:
+    """The multiset of node states of pack()'s search, changed in place: counts, the distinct states tightest
+    first (least free, like best fit), what is free per unit in all, a hash of the multiset, the dead ones."""
+
+    def __init__(self, width: int, left: List[List[int]]) -> None:
+        self.width = width
+        self.left = left
+        self.counts: Dict[Tuple, int] = {}
+        self.keys: List[Tuple] = []  # sorted (tightness, state)
+        self.states: List[Tuple] = []  # the states in the same order
+        self.free = [0] * width
+        self.hash = 0
+        self.dead: Dict[Tuple[int, int], List[Tuple]] = {}
+
+    def _add(self, state: Tuple, sign: int) -> None:
+        if not any(state[1][: self.width]):
+            return  # a node with nothing left of the units asked for: out of the search
+        n = self.counts.get(state, 0) + sign
+        key = (sum(state[1][: self.width]), state)
+        if n == 0:
+            del self.counts[state]
+            at = bisect.bisect_left(self.keys, key)
+            del self.keys[at]
+            del self.states[at]
+        else:
+            if n == 1 and sign == 1:
+                at = bisect.bisect_left(self.keys, key)
+                self.keys.insert(at, key)
+                self.states.insert(at, state)
+            self.counts[state] = n
+        for k in range(self.width):
+            self.free[k] += sign * state[1][k]
+        self.hash = (self.hash + sign * hash(state)) & 0xFFFFFFFFFFFFFFFF
+
+    def move(self, old: Optional[Tuple], new: Tuple) -> None:
+        if old is not None:
+            self._add(old, -1)
+        self._add(new, 1)
+
+    def undo(self, old: Tuple, new: Tuple) -> None:
+        self._add(new, -1)
+        self._add(old, 1)
+
+    def fitting(self, need: int) -> List[Tuple]:
+        """The distinct states with at least `need` devices free in all, tightest first (the others cannot take a
+        claim of `need` devices)."""
+        return self.states[bisect.bisect_left(self.keys, (need,)) :]
+
+    def hopeless(self, i: int) -> bool:
+        return any(self.free[k] < self.left[i][k] for k in range(self.width))
+
+    def _key(self) -> Tuple:
+        return tuple(sorted(self.counts.items()))
+
+    def bury(self, i: int) -> None:
+        self.dead.setdefault((i, self.hash), []).append(self._key())
+
+    def buried(self, i: int) -> bool:
+        known = self.dead.get((i, self.hash))
+        return bool(known) and self._key() in known
 
 
 def check(nodes: Mapping[Node, int], claims: Sequence[Any], budget: int = STATE_BUDGET) -> Answer:
