@@ -143,14 +143,18 @@ pools:
       type: dict
     options:
       description:
-        - Up to three options, best first, each of another kind (C(layout), C(nodes), C(layout and nodes)) -
-          C(layouts) (GPU index to its new layout, null for a whole GPU), C(node_count) (C(from), C(to)) or null,
-          C(nodes_repartitioned), C(pods_evicted), C(gpus_changed), C(nodes_added), C(idle_gpus), C(inventory) (the
-          pool's keys to set) and C(text).
+        - Up to three options, best first, each of another kind (C(nodes), C(group), C(layout), C(layout and
+          nodes)) - C(layouts) (GPU index to its new layout on the nodes carrying the pool's layout, null for a whole
+          GPU), C(group) (a MIG group of the fewest idle nodes - C(nodes), the nodes named, and C(layouts), their
+          layout per GPU index - or null), C(node_count) (C(from), C(to)) or null, C(nodes_repartitioned),
+          C(pods_evicted), C(gpus_changed), C(nodes_added), C(idle_gpus), C(inventory) (the pool's keys to set; a
+          group is added to C(mig.groups) with C(prefer) naming its nodes) and C(text).
       type: list
       elements: dict
     unserved:
-      description: Claims no change of the pool could serve (C(claim), C(why)).
+      description:
+        - Claims the advice does not serve (C(claim), C(why)) - no change serves them alone, or not together with
+          the older claims it serves.
       type: list
       elements: dict
     rejected:
@@ -158,7 +162,9 @@ pools:
       type: list
       elements: dict
     cut_short:
-      description: The search stopped at its budget of evaluations (the advice is the best found).
+      description:
+        - The search stopped at a limit (states of its dynamic programme, group checks, or a packing check's
+          budget); the advice is the best found.
       type: bool
   sample:
     gpu-a100-mig:

@@ -43,7 +43,8 @@ def describe_candidate(pool, candidate: Candidate) -> str:
             % (len(candidate.group_nodes), _names(list(candidate.group_nodes)), _layouts(changed))
         )
     if candidate.changed:
-        parts.append("layout %s on every node carrying the pool's layout" % _layouts(candidate.changed))
+        where = "on every node carrying the pool's layout" if pool.mig.groups else "on every node"
+        parts.append("layout %s %s" % (_layouts(candidate.changed), where))
     if candidate.nodes_added:
         group = pool.nodegroup
         ceiling = (
