@@ -142,7 +142,7 @@ class Evaluator:
         key = (frozenset(nodes.items()), frozenset(Counter((c.needs, c.match) for c in wanted).items()))
         answer = self._answers.get(key)
         if answer is None:
-            answer = packing.check(nodes, wanted)
+            answer = packing.check(nodes, wanted, packing.STATE_BUDGET)
             self._answers[key] = answer
         if answer.cut_short:
             self.cut_short = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import packing
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import NO_CHANGE, Change, ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.evaluate import Evaluator
 
@@ -149,3 +150,17 @@ def test_fewest_nodes_is_the_least_count_that_serves_and_ignores_the_changes_own
     assert ev.fewest_nodes(Change({0: SMALL, 1: SMALL}, {}, 0), 10) is None
     assert ev.idle(0) == 0.0 and ev.idle(3) > ev.idle(0)
     assert ev.cut_short is False
+
+
+def test_a_check_cut_short_answers_serves_and_says_so(monkeypatch):
+    # five nodes with 6 x 1g.5gb free; claims 4, 4, 4, 4, 3, 3 and 2 + 1: six nodes needed, which a search proves
+    pool = a100_pool(node_count=5)
+    rows = [row("n%d" % k, {0: {"1g.5gb": 6}, 1: {}}) for k in range(5)]
+    wanted = (
+        claims("1g.5gb", 4, 4) + claims("1g.5gb", 3, 2) + [ClaimNeed("ml/z", (Need("1g.5gb", 2), Need("1g.5gb", 1)))]
+    )
+    ev = Evaluator(pool, supply(*rows), wanted)
+    assert ev.serves(NO_CHANGE) is False and ev.cut_short is False
+    monkeypatch.setattr(packing, "STATE_BUDGET", 2)
+    ev = Evaluator(pool, supply(*rows), wanted)
+    assert ev.serves(NO_CHANGE) is True and ev.cut_short is True
