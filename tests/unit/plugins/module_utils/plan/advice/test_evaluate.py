@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import packing
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import claim_needs
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import NO_CHANGE, Change, ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.evaluate import Evaluator
 
@@ -164,3 +165,34 @@ def test_a_check_cut_short_answers_serves_and_says_so(monkeypatch):
     monkeypatch.setattr(packing, "STATE_BUDGET", 2)
     ev = Evaluator(pool, supply(*rows), wanted)
     assert ev.serves(NO_CHANGE) is True and ev.cut_short is True
+
+
+def _request(pool: str, unit: str, count: int, attribute: Optional[str] = None) -> dict:
+    return {"pool": pool, "unit": unit, "count": count, "match_attribute": attribute}
+
+
+def test_waiting_rows_become_whole_claims_and_a_claim_of_two_pools_is_not_servable():
+    rows = [
+        {
+            "namespace": "ml",
+            "name": "both",
+            "servable": True,
+            "requests": [_request("a100", "1g.5gb", 2, PCIE_ROOT), _request("a100", "2g.10gb", 1, PCIE_ROOT)]
+            + [_request("a100", "1g.5gb", 1)],
+        },
+        {
+            "namespace": "ml",
+            "name": "split",
+            "servable": True,
+            "requests": [_request("a100", "gpu", 1)] * 1 + [_request("h100", "gpu", 1)],
+        },
+        {"namespace": "ml", "name": "lost", "servable": False, "requests": [_request("a100", "1g.5gb", 1)]},
+    ]
+    needs = claim_needs(rows)
+    assert needs == {
+        "a100": [
+            ClaimNeed("ml/both", (Need("1g.5gb", 2, 0), Need("2g.10gb", 1, 0), Need("1g.5gb", 1, None)), (PCIE_ROOT,))
+        ]
+    }
+    assert rows[1]["servable"] is False and "pools a100 and h100" in rows[1]["no_change_serves"]
+    assert rows[2]["servable"] is False and "no_change_serves" not in rows[2]
