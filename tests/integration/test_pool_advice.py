@@ -647,3 +647,150 @@ def allocation_or_none(sandbox, name):
         if exc.status == 404:
             return None
         raise
+
+
+# ---- issue #26: a pool of four nodes, where the advice re-partitions only the nodes it names ---------------------
+
+GROUPED = "adv-grp"  # four 2 x A100-40GB nodes, each GPU 2 x 3g.20gb; the nodegroup is at its maximum
+GROUPED_LAYOUT = {"3g.20gb": 2}
+GROUPED_WAITING = ["g-1g-%d" % k for k in range(3)]
+GROUPED_HELD = ["g-held-0", "g-held-1"]
+
+
+def grouped_cluster(sandbox):
+    return {
+        "name": HOST,
+        "kubeconfig": str(sandbox.kubeconfig),
+        "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name, "labels": {"nvidia_gpu_enabled": "true"}},
+        "mig_manager": {"config_map": sandbox.mig_config_map, "namespace": sandbox.mig_namespace},
+        "dra_driver": {"enabled": False},
+        "drain": {"timeout": 60, "grace_period": 0},
+        "pools": [
+            {
+                "name": GROUPED,
+                "nodegroup": {"flavor": "g4.p2.40g", "node_count": 4, "max_node_count": 4},
+                "gpu": {"model": "A100-40GB", "per_node": 2},
+                "mig": {"mode": "static", "layout": dict(GROUPED_LAYOUT)},
+            }
+        ],
+    }
+
+
+def grouped_kubelet_plugin(sandbox):
+    """The kubelet plugin's DaemonSet for the grouped pool's nodes (as kubelet_plugin makes it for the others)."""
+    from kubernetes import client
+
+    term = {"matchExpressions": [{"key": NG_LABEL, "operator": "In", "values": [GROUPED]}]}
+    spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}],
+    }
+    client.AppsV1Api(sandbox.cp.api_client()).create_namespaced_daemon_set(
+        NS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "advise-grp-kubelet-plugin"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "advise-grp-plugin"}},
+                "template": {"metadata": {"labels": {"app": "advise-grp-plugin"}}, "spec": spec},
+            },
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def grouped(sandbox, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("advise-grp")
+    h.ensure_namespace(sandbox.cp, NS)
+    grouped_kubelet_plugin(sandbox)
+    inventory = Inventory(tmp / "inventory")
+    inventory.write(grouped_cluster(sandbox))
+    runs = Runs(sandbox, inventory, tmp)
+    try:
+        runs.playbook("site.yml", gpupool_pools=GROUPED)
+        nodes = node_names(sandbox, GROUPED)
+        assert len(nodes) == 4
+        for node in nodes:
+            wait_for(lambda n=node: sum("-mig-3g20gb-" in d for d in published(sandbox, n)) == 4, node + "'s layout")
+        yield {"runs": runs, "inventory": inventory, "nodes": nodes, "tmp": tmp}
+    finally:
+        delete_pods(sandbox, GROUPED_WAITING + GROUPED_HELD)
+        delete_claims(sandbox, GROUPED_WAITING + GROUPED_HELD)
+        magnum_delete(sandbox, GROUPED)
+        sandbox.cp.kubectl("delete", "deviceclass", "-l", "gpupool.io/pool=" + GROUPED, "--wait=false", check=False)
+        sandbox.cp.kubectl("delete", "daemonset", "-n", NS, "advise-grp-kubelet-plugin", "--wait=false", check=False)
+
+
+def mig_configs(sandbox, nodes):
+    return {
+        n: (h.kubectl_json(sandbox.cp, "get", "node", n)["metadata"].get("labels") or {}).get("nvidia.com/mig.config")
+        for n in nodes
+    }
+
+
+def test_advice_for_a_pool_of_four_re_partitions_only_the_nodes_it_names(grouped, sandbox):
+    """Two 3g.20gb are allocated (pods running), three 1g.10gb wait and no node can be added. One idle node as a MIG
+    group serves them: the advice names it, and applied with site.yml only that node is relabelled and drained (no
+    pod evicted anywhere), the allocated devices stay where they are, and the real scheduler allocates the claims
+    that waited on the named node."""
+    runs, inventory, nodes = grouped["runs"], grouped["inventory"], grouped["nodes"]
+    held = {}
+    for name in GROUPED_HELD:
+        claim(sandbox, name, GROUPED + "-3g.20gb")
+        held[name] = schedule(sandbox, name, GROUPED)
+    for name in GROUPED_WAITING:
+        claim(sandbox, name, GROUPED + "-1g.10gb")
+        pod(sandbox, name, GROUPED)
+    wait_for(lambda: all(unschedulable(sandbox, n) for n in GROUPED_WAITING), "the scheduler's verdict on the pods")
+
+    reports = grouped["tmp"] / "reports"
+    advise = runs.playbook(
+        "advise.yml", gpupool_pools=GROUPED, gpupool_report_dir=str(reports), gpupool_advice_namespaces=NS
+    )
+    assert advise.window.writes(user=ADMIN) == []
+    result = runs.advice("grouped")
+    entry = result["pools"][GROUPED]
+    advice = entry["advice"]
+    assert advice is not None and entry["unserved"] == [], result["summary"]
+    named = advice["nodes_repartitioned"]
+    busy = {node for node, _devices in held.values()}
+    # the fewest nodes: one 2 x A100 node holds the three 1g.10gb; an idle one, so nothing is evicted
+    assert len(named) == 1 and named[0] in nodes and named[0] not in busy, result["summary"]
+    assert advice["pods_evicted"] == [] and advice["node_count"] is None, result["summary"]
+
+    # apply it by pasting the snippet, as an operator would
+    snippet = yaml.safe_load((reports / HOST / "advice.yml").read_text())
+    assert [change["name"] for change in snippet] == [GROUPED]
+    pasted = inventory.read()
+    pool = pasted["pools"][0]
+    pool["mig"] = snippet[0]["mig"]
+    pool["nodegroup"].update(snippet[0].get("nodegroup") or {})
+    assert pool["mig"]["layout"] == GROUPED_LAYOUT and pool["mig"]["groups"], pool["mig"]  # the rest keep theirs
+    inventory.write(pasted)
+    before = mig_configs(sandbox, nodes)
+    check = runs.playbook("site.yml", check=True, gpupool_pools=GROUPED)
+    assert check.window.writes(user=ADMIN) == []
+    converge = runs.playbook("site.yml", gpupool_pools=GROUPED)
+    written = sorted({name for _verb, res, name in h.writes(converge.window, ADMIN) if res == "nodes"})
+    assert written == named, converge.stdout[-6000:]
+    evictions = [
+        e
+        for e in converge.window.writes(user=ADMIN, resource="pods")
+        if (e.get("objectRef") or {}).get("subresource") == "eviction"
+    ]
+    assert evictions == []
+    after = mig_configs(sandbox, nodes)
+    assert {n: after[n] for n in nodes if n not in named} == {n: before[n] for n in nodes if n not in named}
+    assert after[named[0]] != before[named[0]]
+
+    # the real scheduler places the pods that waited, on the named node; the held claims kept their devices
+    wait_for(lambda: all(scheduled(sandbox, n) for n in GROUPED_WAITING), "the scheduler to allocate the 1g.10gb")
+    for name in GROUPED_WAITING:
+        node, devices = scheduled(sandbox, name)
+        assert node == named[0] and "-mig-1g10gb-" in devices[0][1]
+    assert {name: scheduled(sandbox, name) for name in GROUPED_HELD} == {
+        name: (node, [(node, d) for d in devices]) for name, (node, devices) in held.items()
+    }
+    assert runs.advice("grouped-after")["nothing_to_change"] is True
