@@ -244,6 +244,11 @@ class Search:
         self.pool_rows = rows
         # an index is frozen when a GPU at it holds an allocated device on a node carrying the pool's layout
         frozen = {i for r in rows for i, g in r["gpus"].items() if g["held"]}
+        # and wherever supply.py says an allocated device may be (a GPU it could not place by identity)
+        names = {r["name"] for r in rows}
+        for index, where in (supply.get("frozen") or {}).items():
+            if any(str(w).split(" ", 1)[0] in names for w in where):
+                frozen.add(index)
         self.changeable = [i for i in reversed(range(pool.gpu.per_node)) if i not in frozen] if self.options else []
         self.frozen_units = set()
         for i in frozen:
