@@ -9,8 +9,11 @@ holding each come from plan/report/capacity.node_gpus, what more fits on a GPU f
 GPUs (capacity.FULL_GPU) or one MIG profile.
 
 A GPU index is *frozen* when a device of that GPU is allocated on any node of the pool: a pool's MIG layout is the
-same on every node, and a GPU whose layout changes loses every instance on it (the MIG manager creates the GPU's
-new instances from scratch), so the advisor never changes the layout of such an index.
+same on every node (but on the nodes of a MIG group), and a GPU whose layout changes loses every instance on it (the MIG manager creates the GPU's
+new instances from scratch), so the advisor never changes the layout of such an index. Which index a GPU has comes
+from its identity, never its position among what a node publishes (pool_report.place_gpus): the driver publishes no
+index, and a GPU with MIG on and no instances publishes nothing; a GPU that cannot be placed by identity freezes
+every index it may have.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import more_instances
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready, node_schedulable
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import (
     FULL_GPU,
     gpu_allocatable,
-    node_gpus,
+    place_node_gpus,
+    read_node_gpus,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import expected_layout, pool_bus_ids
 
 Obj = Dict[str, Any]
 
@@ -99,29 +105,68 @@ def _gpu_state(pool, gpu: dict) -> dict:
     }
 
 
-def node_supply(pool, node: Obj, by_node: Dict[str, Dict[str, List[Obj]]], allocated) -> dict:
-    """{"name", "usable", "why", "gpus": {index: GPU state}} of one node of the pool."""
+def node_supply(
+    pool,
+    node: Obj,
+    by_node: Dict[str, Dict[str, List[Obj]]],
+    allocated,
+    read=None,
+    bus_ids=None,
+    group: Optional[str] = None,
+) -> dict:
+    """{"name", "usable", "why", "group", "gpus": {index: GPU state}, "node"} of one node of the pool; `read`: its
+    capacity.read_node_gpus (else read here), `bus_ids`: pool_bus_ids of the pool's nodes, `group`: the MIG group
+    whose layout the node carries (node_groups.assign_groups; None: the pool's)."""
     name = (node.get("metadata") or {}).get("name")
     ready, schedulable = node_ready(node), node_schedulable(node)
-    gpus = node_gpus(pool, name, by_node.get(name) or {}, allocated)
+    if read is None:
+        read = read_node_gpus(pool, name, by_node.get(name) or {}, allocated)
+    expected = expected_layout(pool, group) if group is not None else None
+    gpus = place_node_gpus(pool, read, expected, bus_ids)
     return {
         "name": name,
         "usable": ready and schedulable,
         "why": None if ready and schedulable else ("NotReady" if not ready else "cordoned"),
+        "group": group,
         "gpus": {g["index"]: _gpu_state(pool, g) for g in gpus},
         "node": node,
     }
 
 
 def pool_supply(pool, nodes: List[Obj], by_node, allocated) -> dict:
-    """{"pool", "nodes": [node supply], "frozen": {index: ["node: claim", ...]}} of one present pool."""
-    rows = [node_supply(pool, n, by_node, allocated) for n in sorted(nodes, key=lambda n: n["metadata"]["name"])]
+    """{"pool", "nodes": [node supply], "frozen": {index: ["node GPU i: claim", ...]}, "uncertain": [node names]}
+    of one present pool.
+
+    Each GPU is placed at its index by identity (pool_report.place_gpus: the published index, else its PCI bus ID
+    among the pool's). A GPU that could not be placed so ("maybe": the indices it may have) freezes every index it
+    may have while it holds an allocated device, and its node is listed in "uncertain"."""
+    ordered = sorted(nodes, key=lambda n: n["metadata"]["name"])
+    read = {
+        n["metadata"]["name"]: read_node_gpus(
+            pool, n["metadata"]["name"], by_node.get(n["metadata"]["name"]) or {}, allocated
+        )
+        for n in ordered
+    }
+    bus_ids = pool_bus_ids(r[1] for r in read.values())
+    assignment = assign_groups(pool, ordered)
+    rows = [
+        node_supply(
+            pool, n, by_node, allocated, read[n["metadata"]["name"]], bus_ids, assignment.get(n["metadata"]["name"])
+        )
+        for n in ordered
+    ]
     frozen: Dict[int, List[str]] = {}
+    uncertain = []
     for row in rows:
         for index, gpu in row["gpus"].items():
+            maybe = gpu["device"].get("maybe")
+            if maybe is not None and row["name"] not in uncertain:
+                uncertain.append(row["name"])
             for claim in gpu["held"]:
-                frozen.setdefault(index, []).append("%s GPU %d: %s" % (row["name"], index, claim))
-    return {"pool": pool, "nodes": rows, "frozen": frozen}
+                for at in maybe if maybe is not None else [index]:
+                    where = "GPU %d" % index if at == index else "GPU %d (placed at %d by position)" % (at, index)
+                    frozen.setdefault(at, []).append("%s %s: %s" % (row["name"], where, claim))
+    return {"pool": pool, "nodes": rows, "frozen": frozen, "uncertain": uncertain}
 
 
 def groups(row: dict, attribute: Optional[str]) -> Dict[Any, List[int]]:

@@ -27,26 +27,30 @@ Only Ready, schedulable nodes count: a cordoned or NotReady node takes no new po
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import more_instances
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import pool_has_full_gpus, pool_mig_profiles
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries, template_class
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready, node_schedulable
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import (
     GPU_DRIVER,
     NODEGROUP_LABEL,
-    _attr,
+    PCI_BUS_ID,
+    PCIE_ROOT,
     _meta,
     allocated_devices,
     assign,
     build_report,
     current_slices,
     expected_layout,
-    gpu_devices,
-    indexed_gpus,
     node_devices,
+    place_gpus,
+    pool_bus_ids,
+    published_gpus,
+    read_gpu_devices,
 )
 
 # gpu-<minor>-mig-<profile>-<GI profile id>-<placement start>
@@ -56,9 +60,7 @@ _SLICE_COUNTER = re.compile(r"^memory-slice-(\d+)$")
 FULL_GPU = "gpu"  # the key of whole GPUs beside the MIG profiles
 
 
-def _slices_of(device, size: Optional[int]) -> List[int]:
-    """The memory slices a MIG device covers: its memorySlice<N> capacities, else its memory-slice-<N>
-    counters, else its placement start (from the name) and the profile's size from the catalog."""
+def _read_slices(device, size: Optional[int]) -> List[int]:
     spec = device.get("basic") or device
     found = sorted(int(m.group(1)) for m in (_SLICE_CAPACITY.match(k) for k in (spec.get("capacity") or {})) if m)
     if found:
@@ -74,53 +76,102 @@ def _slices_of(device, size: Optional[int]) -> List[int]:
     return []
 
 
-def node_gpus(pool, node_name: str, slices_by_pool, allocated) -> List[dict]:
-    """The node's GPUs as the picture and the counts need them, by GPU index:
-    {"index", "minor", "memory_slices" (None without MIG geometry), "full" ({"device", "claim"} or None),
-    "instances": [{"device", "profile", "slices", "claim"}] (claim None when free), "dynamic"}."""
-    devices = node_devices(slices_by_pool, node_name)
+_SLICES: Dict[tuple, List[int]] = {}  # (capacity names, device name, size) -> slices: the same on every node
+
+
+def _slices_of(device, size: Optional[int]) -> List[int]:
+    """The memory slices a MIG device covers: its memorySlice<N> capacities, else its memory-slice-<N>
+    counters, else its placement start (from the name) and the profile's size from the catalog."""
+    spec = device.get("basic") or device
+    if spec.get("consumesCounters"):
+        return _read_slices(device, size)
+    capacity = spec.get("capacity")
+    key = (tuple(capacity) if capacity else (), device.get("name"), size)
+    found = _SLICES.get(key)
+    if found is None:
+        if len(_SLICES) > 100000:
+            _SLICES.clear()
+        found = _SLICES[key] = _read_slices(device, size)
+    return list(found)
+
+
+_PROFILE_SIZE: Dict[tuple, Optional[int]] = {}
+
+
+def _profile_size(gpu, profile: str) -> Optional[int]:
+    """Memory slices of `profile` on the catalog GPU `gpu` (None when unknown), looked up once per model."""
+    key = (gpu.key if gpu is not None else None, profile)
+    if key not in _PROFILE_SIZE:
+        known = profile_by_name(gpu, profile) if gpu is not None else None
+        _PROFILE_SIZE[key] = known.memory_slices if known else None
+    return _PROFILE_SIZE[key]
+
+
+def read_node_gpus(pool, node_name: str, slices_by_pool, allocated) -> Tuple[Dict[int, dict], List[dict]]:
+    """The node's GPUs read once, not yet placed at an index: ({minor: GPU entry (see node_gpus)}, the node's
+    published_gpus, whose bus IDs pool_bus_ids gathers over the pool)."""
+    read = read_gpu_devices(node_devices(slices_by_pool, node_name))
     gpu = pool.catalog_gpu
     total = gpu.mig.memory_slices if gpu is not None and gpu.mig else None
     dynamic = pool.mig.mode == "dynamic"
     by_minor: Dict[int, dict] = {}
-    for owner, dev, kind, minor in gpu_devices(devices):
+    for owner, dev, kind, minor, profile, _index, bus, root in read:
         name = dev.get("name") or ""
-        entry = by_minor.setdefault(
-            minor,
-            {
+        entry = by_minor.get(minor)
+        if entry is None:
+            entry = by_minor[minor] = {
                 "minor": minor,
                 "memory_slices": total,
                 "full": None,
                 "instances": [],
                 "dynamic": dynamic,
                 "attributes": {},
-            },
-        )
+            }
         claim = allocated.get((GPU_DRIVER, owner, name))
         if kind == "gpu":
             entry["full"] = {"device": name, "claim": claim}
         else:
-            profile = _attr(dev, "profile") or "unknown"
-            known = profile_by_name(gpu, profile) if gpu is not None else None
             entry["instances"].append(
                 {
                     "device": name,
                     "profile": profile,
                     "claim": claim,
-                    "slices": _slices_of(dev, known.memory_slices if known else None),
+                    "slices": _slices_of(dev, _profile_size(gpu, profile)),
                 }
             )
-        for attribute in ("resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/pciBusID"):
-            value = _attr(dev, attribute)
-            if value is not None:
-                entry["attributes"][attribute] = value
+        if root is not None:
+            entry["attributes"][PCIE_ROOT] = root
+        if bus is not None:
+            entry["attributes"][PCI_BUS_ID] = bus
+    return by_minor, published_gpus(None, read)
+
+
+def place_node_gpus(pool, read, expected=None, bus_ids=None) -> List[dict]:
+    """node_gpus from read_node_gpus' `read`, each GPU at its index by pool_report.place_gpus (`expected`: the
+    node's expected layout, default the pool's; `bus_ids`: pool_bus_ids of the pool's nodes)."""
+    by_minor, published = read
+    if expected is None:
+        expected = expected_layout(pool)
     out = []
-    for index, published in indexed_gpus(devices, expected_layout(pool), pool.gpu.per_node):
-        entry = by_minor[published["minor"]]
+    for index, gpu in place_gpus(published, expected, pool.gpu.per_node, bus_ids):
+        entry = by_minor[gpu["minor"]]
         entry["index"] = index
+        entry["maybe"] = gpu["maybe"]
         entry["instances"].sort(key=lambda i: (i["slices"][:1] or [99], i["profile"]))
         out.append(entry)
     return sorted(out, key=lambda e: e["index"])
+
+
+def node_gpus(pool, node_name: str, slices_by_pool, allocated, expected=None, bus_ids=None) -> List[dict]:
+    """The node's GPUs as the picture and the counts need them, by GPU index:
+    {"index", "maybe" (None, or the indices the GPU may have when it could not be placed by identity), "minor",
+    "memory_slices" (None without MIG geometry), "full" ({"device", "claim"} or None),
+    "instances": [{"device", "profile", "slices", "claim"}] (claim None when free), "dynamic", "attributes"}.
+    `bus_ids`: pool_bus_ids of the pool's nodes (without it only the node's own devices place its GPUs)."""
+    read = read_node_gpus(pool, node_name, slices_by_pool, allocated)
+    if bus_ids is None:
+        bus_ids = pool_bus_ids([read[1]])
+    return place_node_gpus(pool, read, expected, bus_ids)
 
 
 def gpu_allocatable(pool, gpu: dict) -> Dict[str, int]:
@@ -199,9 +250,16 @@ def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, r
     "left_out": [{"node", "why"}]} for one present pool and its nodes."""
     units = offered_units(pool)
     per_node, left_out, counted = {}, [], []
-    for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
+    ordered = sorted(nodes, key=lambda n: _meta(n).get("name"))
+    read = {
+        _meta(n).get("name"): read_node_gpus(pool, _meta(n).get("name"), slices_by_pool, allocated) for n in ordered
+    }
+    bus_ids = pool_bus_ids(r[1] for r in read.values())
+    groups = assign_groups(pool, nodes) if pool.mig.mode == "static" and pool.mig.groups else {}
+    for node in ordered:
         name = _meta(node).get("name")
-        gpus = node_gpus(pool, name, slices_by_pool, allocated)
+        expected = expected_layout(pool, groups[name]) if groups.get(name) is not None else None
+        gpus = place_node_gpus(pool, read[name], expected, bus_ids)
         counts = [gpu_allocatable(pool, g) for g in gpus]
         usable = node_ready(node) and node_schedulable(node)
         if not usable:

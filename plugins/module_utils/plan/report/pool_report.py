@@ -51,6 +51,7 @@ NODEGROUP_LABEL = "magnum.openstack.org/nodegroup"
 _FULL = re.compile(r"^gpu-(\d+)$")
 _MIG = re.compile(r"^gpu-(\d+)-mig-")
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 
 # Mismatch kinds, in the order they are reported.
 KINDS = (
@@ -134,57 +135,159 @@ def allocated_devices(claims):
     return out
 
 
+def _value(value):
+    """A published attribute's value: {"string": v} (or int, bool, version) unwrapped; a bare value as is."""
+    if isinstance(value, dict):
+        for key in ("string", "int", "bool", "version"):
+            if key in value:
+                return value[key]
+    return value
+
+
+def _get(attrs, name):
+    value = attrs.get(name)
+    if value is None:
+        value = attrs.get(GPU_DRIVER + "/" + name)
+    return _value(value) if value is not None else None
+
+
+_NAMES: dict = {}  # device name -> ("gpu" | "mig", minor) or None: names repeat on every node of a pool
+
+
+def _name_facts(name):
+    if name not in _NAMES:
+        if len(_NAMES) > 100000:
+            _NAMES.clear()
+        full, mig = _FULL.match(name), _MIG.match(name)
+        _NAMES[name] = ("gpu", int(full.group(1))) if full else ("mig", int(mig.group(1))) if mig else None
+    return _NAMES[name]
+
+
+class GpuDevice(tuple):
+    """One whole-GPU or MIG device, its attributes read once: (owner, device, kind, minor, profile, index, bus,
+    root). index: the published ``index``/``parentIndex`` (older drivers) or None; bus: the PCI bus ID, lowercase."""
+
+    __slots__ = ()
+    owner = property(lambda self: self[0])
+    device = property(lambda self: self[1])
+    kind = property(lambda self: self[2])
+    minor = property(lambda self: self[3])
+    profile = property(lambda self: self[4])
+    index = property(lambda self: self[5])
+    bus = property(lambda self: self[6])
+    root = property(lambda self: self[7])
+
+
+def read_gpu_devices(devices):
+    """[GpuDevice] of the whole-GPU ("gpu") and MIG ("mig") devices the driver published, each read once; its other
+    devices (channels, daemons) are left out. The minor comes from the device name (gpu-<minor>...)."""
+    out = []
+    for owner, dev in devices:
+        facts = _name_facts(dev.get("name") or "")
+        if facts is None:
+            continue
+        attrs = (dev.get("basic") or dev).get("attributes") or {}
+        kind = _get(attrs, "type")
+        if kind != facts[0]:
+            continue
+        index = _get(attrs, "index" if kind == "gpu" else "parentIndex")
+        bus = _get(attrs, PCI_BUS_ID) or _get(attrs, "pcieBusID")
+        out.append(
+            GpuDevice(
+                (
+                    owner,
+                    dev,
+                    kind,
+                    facts[1],
+                    (_get(attrs, "profile") or "unknown") if kind == "mig" else None,
+                    int(index) if index is not None else None,
+                    str(bus).lower() if bus else None,
+                    _get(attrs, PCIE_ROOT),
+                )
+            )
+        )
+    return out
+
+
 def gpu_devices(devices):
     """(owner, device, type, minor) of each whole-GPU ("gpu") and MIG ("mig") device the driver published; its
     other devices (channels, daemons) are left out. The minor comes from the device name (gpu-<minor>...)."""
-    for owner, dev in devices:
-        name = dev.get("name") or ""
-        kind = _attr(dev, "type")
-        full, mig = _FULL.match(name), _MIG.match(name)
-        if (kind == "gpu" and full) or (kind == "mig" and mig):
-            yield owner, dev, kind, int((full or mig).group(1))
+    for d in read_gpu_devices(devices):
+        yield d[0], d[1], d[2], d[3]
 
 
-def published_gpus(devices):
-    """The node's GPUs as published: [{"minor", "index" (or None), "order", "layout"}] where layout is None
-    for a full GPU or {profile: count} of its MIG devices; "order" sorts like NVML enumerates (PCI bus ID,
-    else the minor)."""
+def published_gpus(devices, read=None):
+    """The node's GPUs as published: [{"minor", "index" (or None), "order", "bus", "layout"}] where layout is None
+    for a full GPU or {profile: count} of its MIG devices; "order" sorts like NVML enumerates (PCI bus ID, else the
+    minor). `read`: the devices already read (read_gpu_devices), else they are read from `devices`."""
     gpus = {}
-    for _pool, dev, dtype, minor in gpu_devices(devices):
-        gpu = gpus.setdefault(minor, {"minor": minor, "index": None, "order": None, "layout": None})
-        index = _attr(dev, "index" if dtype == "gpu" else "parentIndex")
-        if index is not None:
-            gpu["index"] = int(index)
-        bus = _attr(dev, PCI_BUS_ID) or _attr(dev, "pcieBusID")
-        if bus:
-            gpu["order"] = str(bus).lower()
-        if dtype == "mig":
-            layout = gpu["layout"] or {}
-            profile = _attr(dev, "profile") or "unknown"
-            layout[profile] = layout.get(profile, 0) + 1
-            gpu["layout"] = layout
+    for d in read if read is not None else read_gpu_devices(devices):
+        gpu = gpus.get(d[3])
+        if gpu is None:
+            gpu = gpus[d[3]] = {"minor": d[3], "index": None, "order": None, "bus": None, "layout": None}
+        if d[5] is not None:
+            gpu["index"] = d[5]
+        if d[6]:
+            gpu["order"] = gpu["bus"] = d[6]
+        if d[2] == "mig":
+            layout = gpu["layout"]
+            if layout is None:
+                layout = gpu["layout"] = {}
+            layout[d[4]] = layout.get(d[4], 0) + 1
     return sorted(gpus.values(), key=lambda g: (g["order"] is None, g["order"] or "", g["minor"]))
 
 
-def published_layout(devices, expected=None, gpus_per_node=None):
-    """{GPU index: None (full GPU) or {profile: count}} from a node's gpu.nvidia.com devices.
-
-    The index comes from the ``index``/``parentIndex`` attribute when published; otherwise it is the
-    GPU's place in NVML's enumeration order (PCI bus order). A GPU with MIG on and no instances
-    publishes nothing, so when fewer GPUs than `gpus_per_node` are published the places are laid onto
-    the indices `expected` has (which leaves out the same GPUs), in order."""
-    return {idx: g["layout"] for idx, g in indexed_gpus(devices, expected, gpus_per_node)}
+def pool_bus_ids(gpus_of_nodes):
+    """The sorted PCI bus IDs the GPUs of a pool's nodes publish (`gpus_of_nodes`: published_gpus of each node).
+    The nodes of one pool share a flavor, so the same PCI slots: NVML numbers the GPUs in PCI bus order, so when
+    the set has one bus ID per GPU of a node, a GPU's index is its bus ID's place in it, on every node, whether
+    the node publishes all its GPUs or not (a GPU with MIG on and no instances publishes nothing)."""
+    return sorted({g["bus"] for gpus in gpus_of_nodes for g in gpus if g["bus"]})
 
 
-def indexed_gpus(devices, expected=None, gpus_per_node=None):
-    """[(GPU index, published GPU)] by the rule `published_layout` states: the published index, else the
-    place in enumeration order, laid onto `expected`'s indices when GPUs publish nothing."""
-    gpus = published_gpus(devices)
+def published_layout(devices, expected=None, gpus_per_node=None, bus_ids=None):
+    """{GPU index: None (full GPU) or {profile: count}} from a node's gpu.nvidia.com devices, by the rule of
+    place_gpus."""
+    return {idx: g["layout"] for idx, g in indexed_gpus(devices, expected, gpus_per_node, bus_ids)}
+
+
+def indexed_gpus(devices, expected=None, gpus_per_node=None, bus_ids=None):
+    """[(GPU index, published GPU)] of a node's devices, by the rule of place_gpus."""
+    return place_gpus(published_gpus(devices), expected, gpus_per_node, bus_ids)
+
+
+def place_gpus(gpus, expected=None, gpus_per_node=None, bus_ids=None):
+    """[(GPU index, published GPU)]: each GPU the node publishes at the inventory's GPU index, by identity.
+
+    1. the ``index``/``parentIndex`` attribute, when every GPU publishes it (drivers v25.3.x);
+    2. else the place of the GPU's PCI bus ID among `bus_ids` (pool_bus_ids: the pool's nodes together), when that
+       set has one bus ID per GPU of a node (`gpus_per_node`) and holds the node's;
+    3. else by position, which may be wrong: the GPUs in PCI bus order (else by minor) laid onto `expected`'s
+       indices when as many GPUs publish as it has, else numbered from 0. Each GPU placed so gets "maybe": the
+       indices it may really have (by its bus ID's place among the pool's, the indices no published GPU explains
+       on either side; without a bus ID, any index), and the advisor freezes all of them where it is allocated.
+    A GPU placed by rule 1 or 2 gets "maybe" None."""
+    for gpu in gpus:
+        gpu["maybe"] = None
     if gpus and all(g["index"] is not None for g in gpus):
         return [(g["index"], g) for g in gpus]
+    if bus_ids and gpus_per_node and len(bus_ids) == gpus_per_node:
+        where = {bus: k for k, bus in enumerate(bus_ids)}
+        if all(g["bus"] in where for g in gpus):
+            return sorted(((where[g["bus"]], g) for g in gpus), key=lambda p: p[0])
     indices = list(range(len(gpus)))
     if expected is not None and len(gpus) != gpus_per_node and len(expected) == len(gpus):
         indices = sorted(expected)
+    if gpus_per_node:
+        known = bus_ids if bus_ids and len(bus_ids) <= gpus_per_node else [g["bus"] for g in gpus]
+        where = {bus: k for k, bus in enumerate(known)}
+        spare = gpus_per_node - len(known)
+        for index, gpu in zip(indices, gpus):
+            if gpu["bus"] in where and spare >= 0:
+                start = where[gpu["bus"]]
+                gpu["maybe"] = sorted(set(range(start, start + spare + 1)) | {index})
+            else:  # no bus ID: NVML's order is not known (the minor is not the index, driver issue #563)
+                gpu["maybe"] = sorted(set(range(gpus_per_node)) | {index})
     return list(zip(indices, gpus))
 
 
@@ -426,14 +529,17 @@ def pool_report(pool, nodes, slices_by_pool, allocated, selector=None):
     # MIG groups: each node is expected to carry its group's layout and config (plan/mig/node_groups decides which)
     groups = assign_groups(pool, nodes) if static and pool.mig.groups else {}
     pool_expected, pool_config = expected, config_name
+    # GPUs by identity: the pool's nodes share PCI slots, so their bus IDs together number every node's GPUs
+    devs_of = {_meta(n).get("name"): node_devices(slices_by_pool, _meta(n).get("name")) for n in nodes}
+    bus_ids = pool_bus_ids(published_gpus(d) for d in devs_of.values())
     for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
         name = _meta(node).get("name")
         labels = _meta(node).get("labels") or {}
-        devs = node_devices(slices_by_pool, name)
+        devs = devs_of[name]
         expected, config_name = pool_expected, pool_config
         if groups.get(name) is not None:
             expected, config_name = expected_layout(pool, groups[name]), mig_config_name(pool, groups[name])
-        published = published_layout(devs, expected, pool.gpu.per_node)
+        published = published_layout(devs, expected, pool.gpu.per_node, bus_ids)
         row = {
             "name": name,
             "ready": node_ready(node),
