@@ -17,8 +17,12 @@ taken. The reasons, in the order they are looked for (the first that holds is th
 ``fragmented``           free memory exists but no free device of the profile: the GPUs and their free slices;
 ``all_allocated``        every device of the unit is allocated (or reserved for an older waiting claim).
 
-Only each request's first ``firstAvailable`` alternative is considered, and requests of one claim are looked at on
-their own (the scheduler also wants them on one node): docs/advisor.md lists the limits.
+``apart``                each request of the claim is free on its own, but no usable node has them all at once.
+
+An ``all_allocated`` message counts only devices on usable nodes, and names the free ones it leaves out: those on
+cordoned or NotReady nodes, and free ones never ``count`` on one node (under one ``matchAttribute`` value). A claim's
+requests are reserved together on ONE node (the scheduler allocates a claim on one node). Only each request's first
+``firstAvailable`` alternative is considered: docs/advisor.md lists the limits.
 """
 
 from __future__ import annotations
@@ -35,7 +39,16 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes i
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import groups, unit_slices
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import FULL_GPU
 
-SERVABLE = ("no_device_class", "no_nodes", "nodes_unusable", "too_many", "free_now", "fragmented", "all_allocated")
+SERVABLE = (
+    "no_device_class",
+    "no_nodes",
+    "nodes_unusable",
+    "too_many",
+    "free_now",
+    "fragmented",
+    "all_allocated",
+    "apart",
+)
 
 
 def unit_words(unit: str) -> str:
@@ -55,57 +68,114 @@ def slice_ranges(slices: List[int]) -> str:
 
 
 class Ledger:
-    """Free units per pool and unit, GPU by GPU, reserved claim by claim."""
+    """Free units per pool and unit, GPU by GPU, reserved claim by claim; all requests of one claim on one node."""
 
     def __init__(self, supplies: Dict[str, dict]) -> None:
         self.supplies = supplies
         self._free: Dict[Tuple[str, str], Dict[Tuple[str, int], int]] = {}
+        self._per_node: Dict[Tuple[str, str], Dict[str, int]] = {}
         self._failed: Dict[Tuple[str, str, Optional[str]], int] = {}
+        self._rows: Dict[str, Dict[str, dict]] = {}
+        self._groups: Dict[Tuple[str, str, Optional[str]], List[List[int]]] = {}
+        self._last: list = []  # what the last take reserved of its first want (can_take gives it back)
 
     def free(self, pool: str, unit: str) -> Dict[Tuple[str, int], int]:
+        """{(usable node, GPU index): units of `unit` not yet reserved}."""
         key = (pool, unit)
         if key not in self._free:
-            out = {}
+            out, per_node = {}, {}
             for row in self.supplies[pool]["nodes"]:
                 if row["usable"]:
                     for index, gpu in row["gpus"].items():
                         if gpu["free"].get(unit):
                             out[(row["name"], index)] = gpu["free"][unit]
+                            per_node[row["name"]] = per_node.get(row["name"], 0) + gpu["free"][unit]
             self._free[key] = out
+            self._per_node[key] = per_node
         return self._free[key]
+
+    def _node_groups(self, pool: str, node: str, attribute: Optional[str]) -> List[List[int]]:
+        key = (pool, node, attribute)
+        if key not in self._groups:
+            if pool not in self._rows:
+                self._rows[pool] = {r["name"]: r for r in self.supplies[pool]["nodes"]}
+            self._groups[key] = list(groups(self._rows[pool][node], attribute).values())
+        return self._groups[key]
+
+    def _plan(self, pool: str, unit: str, count: int, attribute: Optional[str], node: str) -> Optional[list]:
+        """[((node, index), n)] reserving `count` units on `node` (under one `attribute` value), or None."""
+        free = self.free(pool, unit)
+        if self._per_node[(pool, unit)].get(node, 0) < count:
+            return None
+        for indices in self._node_groups(pool, node, attribute):
+            have = [((node, i), free.get((node, i), 0)) for i in indices]
+            if sum(n for _gpu, n in have) >= count:
+                uses, left = [], count
+                for gpu, n in have:
+                    use = min(n, left)
+                    if use:
+                        uses.append((gpu, use))
+                    left -= use
+                return uses
+        return None
+
+    def _apply(self, pool: str, unit: str, uses: list, sign: int = 1) -> None:
+        free, per_node = self.free(pool, unit), self._per_node[(pool, unit)]
+        for gpu, n in uses:
+            free[gpu] = free.get(gpu, 0) - sign * n
+            per_node[gpu[0]] = per_node.get(gpu[0], 0) - sign * n
+            if free[gpu] <= 0:
+                del free[gpu]
 
     def take(self, pool: str, unit: str, count: int, attribute: Optional[str]) -> Optional[str]:
         """Reserve `count` units on one node (under one `attribute` value); the node, or None."""
+        return self.take_all([(pool, unit, count, attribute)])
+
+    def take_all(self, wants: List[Tuple[str, str, int, Optional[str]]]) -> Optional[str]:
+        """Reserve every (pool, unit, count, attribute) of one claim on ONE node (the scheduler allocates a claim's
+        devices on one node); the node, or None when no node has them all free."""
+        if not wants:
+            return None
+        pool, unit, count, attribute = wants[0]
         free = self.free(pool, unit)
         if not free:
             return None
-        if count == 1:
+        if len(wants) == 1 and count == 1:
             gpu = next(iter(free))
-            self._use(free, gpu, 1)
+            self._last = [(gpu, 1)]
+            self._apply(pool, unit, self._last)
             return gpu[0]
         memo = (pool, unit, attribute)
-        if count >= self._failed.get(memo, count + 1):
+        if len(wants) == 1 and count >= self._failed.get(memo, count + 1):
             return None  # units only ever go: a count that failed fails again
-        rows = {r["name"]: r for r in self.supplies[pool]["nodes"]}
-        for node in sorted({n for n, _i in free}):
-            for indices in groups(rows[node], attribute).values():
-                have = [(i, free.get((node, i), 0)) for i in indices]
-                if sum(n for _i, n in have) >= count:
-                    left = count
-                    for index, n in have:
-                        use = min(n, left)
-                        if use:
-                            self._use(free, (node, index), use)
-                        left -= use
-                    return node
-        self._failed[memo] = count
+        per_node = self._per_node[(pool, unit)]
+        for node in sorted(n for n, have in per_node.items() if have >= count):
+            done = []
+            for want in wants:
+                uses = self._plan(want[0], want[1], want[2], want[3], node)
+                if uses is None:
+                    break
+                self._apply(want[0], want[1], uses)
+                done.append((want, uses))
+            if len(done) == len(wants):
+                self._last = done[0][1]
+                return node
+            for want, uses in done:  # not all on this node: give back what this try reserved
+                self._apply(want[0], want[1], uses, -1)
+        if len(wants) == 1:
+            self._failed[memo] = count
         return None
 
-    @staticmethod
-    def _use(free, gpu, n):
-        free[gpu] -= n
-        if free[gpu] <= 0:
-            del free[gpu]
+    def can_take(self, pool: str, unit: str, count: int, attribute: Optional[str]) -> Optional[str]:
+        """The node where take would reserve, reserving nothing."""
+        node = self.take(pool, unit, count, attribute)
+        if node is not None:
+            self._apply(pool, unit, self._last, -1)
+        return node
+
+    def left(self, pool: str, unit: str) -> int:
+        """Units of `unit` free on the pool's usable nodes and not reserved."""
+        return sum(self.free(pool, unit).values())
 
 
 def _most_per_group(supply: dict, unit: str, attribute: Optional[str]) -> int:
@@ -148,6 +218,58 @@ def _placement_rule(pool, unit: str) -> str:
     )
 
 
+def _left_out(
+    supply: dict, unit: str, count: int, attribute: Optional[str], ledger: Ledger, limit: int = 3
+) -> Tuple[str, str]:
+    """What an `all_allocated` message must not hide: (free devices of `unit` on cordoned or NotReady nodes, free
+    ones on usable nodes that are never `count` on one node, or under one `attribute` value), each "" when none."""
+    parts = []
+    down = [
+        (row["name"], row["why"], sum(g["free"].get(unit, 0) for g in row["gpus"].values()))
+        for row in supply["nodes"]
+        if not row["usable"]
+    ]
+    down = [d for d in down if d[2]]
+    if down:
+        parts.append(
+            "%d free on node(s) that take no new pod: %s%s"
+            % (
+                sum(d[2] for d in down),
+                ", ".join("%s (%d, %s)" % (name, n, why) for name, why, n in down[:limit]),
+                " and %d more" % (len(down) - limit) if len(down) > limit else "",
+            )
+        )
+    left, spread = ledger.left(supply["pool"].name, unit), ""
+    if left:
+        where = ledger.free(supply["pool"].name, unit)
+        if attribute:
+            seen: Dict[Tuple[str, Any], int] = {}
+            rows = {r["name"]: r for r in supply["nodes"]}
+            for (node, index), n in sorted(where.items()):
+                value = rows[node]["gpus"][index]["attributes"].get(attribute)
+                seen[(node, value)] = seen.get((node, value), 0) + n
+            shown = [
+                "node %s %s=%s: %d" % (node, attribute.rsplit("/", 1)[-1], value, n)
+                for (node, value), n in list(seen.items())[:limit]
+            ]
+            spread = "never %d on one node under one %s value (%s%s)" % (
+                count,
+                attribute,
+                "; ".join(shown),
+                "; ..." if len(seen) > limit else "",
+            )
+        else:
+            nodes: Dict[str, int] = {}
+            for (node, _index), n in sorted(where.items()):
+                nodes[node] = nodes.get(node, 0) + n
+            spread = "never %d on one node (%s%s)" % (
+                count,
+                ", ".join("%s: %d" % kv for kv in list(nodes.items())[:limit]),
+                ", ..." if len(nodes) > limit else "",
+            )
+    return "; ".join(parts), spread
+
+
 def _result(request, reason: str, message: str, offer=None, servable: bool = False, node=None) -> Dict[str, Any]:
     return {
         "request": request.name,
@@ -178,6 +300,7 @@ class Reasoner:
         self._fragments: Dict[tuple, List[str]] = {}
         self._totals: Dict[tuple, int] = {}
         self._publishing: Dict[tuple, tuple] = {}
+        self._take = True
 
     def most(self, pool: str, unit: str, attribute: Optional[str]) -> int:
         key = (pool, unit, attribute)
@@ -251,7 +374,10 @@ class Reasoner:
             )
         return offers, None
 
-    def request(self, claim, request) -> Dict[str, Any]:
+    def request(self, claim, request, take: bool = True) -> Dict[str, Any]:
+        """The request's reason; take False: a free_now only says its devices are free on their own (nothing is
+        reserved: Reasoner.claim reserves all requests of a claim together, on one node)."""
+        self._take = take
         offers, early = self.offers(request)
         if early is not None and not early["servable"]:
             return early
@@ -323,7 +449,10 @@ class Reasoner:
                 offer,
                 True,
             )
-        node = self.ledger.take(offer.pool, unit, count, attribute)
+        if self._take:
+            node = self.ledger.take(offer.pool, unit, count, attribute)
+        else:
+            node = self.ledger.can_take(offer.pool, unit, count, attribute)
         if node is not None:
             waits = "pod(s) %s wait for the scheduler" % ", ".join(claim.pods) if claim.pods else "no pod uses it yet"
             return _result(
@@ -346,22 +475,32 @@ class Reasoner:
                 offer,
                 True,
             )
-        if (offer.pool, unit) not in self._totals:
+        if (offer.pool, unit) not in self._totals:  # usable nodes only: a cordoned node's devices serve nobody
             self._totals[(offer.pool, unit)] = sum(
-                g["total"].get(unit, 0) for r in supply["nodes"] for g in r["gpus"].values()
+                g["total"].get(unit, 0) for r in supply["nodes"] if r["usable"] for g in r["gpus"].values()
             )
         total = self._totals[(offer.pool, unit)]
-        return _result(
-            request,
-            "all_allocated",
-            "every one of the %d %s of pool %s is allocated or reserved for an older waiting claim"
-            % (total, unit_words(unit), offer.pool),
-            offer,
-            True,
-        )
+        down, spread = _left_out(supply, unit, count, attribute, self.ledger)
+        left = self.ledger.left(offer.pool, unit)
+        if left:
+            message = (
+                "%d of the %d %s on pool %s's usable nodes are free (not reserved for an older waiting claim), but %s"
+                % (left, total, unit_words(unit), offer.pool, spread)
+            )
+        else:
+            message = (
+                "every one of the %d %s on pool %s's usable nodes is allocated or reserved for an older waiting claim"
+                % (total, unit_words(unit), offer.pool)
+            )
+        if down:
+            message += "; not counted: %s" % down
+        return _result(request, "all_allocated", message, offer, True)
 
     def claim(self, claim) -> Dict[str, Any]:
-        results = [self.request(claim, r) for r in claim.requests]
+        together = len(claim.requests) > 1
+        results = [self.request(claim, r, take=not together) for r in claim.requests]
+        if together and all(r["reason"] == "free_now" for r in results):
+            self._together(claim, results)
         waiting = [r for r in results if r["reason"] != "free_now"] or results
         first = waiting[0] if waiting else None
         return {
@@ -374,3 +513,28 @@ class Reasoner:
             "servable": bool(results) and all(r["servable"] for r in results),
             "no_change_serves": None,  # set when no change of its pool could serve it (advise.py)
         }
+
+    def _together(self, claim, results: List[Dict[str, Any]]) -> None:
+        """A claim whose requests are each free on their own is free now only when ONE node has them all (the
+        scheduler allocates all devices of a claim on one node): reserve them there, else say they are apart."""
+        node = self.ledger.take_all([(r["pool"], r["unit"], r["count"], r["match_attribute"]) for r in results])
+        waits = "pod(s) %s wait for the scheduler" % ", ".join(claim.pods) if claim.pods else "no pod uses it yet"
+        for r in results:
+            if node is not None:
+                r["node"] = node
+                r["message"] = (
+                    "%d %s free for it now on node %s, with the claim's other requests: it can be allocated (%s)"
+                    % (r["count"], unit_words(r["unit"]), node, waits)
+                )
+            else:
+                r["reason"] = "apart"
+                r["node"] = None
+                r["message"] = (
+                    "its %d requests (%s) are each free on some node, but no usable node of pool(s) %s has them all "
+                    "free at once, and the scheduler takes all devices of a claim from one node"
+                    % (
+                        len(results),
+                        ", ".join("%d %s" % (x["count"], unit_words(x["unit"])) for x in results),
+                        ", ".join(sorted({x["pool"] for x in results})),
+                    )
+                )

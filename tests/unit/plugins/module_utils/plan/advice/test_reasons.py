@@ -153,7 +153,7 @@ def test_all_matching_devices_allocated_and_older_claims_first():
         and "pod(s) ml/p wait for the scheduler" in older["message"]
     )
     assert newer["reason"] == "all_allocated"
-    assert "every one of the 4 whole GPU(s) of pool h100 is allocated or reserved" in newer["message"]
+    assert "every one of the 4 whole GPU(s) on pool h100's usable nodes is allocated or reserved" in newer["message"]
 
 
 def test_v1beta1_claims_read_the_same():
@@ -163,3 +163,71 @@ def test_v1beta1_claims_read_the_same():
     request.update(request.pop("exactly"))  # v1beta1: the fields on the request itself
     row = reason_of(run(b.cluster_data(b.A100), nodes, slices, [claim]), "x")
     assert row["reason"] == "too_many" and row["requests"][0]["count"] == 3
+
+
+# ---- messages that are true (issue #26): only usable devices counted, the free ones left out named ----
+
+H100_TWO = dict(b.H100, nodegroup={"flavor": "g5.h100x4", "node_count": 2, "max_node_count": 3})
+
+
+def test_all_allocated_counts_usable_nodes_only_and_names_free_gpus_on_a_cordoned_node():
+    nodes = [b.node("h100-0", "h100"), b.node("h100-1", "h100", unschedulable=True)]
+    slices = [b.rslice(n, [b.full_gpu(i) for i in range(4)]) for n in ("h100-0", "h100-1")]
+    claims = [b.claim("held-%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in range(4)]
+    claims += [b.claim("held-c%d" % i, "h100", allocated=[("h100-1", "gpu-%d" % i)]) for i in range(2)]
+    claims.append(b.claim("waits", "h100", created="2026-01-01T00:00:05Z"))
+    row = reason_of(run(b.cluster_data(H100_TWO), nodes, slices, claims), "waits")
+    assert row["reason"] == "all_allocated"
+    assert "every one of the 4 whole GPU(s) on pool h100's usable nodes is allocated" in row["message"]
+    assert "not counted: 2 free on node(s) that take no new pod: h100-1 (2, cordoned)" in row["message"]
+
+
+def test_all_allocated_names_free_gpus_under_another_pcie_root():
+    # 4 GPUs, two per pcieRoot; one of each root allocated: 2 free, never 2 under one root
+    devices = [b.full_gpu(i, root="pci-a" if i < 2 else "pci-b") for i in range(4)]
+    claims = [b.claim("held-%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in (0, 2)]
+    claims.append(b.claim("pair", "h100", count=2, attribute=b.PCIE_ROOT, created="2026-01-01T00:00:05Z"))
+    row = reason_of(
+        run(b.cluster_data(b.H100), [b.node("h100-0", "h100")], [b.rslice("h100-0", devices)], claims), "pair"
+    )
+    assert row["reason"] == "all_allocated", row["message"]
+    assert "2 of the 4 whole GPU(s) on pool h100's usable nodes are free" in row["message"]
+    assert "never 2 on one node under one resource.kubernetes.io/pcieRoot value" in row["message"]
+    assert "pcieRoot=pci-a: 1" in row["message"] and "pcieRoot=pci-b: 1" in row["message"]
+    assert "every one of" not in row["message"]
+
+
+def two_requests(name, created="2026-01-01T00:00:05Z"):
+    out = b.claim(name, "h100", created=created)
+    first = out["spec"]["devices"]["requests"][0]
+    second = dict(first, name="gpu2")
+    out["spec"]["devices"]["requests"].append(second)
+    return out
+
+
+def test_a_claim_whose_requests_are_free_only_on_different_nodes_is_not_free_now():
+    nodes = [b.node("h100-0", "h100"), b.node("h100-1", "h100")]
+    slices = [b.rslice(n, [b.full_gpu(i) for i in range(4)]) for n in ("h100-0", "h100-1")]
+    claims = [
+        b.claim("held-%s-%d" % (n, i), "h100", allocated=[(n, "gpu-%d" % i)])
+        for n in ("h100-0", "h100-1")
+        for i in range(3)
+    ]
+    claims.append(two_requests("both"))
+    row = reason_of(run(b.cluster_data(H100_TWO), nodes, slices, claims), "both")
+    assert row["reason"] == "apart" and row["servable"] is True
+    assert "no usable node of pool(s) h100 has them all free at once" in row["message"]
+    assert all(r["reason"] == "apart" for r in row["requests"])
+
+
+def test_a_claim_whose_requests_fit_one_node_is_free_there_and_reserves_both():
+    nodes = [b.node("h100-0", "h100"), b.node("h100-1", "h100")]
+    slices = [b.rslice(n, [b.full_gpu(i) for i in range(4)]) for n in ("h100-0", "h100-1")]
+    claims = [b.claim("held-0-%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in range(3)]
+    claims += [b.claim("held-1-%d" % i, "h100", allocated=[("h100-1", "gpu-%d" % i)]) for i in range(2)]
+    claims += [two_requests("both"), b.claim("after", "h100", created="2026-01-01T00:00:09Z")]
+    result = run(b.cluster_data(H100_TWO), nodes, slices, claims)
+    both, after = reason_of(result, "both"), reason_of(result, "after")
+    assert both["reason"] == "free_now" and {r["node"] for r in both["requests"]} == {"h100-1"}
+    # h100-0's last GPU is still free for the next claim: the pair took h100-1's two, not one of each
+    assert after["reason"] == "free_now" and after["requests"][0]["node"] == "h100-0"
