@@ -163,47 +163,46 @@ def _name_facts(name):
     return _NAMES[name]
 
 
-class GpuDevice(tuple):
-    """One whole-GPU or MIG device, its attributes read once: (owner, device, kind, minor, profile, index, bus,
-    root). index: the published ``index``/``parentIndex`` (older drivers) or None; bus: the PCI bus ID, lowercase."""
-
-    __slots__ = ()
-    owner = property(lambda self: self[0])
-    device = property(lambda self: self[1])
-    kind = property(lambda self: self[2])
-    minor = property(lambda self: self[3])
-    profile = property(lambda self: self[4])
-    index = property(lambda self: self[5])
-    bus = property(lambda self: self[6])
-    root = property(lambda self: self[7])
+_Q_TYPE, _Q_PROFILE = GPU_DRIVER + "/type", GPU_DRIVER + "/profile"
+_Q_INDEX, _Q_PARENT = GPU_DRIVER + "/index", GPU_DRIVER + "/parentIndex"
 
 
 def read_gpu_devices(devices):
-    """[GpuDevice] of the whole-GPU ("gpu") and MIG ("mig") devices the driver published, each read once; its other
-    devices (channels, daemons) are left out. The minor comes from the device name (gpu-<minor>...)."""
+    """[(owner, device, kind, minor, profile, index, bus, root)] of the whole-GPU ("gpu") and MIG ("mig") devices
+    the driver published, each device's attributes read once; its other devices (channels, daemons) are left out.
+    minor: from the device name (gpu-<minor>...); profile: a MIG device's; index: the published ``index`` /
+    ``parentIndex`` (older drivers) or None; bus: the PCI bus ID, lowercase, or None; root: the pcieRoot or None.
+    Hot at scale (2,000 nodes x 8 GPUs is 150,000 devices): plain tuples and direct lookups."""
     out = []
+    names = _NAMES
     for owner, dev in devices:
-        facts = _name_facts(dev.get("name") or "")
+        name = dev.get("name") or ""
+        facts = names.get(name) if name in names else _name_facts(name)
         if facts is None:
             continue
         attrs = (dev.get("basic") or dev).get("attributes") or {}
-        kind = _get(attrs, "type")
+        get = attrs.get
+        kind = _value(get("type") or get(_Q_TYPE))
         if kind != facts[0]:
             continue
-        index = _get(attrs, "index" if kind == "gpu" else "parentIndex")
-        bus = _get(attrs, PCI_BUS_ID) or _get(attrs, "pcieBusID")
+        index = get("index" if kind == "gpu" else "parentIndex")
+        if index is None:  # a bare 0 is an index too
+            index = get(_Q_INDEX if kind == "gpu" else _Q_PARENT)
+        bus = get(PCI_BUS_ID) or get("pcieBusID") or get(GPU_DRIVER + "/pcieBusID")
+        root = get(PCIE_ROOT)
+        profile = (_value(get("profile") or get(_Q_PROFILE)) or "unknown") if kind == "mig" else None
+        bus = _value(bus) if bus is not None else None
+        index = _value(index) if index is not None else None
         out.append(
-            GpuDevice(
-                (
-                    owner,
-                    dev,
-                    kind,
-                    facts[1],
-                    (_get(attrs, "profile") or "unknown") if kind == "mig" else None,
-                    int(index) if index is not None else None,
-                    str(bus).lower() if bus else None,
-                    _get(attrs, PCIE_ROOT),
-                )
+            (
+                owner,
+                dev,
+                kind,
+                facts[1],
+                profile,
+                int(index) if index is not None else None,
+                str(bus).lower() if bus else None,
+                _value(root) if root is not None else None,
             )
         )
     return out
