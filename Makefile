@@ -146,7 +146,7 @@ $(BENCH_VENV)/.stamp: $(VENV)/.stamp requirements-bench.txt
 
 bench: venv collection binaries $(BENCH_VENV)/.stamp
 	$(VENV)/bin/python bench/bench_planner.py
-	$(VENV)/bin/python bench/bench_advice.py
+	$(VENV)/bin/python bench/bench_advice.py all
 	$(BENCH_VENV)/bin/python bench/bench_converge.py
 
 clean:

@@ -513,7 +513,10 @@ def test_reason_all_matching_devices_allocated(reasons, bed):
     assert rows["w-whole-1"]["reason"] == "free_now" and rows["w-whole-1"]["scheduler"] is None
     assert "free for it now on node %s" % bed["h100"] in rows["w-whole-1"]["message"]
     assert rows["w-whole-2"]["reason"] == "all_allocated"
-    assert "every one of the 4 whole GPU(s) of pool adv-h100 is allocated or reserved" in rows["w-whole-2"]["message"]
+    assert (
+        "every one of the 4 whole GPU(s) on pool adv-h100's usable nodes is allocated or reserved"
+        in rows["w-whole-2"]["message"]
+    )
 
 
 def test_advice_applied_with_site_lets_the_claims_be_allocated(reasons, bed, sandbox):
