@@ -45,7 +45,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity 
 __all__ = ["Candidate", "current_layouts", "search", "NO_MAX_EXTRA"]
 
 NO_MAX_EXTRA = 100  # nodes the advisor may add to a nodegroup that declares no max_node_count
-MAX_STATES = 2000  # undominated states kept per number of changed indices (past it: cut short)
+MAX_STATES = 500  # undominated states kept per number of changed indices (past it: cut short)
+WORK = 150000  # states a frontier may build (past it: the indices not yet walked keep their layout; cut short)
 GROUP_BUDGET = 4000  # evaluations the group search may spend per pool (past it: cut short)
 
 
@@ -142,19 +143,41 @@ def _add(space: Space, vector: Tuple[int, ...], offer: Tuple[int, ...]) -> Tuple
     return tuple(min(space.caps[k % width], a + b) for k, (a, b) in enumerate(zip(vector, offer)))
 
 
-def _undominated(states: List[State]) -> List[State]:
-    """States no other offers at least as much of everything with no more instances taken away."""
+def _undominated(space: Space, states: List[State]) -> Tuple[List[State], bool]:
+    """(states no other offers at least as much of everything with no more instances taken away, cut short).
+
+    Vectors are packed into one integer with a guard bit per field, so "a offers at least b" is one subtraction:
+    ((a | guards) - b) & guards == guards. Past MAX_STATES the cheapest states are kept (cut short)."""
     best: Dict[Tuple[int, ...], State] = {}
     for state in states:
         have = best.get(state.vector)
         if have is None or state.lost < have.lost:
             best[state.vector] = state
-    ordered = sorted(best.values(), key=lambda s: (s.lost, tuple(-v for v in s.vector)))
+    ordered = sorted(best.values(), key=lambda s: (s.lost, -sum(s.vector), tuple(-v for v in s.vector)))
+    cut = False
+    if len(ordered) > 3 * MAX_STATES:
+        ordered, cut = ordered[: 3 * MAX_STATES], True
+    width = len(space.units)
+    shifts, guards, at = [], 0, 0
+    for k in range(len(ordered[0].vector) if ordered else 0):
+        bits = space.caps[k % width].bit_length() + 1
+        shifts.append(at)
+        guards |= 1 << (at + bits - 1)
+        at += bits
     kept: List[State] = []
+    packed: List[int] = []
     for state in ordered:
-        if not any(k.lost <= state.lost and all(a >= b for a, b in zip(k.vector, state.vector)) for k in kept):
-            kept.append(state)
-    return kept
+        mine = 0
+        for shift, value in zip(shifts, state.vector):
+            mine |= value << shift
+        if any(((other | guards) - mine) & guards == guards for other in packed):
+            continue  # ordered by cost: every state kept before costs no more
+        kept.append(state)
+        packed.append(mine)
+        if len(kept) == MAX_STATES:
+            cut = cut or len(ordered) > len(kept)
+            break
+    return kept, cut
 
 
 def _taken(model, before: Layout, after: Layout) -> Tuple[int, int]:
@@ -182,7 +205,10 @@ def frontier(
     zero = tuple(0 for _g in space.groups for _u in space.units)
     levels: Dict[int, List[State]] = {0: [State(zero, (0, 0), ())]}
     cut = False
+    work = 0
     for index in indices:
+        if work > WORK:
+            return levels, True  # the indices not walked keep their layout in every state
         keep = _offer(space, index, current[index])
         moves = [
             (lay, _offer(space, index, lay), _taken(model, current[index], lay))
@@ -195,6 +221,7 @@ def frontier(
                 nxt.setdefault(k, []).append(state._replace(vector=_add(space, state.vector, keep)))
                 if most is not None and k >= most:
                     continue
+                work += len(moves)
                 for lay, offer, gone in moves:
                     nxt.setdefault(k + 1 if costed else 0, []).append(
                         State(
@@ -205,9 +232,8 @@ def frontier(
                     )
         levels = {}
         for k, states in nxt.items():
-            kept = _undominated(states)
-            if len(kept) > MAX_STATES:
-                kept, cut = kept[:MAX_STATES], True
+            kept, short = _undominated(space, states)
+            cut = cut or short
             levels[k] = kept
     return levels, cut
 
@@ -276,7 +302,7 @@ class Search:
 
     def level(self, k: int, group: bool = False) -> List[State]:
         """The undominated states changing exactly k indices (pool-wide, or of a group's nodes)."""
-        return self._frontier(group, k).get(k, [])
+        return self._frontier(group, self.pool.gpu.per_node).get(k, [])
 
     def maximal(self, group: bool = False) -> List[State]:
         """The states offering most, whatever they change (for whether any change serves)."""
