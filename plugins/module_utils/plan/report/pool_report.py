@@ -277,6 +277,8 @@ def place_gpus(gpus, expected=None, gpus_per_node=None, bus_ids=None):
     indices = list(range(len(gpus)))
     if expected is not None and len(gpus) != gpus_per_node and len(expected) == len(gpus):
         indices = sorted(expected)
+    elif expected is not None and gpus_per_node and len(gpus) < gpus_per_node:
+        indices = _matched_indices(gpus, expected, gpus_per_node, bus_ids) or indices
     if gpus_per_node:
         known = bus_ids if bus_ids and len(bus_ids) <= gpus_per_node else [g["bus"] for g in gpus]
         where = {bus: k for k, bus in enumerate(known)}
@@ -288,6 +290,44 @@ def place_gpus(gpus, expected=None, gpus_per_node=None, bus_ids=None):
             else:  # no bus ID: NVML's order is not known (the minor is not the index, driver issue #563)
                 gpu["maybe"] = sorted(set(range(gpus_per_node)) | {index})
     return list(zip(indices, gpus))
+
+
+def _matched_indices(gpus, expected, gpus_per_node, bus_ids):
+    """The indices, in bus order, on which the most published GPUs show the layout the inventory expects there (a
+    whole GPU where the inventory keeps GPUs whole): a node publishing only its whole GPU of three, the other two
+    MIG GPUs without instances, has it at the whole GPU's index, not at 0. Ties go to the lowest indices. Each GPU
+    stays within the indices its bus ID's place among the pool's allows. None when no placement fits."""
+    count = len(gpus)
+    known = {bus: k for k, bus in enumerate(bus_ids or [])}
+    spare = gpus_per_node - len(known)
+    allowed = []
+    for gpu in gpus:
+        if gpu["bus"] in known and spare >= 0:
+            allowed.append(range(known[gpu["bus"]], known[gpu["bus"]] + spare + 1))
+        else:
+            allowed.append(range(gpus_per_node))
+    memo = {}
+
+    def best(k, start):
+        """(matches, indices) placing gpus[k:] on indices >= start in order, or None."""
+        if k == count:
+            return (0, ())
+        if (k, start) not in memo:
+            found = None
+            for index in range(start, gpus_per_node - (count - k) + 1):
+                if index not in allowed[k]:
+                    continue
+                rest = best(k + 1, index + 1)
+                if rest is None:
+                    continue
+                score = rest[0] + (1 if index in expected and expected[index] == gpus[k]["layout"] else 0)
+                if found is None or score > found[0]:
+                    found = (score, (index,) + rest[1])
+            memo[(k, start)] = found
+        return memo[(k, start)]
+
+    answer = best(0, 0)
+    return list(answer[1]) if answer else None
 
 
 def expected_layout(pool, group=None):
