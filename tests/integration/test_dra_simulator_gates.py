@@ -103,12 +103,16 @@ def controller_ready(sandbox, ns):
 
 def test_an_unknown_gate_stops_the_0_4_driver(sandbox, driver, node, custom):
     ns = driver("0.4.1", "featureGates.HostManagedIMEXDaemon=true")
-    info = wait_for(
-        "the crash to be seen", lambda: (sandbox.dra.plugins.get("%s/%s" % (ns, PLUGIN)) or {}).get("error")
-    )
-    assert "unrecognized feature gate: HostManagedIMEXDaemon" in info
-    state = sandbox.dra.plugins["%s/%s" % (ns, PLUGIN)]
-    assert node in state["nodes"] and state["ready"] == []
+
+    # the simulator knows the refused gate from the DaemonSet at once, and the node once the real scheduler has bound
+    # the plugin pod there (CI once read the state in between): wait for both
+    def crash_on_node():
+        state = sandbox.dra.plugins.get("%s/%s" % (ns, PLUGIN)) or {}
+        return state if state.get("error") and node in state.get("nodes", ()) else None
+
+    state = wait_for("the crash to be seen on %s" % node, crash_on_node)
+    assert "unrecognized feature gate: HostManagedIMEXDaemon" in state["error"]
+    assert state["ready"] == []
     # The real pod (DaemonSet controller, scheduler) runs and crashes, as the node simulator (kubelet) reports it
     pod = wait_for("the plugin pod's crash loop", lambda: crashing_pod(sandbox, ns, node))
     ready = {c.type: c.status for c in pod.status.conditions}
