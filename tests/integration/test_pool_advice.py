@@ -280,31 +280,25 @@ def wait_for(predicate, what, timeout=90):
     raise AssertionError("timed out waiting for %s" % what)
 
 
-def kubelet_plugin(sandbox):
+def kubelet_plugin(sandbox, nodegroups=None, name="advise"):
     """The DRA driver's kubelet plugin as the chart makes it, for the test's nodegroups (the simulator plays its pods)."""
     from kubernetes import client
 
-    term = {"matchExpressions": [{"key": NG_LABEL, "operator": "In", "values": POOLS}]}
+    term = {"matchExpressions": [{"key": NG_LABEL, "operator": "In", "values": list(nodegroups or POOLS)}]}
+    spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}],
+    }
     client.AppsV1Api(sandbox.cp.api_client()).create_namespaced_daemon_set(
         NS,
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
-            "metadata": {"name": "advise-kubelet-plugin"},
+            "metadata": {"name": "%s-kubelet-plugin" % name},
             "spec": {
-                "selector": {"matchLabels": {"app": "advise-plugin"}},
-                "template": {
-                    "metadata": {"labels": {"app": "advise-plugin"}},
-                    "spec": {
-                        "affinity": {
-                            "nodeAffinity": {
-                                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
-                            }
-                        },
-                        "tolerations": [{"operator": "Exists"}],
-                        "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}],
-                    },
-                },
+                "selector": {"matchLabels": {"app": "%s-plugin" % name}},
+                "template": {"metadata": {"labels": {"app": "%s-plugin" % name}}, "spec": spec},
             },
         },
     )
@@ -679,35 +673,11 @@ def grouped_cluster(sandbox):
     }
 
 
-def grouped_kubelet_plugin(sandbox):
-    """The kubelet plugin's DaemonSet for the grouped pool's nodes (as kubelet_plugin makes it for the others)."""
-    from kubernetes import client
-
-    term = {"matchExpressions": [{"key": NG_LABEL, "operator": "In", "values": [GROUPED]}]}
-    spec = {
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}},
-        "tolerations": [{"operator": "Exists"}],
-        "containers": [{"name": "gpus", "image": "registry.example/dra:v0.5.1"}],
-    }
-    client.AppsV1Api(sandbox.cp.api_client()).create_namespaced_daemon_set(
-        NS,
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "advise-grp-kubelet-plugin"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "advise-grp-plugin"}},
-                "template": {"metadata": {"labels": {"app": "advise-grp-plugin"}}, "spec": spec},
-            },
-        },
-    )
-
-
 @pytest.fixture(scope="module")
 def grouped(sandbox, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("advise-grp")
     h.ensure_namespace(sandbox.cp, NS)
-    grouped_kubelet_plugin(sandbox)
+    kubelet_plugin(sandbox, [GROUPED], name="advise-grp")
     inventory = Inventory(tmp / "inventory")
     inventory.write(grouped_cluster(sandbox))
     runs = Runs(sandbox, inventory, tmp)
