@@ -145,9 +145,10 @@ $(BENCH_VENV)/.stamp: $(VENV)/.stamp requirements-bench.txt
 	touch $@
 
 bench: venv collection binaries $(BENCH_VENV)/.stamp
-	$(VENV)/bin/python bench/bench_planner.py
-	$(VENV)/bin/python bench/bench_advice.py all
-	$(BENCH_VENV)/bin/python bench/bench_converge.py
+	@rc=0; $(VENV)/bin/python bench/bench_planner.py || rc=1; \
+	$(VENV)/bin/python bench/bench_advice.py all || rc=1; \
+	$(BENCH_VENV)/bin/python bench/bench_converge.py || rc=1; \
+	if [ $$rc -ne 0 ]; then echo "[make] bench: a target was missed (MISSED above); every bench ran"; fi; exit $$rc
 
 clean:
 	rm -rf $(BUILD) $(VENV)
