@@ -22,12 +22,13 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy im
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries, template_class
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import inventory_edit, ranking, text
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import search
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.claims import read_claims
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.claims import is_allocated, read_claims
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes import class_unit
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.picture import change_picture
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.reasons import Reasoner
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
+from ansible_collections.gpupool.core.plugins.module_utils.plan.collector import collector_paused
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import pod_ref, pods_to_evict
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import (
     NODEGROUP_LABEL,
@@ -126,6 +127,7 @@ def option_row(cluster, candidate, raw_pool: Obj) -> Dict[str, Any]:
     }
 
 
+@collector_paused()  # the cluster's objects are many: plan/collector.py
 def advise(
     cluster,
     raw: Obj,
@@ -155,7 +157,8 @@ def advise(
     live = {(c.get("metadata") or {}).get("name"): c for c in device_classes}
     reasoner = Reasoner(cluster, supplies, live, by_node)
     waiting = []
-    for claim in read_claims(claims, pods):
+    # only the waiting claims are read whole (allocated_devices has what the allocated ones hold)
+    for claim in read_claims([c for c in claims if not is_allocated(c)], pods):
         if claim.allocated or (namespaces and claim.namespace not in namespaces):
             continue
         row = reasoner.claim(claim)

@@ -47,6 +47,7 @@ __all__ = ["Candidate", "current_layouts", "search", "NO_MAX_EXTRA"]
 NO_MAX_EXTRA = 100  # nodes the advisor may add to a nodegroup that declares no max_node_count
 MAX_STATES = 500  # undominated states kept per number of changed indices (past it: cut short)
 WORK = 150000  # states a frontier may build (past it: the indices not yet walked keep their layout; cut short)
+SHALLOW = 2  # levels of changed indices walked on their own (most searches stop there)
 GROUP_BUDGET = 4000  # evaluations the group search may spend per pool (past it: cut short)
 
 
@@ -98,14 +99,30 @@ def layout_options(pool, claims: Sequence[ClaimNeed], needed: Sequence[str]) -> 
 
 
 class Space(NamedTuple):
-    """What a state counts: per group of GPU indices (whole node, attribute groups) and unit, capped."""
+    """What a state counts: coordinates (a group of GPU indices, a unit), each capped at what the claims ask for.
 
-    groups: Tuple[Tuple[int, ...], ...]
-    units: Tuple[str, ...]
-    caps: Tuple[int, ...]  # per unit
+    Every unit the claims or templates ask for is counted over the whole node; a unit is counted per group of GPUs
+    (a PCIe root, a GPU) only where a claim needs it under that group's attribute (``matchAttribute``). Other claims
+    draw a unit from anywhere on the node, so its per-group counts would tell states apart for nothing."""
+
+    coords: Tuple[Tuple[Tuple[int, ...], str], ...]
+    caps: Tuple[int, ...]  # per coordinate
 
 
-def space_of(pool, supply: dict, claims: Sequence[ClaimNeed], needed: Sequence[str]) -> Space:
+def attribute_parts(supply: dict, per_node: int, attribute: str) -> List[Tuple[int, ...]]:
+    """The distinct groups of GPU indices sharing a value of `attribute` on the pool's usable nodes."""
+    parts = set()
+    for row in supply["nodes"]:
+        if row["usable"]:
+            parts.update(tuple(p) for p in index_partition(row, per_node, attribute))
+    return sorted(parts)
+
+
+def space_of(
+    pool, supply: dict, claims: Sequence[ClaimNeed], needed: Sequence[str], parts: Optional[Dict[str, list]] = None
+) -> Space:
+    """The space of `claims` and the templates' `needed` units; `parts`: attribute_parts per attribute, where the
+    caller keeps them (else they are read from `supply`)."""
     per_node = pool.gpu.per_node
     totals: Dict[str, int] = {}
     for claim in claims:
@@ -113,14 +130,24 @@ def space_of(pool, supply: dict, claims: Sequence[ClaimNeed], needed: Sequence[s
             totals[unit] = totals.get(unit, 0) + count
     for unit in needed:
         totals.setdefault(unit, 1)  # a template's unit only has to be offered
-    attributes = sorted({a for c in claims for a in c.match})
-    groups = {tuple(range(per_node))}
-    for row in supply["nodes"]:
-        if row["usable"]:
-            for attribute in attributes:
-                groups.update(tuple(p) for p in index_partition(row, per_node, attribute))
-    units = tuple(sorted(totals))
-    return Space(tuple(sorted(groups)), units, tuple(totals[u] for u in units))
+    whole = tuple(range(per_node))
+    coords = [(whole, u) for u in sorted(totals)]
+    constrained: Dict[str, set] = {}  # attribute -> the units claims need under one of its values
+    for claim in claims:
+        for need in claim.needs:
+            if need.constraint is not None:
+                constrained.setdefault(claim.match[need.constraint], set()).add(need.unit)
+    parts = {} if parts is None else parts
+    grouped = set()
+    for attribute, units in constrained.items():
+        if attribute not in parts:
+            parts[attribute] = attribute_parts(supply, per_node, attribute)
+        grouped.update((part, u) for part in parts[attribute] for u in units)
+    coords += sorted(grouped - set(coords))
+    return Space(tuple(coords), tuple(totals[u] for _g, u in coords))
+
+
+Offer = Tuple[Tuple[int, int], ...]  # (coordinate, count) for the coordinates an index's layout adds to
 
 
 class State(NamedTuple):
@@ -129,18 +156,57 @@ class State(NamedTuple):
     changes: Tuple[Tuple[int, Layout], ...]  # (index, new layout), in the order decided
 
 
-def _offer(space: Space, index: int, layout: Layout) -> Tuple[int, ...]:
+def _offer(space: Space, index: int, layout: Layout) -> Offer:
     have = units_of(layout)
-    out = []
-    for group in space.groups:
-        inside = index in group
-        out += [have.get(u, 0) if inside else 0 for u in space.units]
+    return tuple((k, have[u]) for k, (group, u) in enumerate(space.coords) if index in group and have.get(u))
+
+
+def _add(caps: Tuple[int, ...], vector: Tuple[int, ...], offer: Offer) -> Tuple[int, ...]:
+    if not offer:
+        return vector
+    out = list(vector)
+    for k, count in offer:
+        total = out[k] + count
+        out[k] = total if total < caps[k] else caps[k]
     return tuple(out)
 
 
-def _add(space: Space, vector: Tuple[int, ...], offer: Tuple[int, ...]) -> Tuple[int, ...]:
-    width = len(space.units)
-    return tuple(min(space.caps[k % width], a + b) for k, (a, b) in enumerate(zip(vector, offer)))
+def _covers(more: Dict[int, int], less: Dict[int, int]) -> bool:
+    return all(more.get(k, 0) >= n for k, n in less.items())
+
+
+def _taken(model, before: Layout, after: Layout) -> Tuple[int, int]:
+    """(instances, memory slices) of `before` that `after` no longer has."""
+    was, now = units_of(before), units_of(after)
+    slices = 0
+    for unit, count in was.items():
+        prof = profile_by_name(model, unit) if model is not None and model.mig and unit != FULL_GPU else None
+        slices += max(0, count - now.get(unit, 0)) * (prof.memory_slices if prof else 8)
+    return lost(before, after), slices
+
+
+def _moves(
+    space: Space, model, index: int, before: Layout, options: Sequence[Layout], costed: bool
+) -> List[Tuple[Layout, Offer, Tuple[int, int]]]:
+    """[(layout, offer, cost)] the index holding `before` may take. An option is left out when keeping `before`
+    offers at least as much, or when an option kept offers at least as much for no more cost: it could only make
+    dominated states (a layout's other profiles matter to no claim)."""
+    keep = dict(_offer(space, index, before))
+    ranked = []
+    for position, lay in enumerate(options):
+        if lay != before:
+            ranked.append((_taken(model, before, lay) if costed else (0, 0), position, lay))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    kept: List[Tuple[Layout, Offer, Tuple[int, int]]] = []
+    offers: List[Dict[int, int]] = []
+    for cost, _position, lay in ranked:
+        offer = _offer(space, index, lay)
+        mine = dict(offer)
+        if _covers(keep, mine) or any(_covers(other, mine) for other in offers):
+            continue
+        kept.append((lay, offer, cost))
+        offers.append(mine)
+    return kept
 
 
 def _undominated(space: Space, states: List[State]) -> Tuple[List[State], bool]:
@@ -157,10 +223,9 @@ def _undominated(space: Space, states: List[State]) -> Tuple[List[State], bool]:
     cut = False
     if len(ordered) > 3 * MAX_STATES:
         ordered, cut = ordered[: 3 * MAX_STATES], True
-    width = len(space.units)
     shifts, guards, at = [], 0, 0
-    for k in range(len(ordered[0].vector) if ordered else 0):
-        bits = space.caps[k % width].bit_length() + 1
+    for cap in space.caps:
+        bits = cap.bit_length() + 1
         shifts.append(at)
         guards |= 1 << (at + bits - 1)
         at += bits
@@ -180,16 +245,6 @@ def _undominated(space: Space, states: List[State]) -> Tuple[List[State], bool]:
     return kept, cut
 
 
-def _taken(model, before: Layout, after: Layout) -> Tuple[int, int]:
-    """(instances, memory slices) of `before` that `after` no longer has."""
-    was, now = units_of(before), units_of(after)
-    slices = 0
-    for unit, count in was.items():
-        prof = profile_by_name(model, unit) if model is not None and model.mig and unit != FULL_GPU else None
-        slices += max(0, count - now.get(unit, 0)) * (prof.memory_slices if prof else 8)
-    return lost(before, after), slices
-
-
 def frontier(
     space: Space,
     current: Dict[int, Layout],
@@ -202,31 +257,29 @@ def frontier(
     """({number of changed indices: undominated states}, cut short): each of `indices` keeps its layout or takes one of
     `options`, at most `most` of them changed. States count only what `indices` offer (the other indices are the same
     in every state). Not `costed`: one level of the states offering most, whatever they change (is there any?)."""
-    zero = tuple(0 for _g in space.groups for _u in space.units)
+    zero = (0,) * len(space.coords)
     levels: Dict[int, List[State]] = {0: [State(zero, (0, 0), ())]}
     cut = False
     work = 0
+    caps = space.caps
     for index in indices:
         if work > WORK:
             return levels, True  # the indices not walked keep their layout in every state
         keep = _offer(space, index, current[index])
-        moves = [
-            (lay, _offer(space, index, lay), _taken(model, current[index], lay))
-            for lay in options
-            if lay != current[index]
-        ]
+        moves = _moves(space, model, index, current[index], options, costed)
         nxt: Dict[int, List[State]] = {}
         for k in sorted(levels, reverse=True):  # at a tie the index decided first (the highest) changes
             for state in levels[k]:
-                nxt.setdefault(k, []).append(state._replace(vector=_add(space, state.vector, keep)))
+                nxt.setdefault(k, []).append(state._replace(vector=_add(caps, state.vector, keep)))
                 if most is not None and k >= most:
                     continue
                 work += len(moves)
+                into = nxt.setdefault(k + 1 if costed else 0, [])
                 for lay, offer, gone in moves:
-                    nxt.setdefault(k + 1 if costed else 0, []).append(
+                    into.append(
                         State(
-                            _add(space, state.vector, offer),
-                            (state.lost[0] + gone[0], state.lost[1] + gone[1]) if costed else (0, 0),
+                            _add(caps, state.vector, offer),
+                            (state.lost[0] + gone[0], state.lost[1] + gone[1]),
                             state.changes + ((index, lay),),
                         )
                     )
@@ -279,20 +332,35 @@ class Search:
         self.frozen_units = set()
         for i in frozen:
             self.frozen_units.update(units_of(self.current[i]))
-        self.space = space_of(pool, supply, self.claims, [u for u in self.needed if u not in self.frozen_units])
+        self._parts: Dict[str, list] = {}  # attribute -> attribute_parts, read once
+        self.space = space_of(
+            pool, supply, self.claims, [u for u in self.needed if u not in self.frozen_units], self._parts
+        )
         self.cut_short = False
         self.evaluations = 0
         self.every = list(reversed(range(pool.gpu.per_node))) if self.options else []
-        self.group_space = space_of(pool, supply, self.claims, self.needed)
-        self._cache: Dict[Tuple[bool, Optional[int]], Dict[int, List[State]]] = {}
+        self.group_space = space_of(pool, supply, self.claims, self.needed, self._parts)
+        self._eligible: Dict[frozenset, List[str]] = {}
+        self._cache: Dict[Tuple[bool, Optional[int], Space], Dict[int, List[State]]] = {}
         self._order: Optional[List[Tuple[bool, int, str, frozenset]]] = None
         self.ev = Evaluator(pool, supply, self.claims)  # asked about subsets of the claims too
+        self._others: List[Evaluator] = []
 
-    # The frontiers are computed with the caps of all claims (larger caps only keep more states), once each.
-    def _frontier(self, group: bool, most: Optional[int]) -> Dict[int, List[State]]:
-        key = (group, most)
+    # A frontier is computed once per space: the search's with the caps of all claims (larger caps only keep more
+    # states), a servability check's with only its claims' units (a lone claim's frontier is a handful of states).
+    def _space(self, group: bool, claims: Optional[Sequence[ClaimNeed]]) -> Space:
+        if claims is None:
+            return self.group_space if group else self.space
+        needed = self.needed if group else [u for u in self.needed if u not in self.frozen_units]
+        return space_of(self.pool, self.supply, claims, needed, self._parts)
+
+    def _frontier(
+        self, group: bool, most: Optional[int], claims: Optional[Sequence[ClaimNeed]] = None
+    ) -> Dict[int, List[State]]:
+        space = self._space(group, claims)
+        key = (group, most, space)
         if key not in self._cache:
-            space, indices = (self.group_space, self.every) if group else (self.space, self.changeable)
+            indices = self.every if group else self.changeable
             levels, cut = frontier(
                 space, self.current, indices, self.options, self.pool.catalog_gpu, most=most, costed=most is not None
             )
@@ -301,12 +369,15 @@ class Search:
         return self._cache[key]
 
     def level(self, k: int, group: bool = False) -> List[State]:
-        """The undominated states changing exactly k indices (pool-wide, or of a group's nodes)."""
-        return self._frontier(group, self.pool.gpu.per_node).get(k, [])
+        """The undominated states changing exactly k indices (pool-wide, or of a group's nodes). Levels 1 and 2 are
+        walked with at most that many changes, so a search that stops there never builds the deeper levels; a
+        deeper one walks every level once."""
+        return self._frontier(group, k if k <= SHALLOW else self.pool.gpu.per_node).get(k, [])
 
-    def maximal(self, group: bool = False) -> List[State]:
-        """The states offering most, whatever they change (for whether any change serves)."""
-        return self._frontier(group, None).get(0, [])
+    def maximal(self, group: bool = False, claims: Optional[Sequence[ClaimNeed]] = None) -> List[State]:
+        """The states offering most of what `claims` (None: all) ask for, whatever they change (is there any change
+        that serves them?)."""
+        return self._frontier(group, None, claims).get(0, [])
 
     def _keeps(self, changes: Dict[int, Layout]) -> bool:
         return keeps(self.needed, {**self.current, **changes})
@@ -318,19 +389,28 @@ class Search:
             order = []
             for row in self.pool_rows:
                 if row["usable"] and row["gpus"]:
-                    held = frozenset(i for i, g in row["gpus"].items() if g["held"])
+                    # a GPU placed by position only (supply.py: "maybe") may be at any index it could have
+                    held = frozenset(
+                        at for i, g in row["gpus"].items() if g["held"] for at in (g["device"].get("maybe") or [i])
+                    )
                     order.append((bool(held), len(self.evicted_on.get(row["name"], [])), row["name"], held))
             self._order = sorted(order)
-        return [name for _b, _p, name, held in self._order if not held.intersection(changes)]
+        key = frozenset(changes)
+        if key not in self._eligible:
+            self._eligible[key] = [name for _b, _p, name, held in self._order if not held.intersection(key)]
+        return self._eligible[key]
 
     def _evaluator(self, claims: Sequence[ClaimNeed]) -> Evaluator:
         if list(claims) == self.claims:
             return self.ev
-        return Evaluator(self.pool, self.supply, claims)
+        ev = Evaluator(self.pool, self.supply, claims)
+        self._others.append(ev)
+        return ev
 
     def _done(self, ev: Evaluator) -> None:
-        self.cut_short = self.cut_short or ev.cut_short or self.ev.cut_short
-        self.evaluations = self.ev.evaluations + (ev.evaluations if ev is not self.ev else 0)
+        every = [self.ev] + self._others
+        self.cut_short = self.cut_short or any(e.cut_short for e in every)
+        self.evaluations = sum(e.evaluations for e in every)
 
     def servable(self, claims: Sequence[ClaimNeed]) -> bool:
         """Whether some change (pool-wide layout and nodes, or a group of all eligible nodes) serves `claims`."""
@@ -339,11 +419,11 @@ class Search:
         ev, wanted = self.ev, list(claims)
         if ev.serves(NO_CHANGE._replace(added=self.most), wanted):
             return True
-        for state in self.maximal():
+        for state in self.maximal(claims=wanted):
             changes = dict(state.changes)
             if changes and self._keeps(changes) and ev.serves(Change(changes, {}, self.most), wanted):
                 return True
-        for state in self.maximal(group=True):
+        for state in self.maximal(group=True, claims=wanted):
             changes = dict(state.changes)
             layout = {**self.current, **changes}
             if not changes or not keeps(self.needed, layout):
@@ -353,8 +433,8 @@ class Search:
                 return True
         return False
 
-    def served_set(self) -> Tuple[List[ClaimNeed], List[Tuple[ClaimNeed, str]]]:
-        """(the claims to serve, [(claim, why) for the rest]), decided together, oldest first."""
+    def alone(self) -> Tuple[List[ClaimNeed], List[Tuple[ClaimNeed, str]]]:
+        """(the claims some change serves on its own, [(claim, why) for the others]), oldest first."""
         unserved: List[Tuple[ClaimNeed, str]] = []
         alone: Dict[Tuple, bool] = {}
         keep: List[ClaimNeed] = []
@@ -372,8 +452,14 @@ class Search:
                         % (self.pool.name, " up to %d more" % self.most if self.most else "", _words(claim)),
                     )
                 )
+        return keep, unserved
+
+    def most_served(self, keep: List[ClaimNeed]) -> Tuple[List[ClaimNeed], List[Tuple[ClaimNeed, str]]]:
+        """(the claims of `keep` to serve together, [(claim, why) for the rest]): shape by shape, oldest first, the
+        most claims of a shape that some change serves beside those already taken."""
         if self.servable(keep):
-            return keep, unserved
+            return keep, []
+        unserved: List[Tuple[ClaimNeed, str]] = []
         shapes: List[Tuple] = []
         for claim in keep:
             if _shape(claim) not in shapes:
@@ -425,33 +511,50 @@ def search(
     evicted_on: Dict[str, List[str]],
 ) -> Dict[str, Any]:
     """{"serves_now", "candidates" (serving changes, unranked), "claims" (those served), "unserved"
-    [(claim, why)], "cut_short", "evaluations"} for one pool."""
+    [(claim, why)], "cut_short", "evaluations"} for one pool.
+
+    The claims some change serves on their own are searched for together first; only when no candidate serves them
+    all is the largest servable set decided (Search.most_served) and searched for. Claims no candidate found serves
+    are unserved, whatever the servability check said: a served claim always has its change."""
     s = Search(pool, supply, claims, needed, evicted_on)
-    served, unserved = s.served_set()
-    result: Dict[str, Any] = {
-        "serves_now": False,
-        "candidates": [],
-        "claims": served,
-        "unserved": unserved,
-        "cut_short": False,
-        "evaluations": 0,
-    }
+    served, unserved = s.alone()
     ev = s._evaluator(served)
-    if not served or ev.serves(NO_CHANGE):
-        result["serves_now"] = bool(served)  # nothing left to serve is not "served now"
-        s._done(ev)
-        result["cut_short"], result["evaluations"] = s.cut_short, s.evaluations
-        return result
-    found: List[Candidate] = result["candidates"]
+    now = bool(served) and ev.serves(NO_CHANGE)  # nothing left to serve is not "served now"
+    found: List[Candidate] = []
+    if served and not now:
+        found = _candidates(s, ev)
+        if not found:
+            served, more = s.most_served(served)
+            unserved += more
+            ev = s._evaluator(served)
+            now = bool(served) and ev.serves(NO_CHANGE)
+            found = _candidates(s, ev) if served and not now else []
+            if served and not now and not found:
+                why = "no change found serves pool %s's claims%s" % (
+                    pool.name,
+                    " (the search was cut short)" if s.cut_short or ev.cut_short else "",
+                )
+                unserved += [(c, why) for c in served]
+                served = []
+    result: Dict[str, Any] = {"serves_now": now, "candidates": found, "claims": served, "unserved": unserved}
+    s._done(ev)
+    result["cut_short"], result["evaluations"] = s.cut_short, s.evaluations
+    return result
+
+
+def _candidates(s: Search, ev: Evaluator) -> List[Candidate]:
+    """The changes serving the evaluator's claims: more nodes alone, pool-wide layouts (fewest changed indices first,
+    up to the first count that serves without a node) and groups."""
+    pool = s.pool
+    found: List[Candidate] = []
     pool_names = [r["name"] for r in s.pool_rows]
 
     def pods(names: Sequence[str]) -> List[str]:
-        return sorted({p for n in names for p in evicted_on.get(n, [])})
+        return sorted({p for n in names for p in s.evicted_on.get(n, [])})
 
     added = ev.fewest_nodes(NO_CHANGE, s.most)
     if added is not None:
         found.append(Candidate(pool.name, {}, added, [], [], 0, ev.idle(added), 0))
-    # pool-wide: fewest changed indices first; stop at the first count that serves without a node
     for k in range(1, len(s.changeable) + 1):
         free_of_nodes = False
         for state in s.level(k):
@@ -477,9 +580,7 @@ def search(
         if free_of_nodes:
             break
     _groups(s, ev, found, pods)
-    s._done(ev)
-    result["cut_short"], result["evaluations"] = s.cut_short, s.evaluations
-    return result
+    return found
 
 
 def _groups(s: Search, ev: Evaluator, found: List[Candidate], pods) -> None:
@@ -488,7 +589,7 @@ def _groups(s: Search, ev: Evaluator, found: List[Candidate], pods) -> None:
         return
     start = ev.evaluations
     everyone = len([r for r in s.pool_rows if r["usable"] and r["gpus"]])
-    best: Optional[int] = None
+    best: Optional[Tuple[int, int]] = None  # (nodes, pods evicted) of the best group found
     for k in range(1, len(s.every) + 1):
         for state in s.level(k, group=True):
             if ev.evaluations - start > GROUP_BUDGET:
@@ -505,9 +606,12 @@ def _groups(s: Search, ev: Evaluator, found: List[Candidate], pods) -> None:
             def serves(n: int) -> bool:
                 return ev.serves(Change({}, dict.fromkeys(nodes[:n], layout), 0))
 
-            if not serves(len(nodes)):
+            # Once a group evicting no pod is found, a group of more nodes ranks below it (ranking.change_key):
+            # only as many nodes as it has are worth trying.
+            limit = len(nodes) if best is None or best[1] else min(len(nodes), best[0])
+            if not serves(limit):
                 continue
-            low, high = 0, len(nodes)  # more nodes of the layout serve at least as much for the claims it is for
+            low, high = 0, limit  # more nodes of the layout serve at least as much for the claims it is for
             while high - low > 1:
                 mid = (low + high) // 2
                 if serves(mid):
@@ -531,6 +635,7 @@ def _groups(s: Search, ev: Evaluator, found: List[Candidate], pods) -> None:
                     layout,
                 )
             )
-            best = len(chosen) if best is None else min(best, len(chosen))
+            mine = (len(chosen), len(pods(chosen)))
+            best = mine if best is None or (mine[1], mine[0]) < (best[1], best[0]) else best
         if best is not None:
             return  # fewest changed GPUs per node found

@@ -75,6 +75,8 @@ class Evaluator:
         self.evaluations = 0
         self.cut_short = False
         self._answers: Dict[Any, packing.Answer] = {}
+        self._demands: Dict[int, Tuple[Sequence[ClaimNeed], Any]] = {}
+        self._nodes: Dict[Any, packing.Node] = {}
 
     @staticmethod
     def _free(free: Dict[str, int]) -> Free:
@@ -94,13 +96,21 @@ class Evaluator:
             out.append(tuple(mine))
         return tuple(out)
 
-    @staticmethod
-    def _node(free: Sequence[Free], values: Sequence[Values], units: frozenset, attributes: frozenset) -> packing.Node:
-        """A packing node holding only what the claims asked about (fewer distinct nodes, smaller keys)."""
-        return tuple(
-            packing.Gpu(tuple(p for p in f if p[0] in units), tuple(p for p in v if p[0] in attributes))
-            for f, v in zip(free, values)
-        )
+    def _node(
+        self, free: Tuple[Free, ...], values: Tuple[Values, ...], units: frozenset, attributes: frozenset
+    ) -> packing.Node:
+        """A packing node holding only what the claims asked about (fewer distinct nodes, smaller keys); the same
+        node recurs in most checks, so it is built once."""
+        key = (free, values, units, attributes)
+        node = self._nodes.get(key)
+        if node is None:
+            if len(self._nodes) > 100000:
+                self._nodes.clear()
+            node = self._nodes[key] = tuple(
+                packing.Gpu(tuple(p for p in f if p[0] in units), tuple(p for p in v if p[0] in attributes))
+                for f, v in zip(free, values)
+            )
+        return node
 
     def _after(self, free: Tuple[Free, ...], now: Dict[int, Layout], new: Dict[int, Layout]) -> Tuple[Free, ...]:
         """The free devices per index once the indices of `new` whose layout differs from `now` are re-partitioned."""
@@ -108,20 +118,42 @@ class Evaluator:
             self._free(units_of(new[i])) if i in new and new[i] != now.get(i) else free[i] for i in range(self.per_node)
         )
 
+    def _demand(self, wanted: Sequence[ClaimNeed]) -> Tuple[Any, frozenset, frozenset, packing.Prepared]:
+        """(answer key, units, attributes, packing.prepare) of a claim list, worked out once per list object (the
+        search asks about the same list many times; the object is held, so its id is not reused)."""
+        got = self._demands.get(id(wanted))
+        if got is not None and got[0] is wanted:
+            return got[1]
+        units = frozenset(n.unit for c in wanted for n in c.needs)
+        attributes = frozenset(c.match[n.constraint] for c in wanted for n in c.needs if n.constraint is not None)
+        key = frozenset(Counter((c.needs, c.match) for c in wanted).items())
+        out = (key, units, attributes, packing.prepare(wanted))
+        if len(self._demands) > 64:
+            self._demands.clear()
+        self._demands[id(wanted)] = (wanted, out)
+        return out
+
     def nodes_after(self, change: Change, claims: Optional[Sequence[ClaimNeed]] = None) -> Counter:
         """{packing node: how many} once `change` is made, with what `claims` (None: all) ask about."""
-        claims = self.claims if claims is None else claims
-        units = frozenset(n.unit for c in claims for n in c.needs)
-        attributes = frozenset(c.match[n.constraint] for c in claims for n in c.needs if n.constraint is not None)
+        _key, units, attributes, _plan = self._demand(self.claims if claims is None else claims)
+        return self._nodes_after(change, units, attributes)
+
+    def _nodes_after(self, change: Change, units: frozenset, attributes: frozenset) -> Counter:
         out: Counter = Counter()
-        for (group, free, values), names in self.classes.items():
-            named = [n for n in names if n in change.nodes] if change.nodes else []
-            rest = len(names) - len(named)
+        named: Dict[Any, List[str]] = {}  # class -> its nodes that `change` names
+        for name in change.nodes:
+            key = self.of_node.get(name)
+            if key is not None:
+                named.setdefault(key, []).append(name)
+        for key, names in self.classes.items():
+            group, free, values = key
+            mine = named.get(key, ())
+            rest = len(names) - len(mine)
             if rest:
                 after = self._after(free, self.current, change.indices) if group is None else free
                 out[self._node(after, values, units, attributes)] += rest
             same: Dict[int, list] = {}  # named nodes of a class given the same layout object are one packing node
-            for name in named:
+            for name in mine:
                 same.setdefault(id(change.nodes[name]), [change.nodes[name], 0])[1] += 1
             for layout, many in same.values():
                 after = self._after(free, self._layouts[group], layout)
@@ -137,12 +169,13 @@ class Evaluator:
         pack onto the pool's usable nodes, each whole on one node. A check cut short by its budget answers True and
         sets `cut_short`."""
         self.evaluations += 1
-        wanted = self.claims if claims is None else tuple(claims)
-        nodes = self.nodes_after(change, wanted)
-        key = (frozenset(nodes.items()), frozenset(Counter((c.needs, c.match) for c in wanted).items()))
+        wanted = self.claims if claims is None else claims
+        demand, units, attributes, plan = self._demand(wanted)
+        nodes = self._nodes_after(change, units, attributes)
+        key = (frozenset(nodes.items()), demand)
         answer = self._answers.get(key)
         if answer is None:
-            answer = packing.check(nodes, wanted, packing.STATE_BUDGET)
+            answer = packing.check(nodes, wanted, packing.STATE_BUDGET, plan)
             self._answers[key] = answer
         if answer.cut_short:
             self.cut_short = True

@@ -406,20 +406,47 @@ class _Search:
         return bool(known) and self._key() in known
 
 
-def check(nodes: Mapping[Node, int], claims: Sequence[Any], budget: int = STATE_BUDGET) -> Answer:
-    """Whether every claim fits whole on one node (module docstring): the 1-D path per unit when every claim is one
-    request and a unit's claims share one attribute (or none), else the whole-claim search."""
+class Prepared(NamedTuple):
+    """The claims of one check, grouped once (a caller asking about the same claims many times prepares them once)."""
+
+    whole: Optional[Tuple[Any, ...]]  # claims for the whole-claim search (some claim has several requests)
+    units: Tuple[Tuple[str, Any, Tuple[int, ...], Tuple[Any, ...]], ...]  # (unit, attribute or MIXED, sizes, claims)
+
+
+MIXED = object()  # a unit asked for with and without a constraint (or under two attributes): the whole-claim search
+
+
+def prepare(claims: Sequence[Any]) -> Prepared:
+    """The claims asking for something, grouped for check(): by unit (with their shared attribute and counts,
+    largest first) when every claim is one request, else all for the whole-claim search."""
     claims = [c for c in claims if any(n.count > 0 for n in c.needs)]
     if not all(len(c.needs) == 1 for c in claims):
-        return pack(nodes, claims, budget)
+        return Prepared(tuple(claims), ())
     by_unit: Dict[str, List[Any]] = {}
     for c in claims:
         by_unit.setdefault(c.needs[0].unit, []).append(c)
-    cut = False
+    units = []
     for unit, mine in sorted(by_unit.items()):
         kinds = {c.match[c.needs[0].constraint] if c.needs[0].constraint is not None else None for c in mine}
-        if len(kinds) == 1:
-            attribute = kinds.pop()
+        attribute = kinds.pop() if len(kinds) == 1 else MIXED
+        units.append((unit, attribute, tuple(sorted((c.needs[0].count for c in mine), reverse=True)), tuple(mine)))
+    return Prepared(None, tuple(units))
+
+
+def check(
+    nodes: Mapping[Node, int], claims: Sequence[Any], budget: int = STATE_BUDGET, prepared: Optional[Prepared] = None
+) -> Answer:
+    """Whether every claim fits whole on one node (module docstring): the 1-D path per unit when every claim is one
+    request and a unit's claims share one attribute (or none), else the whole-claim search. `prepared`: prepare()
+    of `claims`, when the caller has it."""
+    plan = prepared if prepared is not None else prepare(claims)
+    if plan.whole is not None:
+        return pack(nodes, plan.whole, budget)
+    cut = False
+    for unit, attribute, sizes, mine in plan.units:
+        if attribute is MIXED:
+            answer = pack(nodes, mine, budget)
+        else:
             bins: Counter = Counter()
             for node, many in nodes.items():
                 if many <= 0:
@@ -430,10 +457,7 @@ def check(nodes: Mapping[Node, int], claims: Sequence[Any], budget: int = STATE_
                     cap = sum(free[i] for i in part)
                     if cap:
                         bins[cap] += many
-            key = tuple(sorted(bins.items()))
-            answer = _fits_1d(key, tuple(sorted((c.needs[0].count for c in mine), reverse=True)), budget)
-        else:
-            answer = pack(nodes, mine, budget)  # a unit asked for with and without a constraint
+            answer = _fits_1d(tuple(sorted(bins.items())), sizes, budget)
         if not answer.fits:
             return answer
         cut = cut or answer.cut_short
