@@ -460,7 +460,7 @@ def _all_layouts(raw_pool: Obj) -> List[Optional[Dict[str, int]]]:
 
 
 @settings(
-    max_examples=60,
+    max_examples=250,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
