@@ -99,6 +99,17 @@ mig_placements:
     gpu-a100-mig:
       "0":
         - {profile: 3g.20gb, start: 4, size: 4, profile_id: 9, compute_slices: 3}
+mig_group_placements:
+  description:
+    - Planned placement of every MIG instance on the nodes of each MIG group (C(mig.groups)), per pool, group name
+      and GPU index. Only pools with groups are listed.
+  returned: success
+  type: dict
+  sample:
+    gpu-a100-mig:
+      small:
+        "0":
+          - {profile: 1g.5gb, start: 0, size: 1, profile_id: 19, compute_slices: 1}
 problems:
   description: Each problem as path and message (also in C(msg)).
   returned: failure

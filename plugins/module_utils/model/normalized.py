@@ -21,11 +21,11 @@ def cluster_mig_parted_config(cluster):
     return mig_parted_config(configs)
 
 
-def pool_placements(pool):
-    """{gpu index (str): [instance dicts]} for a static-MIG pool."""
+def pool_placements(pool, group=None):
+    """{gpu index (str): [instance dicts]} for a static-MIG pool's nodes, or for those of its MIG group `group`."""
     out = {}
     for idx in range(pool.gpu.per_node):
-        layout = pool.layout_for(idx)
+        layout = pool.layout_for(idx, group)
         if layout:
             out[str(idx)] = [inst._asdict() for inst in plan(pool.catalog_gpu, layout)]
     return out
@@ -38,4 +38,9 @@ def normalized_result(cluster):
         "feature_gates": effective_gates(cluster),
         "mig_parted_config": cluster_mig_parted_config(cluster),
         "mig_placements": {p.name: pool_placements(p) for p in cluster.present_pools if p.mig.mode == "static"},
+        "mig_group_placements": {
+            p.name: {g: pool_placements(p, g) for g in p.group_names()}
+            for p in cluster.present_pools
+            if p.mig.mode == "static" and p.group_names()
+        },
     }

@@ -69,6 +69,18 @@ def test_normalized_result_has_placements_and_mig_parted():
     assert {(i["profile"], i["start"]) for i in place["0"]} == {("3g.20gb", 4), ("2g.10gb", 0), ("2g.10gb", 2)}
     assert res["mig_parted_config"]["mig-configs"]["gpupool-a100"][0]["devices"] == "all"
     assert res["cluster"]["pools"][0]["taints_effective"][0]["key"] == "node-role.kubernetes.io/gpu"
+    assert res["mig_group_placements"] == {}  # no pool has MIG groups
+
+
+def test_normalized_result_places_each_mig_group():
+    data = copy.deepcopy(BASE)
+    data["pools"][1]["mig"]["groups"] = [{"name": "small", "nodes": 1, "layout": {"1g.5gb": 7}}]
+    res = normalized_result(model_load.load_cluster(data))
+    small = res["mig_group_placements"]["a100"]["small"]
+    assert set(small) == {"0", "1"}
+    assert sorted(i["start"] for i in small["1"]) == list(range(7))
+    assert {i["profile"] for i in small["0"]} == {"1g.5gb"}
+    assert {i["profile"] for i in res["mig_placements"]["a100"]["0"]} == {"3g.20gb", "2g.10gb"}  # the other nodes
 
 
 def test_typo_key_names_path_and_suggests():
