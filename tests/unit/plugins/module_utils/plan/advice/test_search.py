@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import fits
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import candidates, inventory_edit
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import candidates, frontier, inventory_edit
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import Change, ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.evaluate import Evaluator
@@ -193,7 +193,7 @@ def test_eight_gpus_with_a_layout_each_are_searched_to_the_end():
 
 
 def test_a_cut_short_search_says_so(monkeypatch):
-    monkeypatch.setattr(candidates, "MAX_STATES", 1)
+    monkeypatch.setattr(frontier, "MAX_STATES", 1)
     names = ["3g+2x2g", "7g", "2x3g", "7x1g5"]
     data, nodes, slices, _held = cluster_for(names, 1)
     result = run(data, nodes, slices, waits("7g.40gb", 2) + waits("1g.5gb", 9, start=10))
