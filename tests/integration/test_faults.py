@@ -61,7 +61,7 @@ def inventory(kubeconfig, t4_labels=None):
 
 def run_module(module, **args):
     """A step in-process with these arguments, as its action plugin runs it (fast: no ansible-playbook)."""
-    from tests.unit.plugins.steps import run_action
+    from tests.support.steps import run_action
 
     return run_action(module, **args)
 

@@ -21,7 +21,7 @@ PROBE = "gpupool-extended-resource-probe"
 
 
 def run_step(module, **args):
-    from tests.unit.plugins.steps import run_action
+    from tests.support.steps import run_action
 
     return run_action(module, **args)
 

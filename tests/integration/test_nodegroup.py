@@ -17,7 +17,7 @@ import yaml
 
 from ansible_collections.gpupool.core.plugins.action import nodegroup, nodegroup_info
 from tests.integration import k8s_helpers as h
-from tests.unit.plugins.steps import run_action
+from tests.support.steps import run_action
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / ".build" / "collections"

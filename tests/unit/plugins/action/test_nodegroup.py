@@ -19,7 +19,7 @@ from ansible_collections.gpupool.core.plugins.action import nodegroup, nodegroup
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import NotFound  # noqa: E402
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import connection as openstack_client
 from ansible_collections.gpupool.core.plugins.module_utils.openstack import magnum as magnum_api
-from tests.unit.plugins.steps import run_action  # noqa: E402
+from tests.support.steps import run_action  # noqa: E402
 
 AUTH_URL = "https://identity.example.com/v3"
 MAGNUM = "https://magnum.example.com/v1"

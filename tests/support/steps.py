@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run a controller step in-process, as its action plugin does (option checks, the step, secrets hidden)."""
+"""Run a controller step in-process, as its action plugin does (option checks, the step, secrets hidden).
+
+Shared by the unit tests of each step (tests/unit/plugins/action/) and the integration tests that drive a step
+against the real test bed."""
 
 from __future__ import annotations
 
