@@ -5,13 +5,13 @@ Target (issue #20): the advice for 2,000 nodes and 5,000 claims takes at most 2 
 (`plan.advice.advise.advise` on the API's plain dicts; no I/O). Prints the measurement and exits non-zero when the
 target is missed. Run: make bench (or python bench/bench_advice.py).
 
-The cluster: two pools of the example's shapes - 1,500 A100-40GB nodes (2 GPUs) with the static layout
-3g.20gb + 2 x 2g.10gb and 500 H100-80GB nodes of 4 whole GPUs, both with room to grow - with devices written as
-the NVIDIA DRA driver publishes them (memorySlice<N> capacities, a pcieRoot per GPU). Of the 5,000 claims 4,000
-are allocated (GPU 0 of every A100 node holds its 3g.20gb, two thirds also a 2g.10gb; three H100s of every node)
-and 1,000 wait: 3g.20gb, 1g.10gb (a profile the pool does not offer: the advice re-partitions GPU 1), whole GPUs
-(more than are free: the advice adds H100 nodes), pairs of whole GPUs under one pcieRoot (no change serves them),
-and a class nobody makes.
+The cluster: two pools of the example's shapes - 1,500 A100-40GB nodes (2 GPUs) with the static layout 3g.20gb + 2 x
+2g.10gb and 500 H100-80GB nodes of 4 whole GPUs, both with room to grow - with devices written as the NVIDIA DRA
+driver publishes them (memorySlice<N> capacities, a pcieRoot per GPU), built by the advisor's unit tests' builder
+(tests/support/advice_beds.py). Of the 5,000 claims 4,000 are allocated (GPU 0 of every A100 node holds its 3g.20gb,
+two thirds also a 2g.10gb; three H100s of every node) and 1,000 wait: 3g.20gb, 1g.10gb (a profile the pool does not
+offer: the advice re-partitions GPU 1), whole GPUs (more than are free: the advice adds H100 nodes), pairs of whole
+GPUs under one pcieRoot (no change serves them), and a class nobody makes.
 
 `python bench/bench_advice.py mixed` (issue #26) measures the other point: 2,000 nodes x 8 H100-80GB with a
 different static MIG layout on different GPU indices, 500 of the nodes in a MIG group with a layout of their own,
@@ -28,14 +28,14 @@ import time
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
+from tests.support import advice_beds as b
 
 TARGET_S = 2.0
 NODES = {"a100": 1500, "h100": 500}
 GPUS = {"a100": 2, "h100": 4}
 CLAIMS, WAITING = 5000, 1000
-DRIVER = "gpu.nvidia.com"
-ROOT = "resource.kubernetes.io/pcieRoot"
-A100_LAYOUT = [("3g.20gb", 9, 4, 4), ("2g.10gb", 14, 0, 2), ("2g.10gb", 14, 2, 2)]  # profile, GI id, start, size
+ROOT = b.PCIE_ROOT
+A100_LAYOUT = [("3g.20gb", 4), ("2g.10gb", 0), ("2g.10gb", 2)]  # profile, placement start (the MIG manager's)
 
 
 def inventory():
@@ -58,82 +58,35 @@ def inventory():
     }
 
 
-def attrs(kind, minor, **more):
-    out = {"type": {"string": kind}, ROOT: {"string": "pci%02x" % minor}}
-    out["resource.kubernetes.io/pciBusID"] = {"string": "0000:%02x:00.0" % (0x10 + minor)}
-    out.update({k: {"string": v} for k, v in more.items()})
-    return out
-
-
 def cluster_objects():
     nodes, slices, devices = [], [], []
     for pool, count in NODES.items():
         for n in range(count):
             name = "%s-%04d" % (pool, n)
-            nodes.append(
-                {
-                    "metadata": {"name": name, "labels": {"magnum.openstack.org/nodegroup": pool}},
-                    "spec": {},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }
-            )
+            nodes.append(b.node(name, pool))
             devs = []
             for minor in range(GPUS[pool]):
                 if pool == "h100":
-                    devs.append({"name": "gpu-%d" % minor, "attributes": attrs("gpu", minor)})
+                    devs.append(b.full_gpu(minor))
                     continue
-                for profile, gi, start, size in A100_LAYOUT:
-                    devs.append(
-                        {
-                            "name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), gi, start),
-                            "attributes": attrs("mig", minor, profile=profile),
-                            "capacity": {"memorySlice%d" % s: {"value": "1"} for s in range(start, start + size)},
-                        }
-                    )
+                devs += [b.mig(minor, profile, start) for profile, start in A100_LAYOUT]
             devices += [(name, d["name"], pool, (d["attributes"].get("profile") or {}).get("string")) for d in devs]
-            slices.append(
-                {
-                    "metadata": {"name": name + "-gpu"},
-                    "spec": {
-                        "driver": DRIVER,
-                        "nodeName": name,
-                        "pool": {"name": name, "generation": 1},
-                        "devices": devs,
-                    },
-                }
-            )
+            slices.append(b.rslice(name, devs))
     return nodes, slices, devices
 
 
 def claim(number, device_class, count=1, attribute=None, allocated=None):
-    out = {
-        "metadata": {
-            "namespace": "ns-%d" % (number % 40),
-            "name": "claim-%05d" % number,
-            "creationTimestamp": "2026-01-01T%02d:%02d:%02dZ" % (number // 3600 % 24, number // 60 % 60, number % 60),
-        },
-        "spec": {
-            "devices": {
-                "requests": [
-                    {
-                        "name": "gpu",
-                        "exactly": {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count},
-                    }
-                ]
-            }
-        },
-    }
-    if attribute:
-        out["spec"]["devices"]["constraints"] = [{"requests": ["gpu"], "matchAttribute": attribute}]
-    if allocated:
-        out["status"] = {
-            "allocation": {
-                "devices": {
-                    "results": [{"request": "gpu", "driver": DRIVER, "pool": allocated[0], "device": allocated[1]}]
-                }
-            }
-        }
-    return out
+    """Claims spread over 40 namespaces, one a second from midnight on (the advice orders waiting claims by age)."""
+    created = "2026-01-01T%02d:%02d:%02dZ" % (number // 3600 % 24, number // 60 % 60, number % 60)
+    return b.claim(
+        "claim-%05d" % number,
+        device_class,
+        count,
+        attribute,
+        allocated=[allocated] if allocated else None,
+        namespace="ns-%d" % (number % 40),
+        created=created,
+    )
 
 
 def claims(devices):
@@ -160,8 +113,6 @@ def claims(devices):
 MIXED_TARGET_S = 1.0
 MIXED_NODES, MIXED_GROUP = 2000, 500
 MIXED_WAITING = 1000
-H100_GI = {"1g.10gb": 19, "1g.20gb": 15, "2g.20gb": 14, "3g.40gb": 9, "4g.40gb": 5, "7g.80gb": 0}
-H100_SIZE = {"1g.10gb": 1, "1g.20gb": 2, "2g.20gb": 2, "3g.40gb": 4, "4g.40gb": 4, "7g.80gb": 8}
 # per GPU index of the pool's nodes: [(profile, placement start)], as the MIG manager places them
 MIXED_LAYOUTS = {
     0: [("3g.40gb", 0), ("3g.40gb", 4)],
@@ -210,24 +161,13 @@ def mixed_objects():
     for n in range(MIXED_NODES):
         name = "h100x8-%04d" % n
         group = n < MIXED_GROUP
-        labels = {"magnum.openstack.org/nodegroup": "h100x8"}
-        labels["nvidia.com/mig.config"] = "gpupool-h100x8-small" if group else "gpupool-h100x8"
-        nodes.append(
-            {
-                "metadata": {"name": name, "labels": labels},
-                "spec": {},
-                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-            }
-        )
+        config = "gpupool-h100x8-small" if group else "gpupool-h100x8"
+        nodes.append(b.node(name, "h100x8", labels={"nvidia.com/mig.config": config}))
         devs = []
         for minor in range(8):
             placed = GROUP_LAYOUT if group else MIXED_LAYOUTS[minor]
             for k, (profile, start) in enumerate(placed):
-                dev = {
-                    "name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), H100_GI[profile], start),
-                    "attributes": attrs("mig", minor, profile=profile),
-                    "capacity": {"memorySlice%d" % s: {"value": "1"} for s in range(start, start + H100_SIZE[profile])},
-                }
+                dev = b.mig(minor, profile, start, product=b.H100_PRODUCT, profiles=b.H100_PROFILES)
                 devs.append(dev)
                 taken = (
                     (group and minor < 4 and k < 6)
@@ -237,12 +177,7 @@ def mixed_objects():
                 )
                 if taken:
                     allocated.append((name, dev["name"], profile))
-        slices.append(
-            {
-                "metadata": {"name": name + "-gpu"},
-                "spec": {"driver": DRIVER, "nodeName": name, "pool": {"name": name, "generation": 1}, "devices": devs},
-            }
-        )
+        slices.append(b.rslice(name, devs))
     out = [claim(k, "h100x8-%s" % profile, allocated=(node, dev)) for k, (node, dev, profile) in enumerate(allocated)]
     kinds = [("h100x8-3g.40gb", 1, None)] * 3 + [("h100x8-1g.20gb", 1, None)] * 3 + [("h100x8-7g.80gb", 1, None)] * 3
     kinds += [("h100x8-1g.10gb", 2, ROOT)] * 2 + [("h100x8-2g.20gb", 1, None)]

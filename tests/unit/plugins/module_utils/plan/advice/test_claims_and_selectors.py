@@ -5,7 +5,7 @@ from __future__ import annotations
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import claims as advice_claims
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import selectors
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.cel import cel_device
-from tests.unit.plugins.module_utils.plan.advice import beds as b
+from tests.support import advice_beds as b
 
 
 def test_requests_of_each_served_version():

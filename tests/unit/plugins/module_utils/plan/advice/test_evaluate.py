@@ -11,8 +11,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import pa
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import claim_needs
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import NO_CHANGE, Change, ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.evaluate import Evaluator
-
-from .beds import A100, PCIE_ROOT, cluster_data, load
+from tests.support.advice_beds import A100, PCIE_ROOT, cluster_data, load
 
 LAYOUT = {"3g.20gb": 1, "2g.10gb": 2}  # beds.A100: the pool's layout on both GPUs of a node
 SMALL = {"1g.5gb": 7}

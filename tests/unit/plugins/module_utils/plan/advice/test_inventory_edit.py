@@ -8,7 +8,7 @@ import yaml
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import inventory_edit
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate
-from tests.unit.plugins.module_utils.plan.advice import beds as b
+from tests.support import advice_beds as b
 
 EXAMPLE = (
     pathlib.Path(__file__).resolve().parents[6] / "inventories" / "example" / "host_vars" / "cern-gpu" / "gpupool.yml"

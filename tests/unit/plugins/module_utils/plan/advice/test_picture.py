@@ -8,7 +8,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidate
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.picture import change_picture
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import current_slices
-from tests.unit.plugins.module_utils.plan.advice import beds as b
+from tests.support import advice_beds as b
 
 
 def test_now_and_after_rows_with_the_new_instances_where_the_planner_places_them():

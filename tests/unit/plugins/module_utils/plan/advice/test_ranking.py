@@ -6,7 +6,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import ra
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
-from tests.unit.plugins.module_utils.plan.advice import beds as b
+from tests.support import advice_beds as b
 
 HELD_3G_GPU0 = ("a100-0", "gpu-0-mig-3g20gb-9-4")
 

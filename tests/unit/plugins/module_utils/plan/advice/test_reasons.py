@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
-from tests.unit.plugins.module_utils.plan.advice import beds as b
+from tests.support import advice_beds as b
 
 
 def run(data, nodes, slices, claims, classes=None, pods=()):

@@ -19,7 +19,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply im
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import current_slices
-from tests.unit.plugins.module_utils.plan.advice import beds as b
+from tests.support import advice_beds as b
 
 # a few A100-40GB layouts, each with the starts the MIG manager would give it (by hand)
 LAYOUTS = {

@@ -8,7 +8,7 @@ import copy
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import current_slices
-from tests.unit.plugins.module_utils.plan.advice import beds as b
+from tests.support import advice_beds as b
 
 TWO = dict(b.A100, nodegroup={"flavor": "g4.p2.40g", "node_count": 2, "max_node_count": 3})
 

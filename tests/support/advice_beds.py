@@ -1,7 +1,10 @@
-"""Hand-made clusters for the advisor's unit tests: devices written as the NVIDIA DRA driver publishes them
-(reference nvidia-dra-driver-published.md: static MIG devices with memorySlice<N> capacities, whole GPUs as
-gpu-<minor>), placements spelled out by hand from the MIG user guide's A100/H100 tables, not computed by the code
-under test."""
+# -*- coding: utf-8 -*-
+# Copyright: gpupool.core contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Hand-made clusters for the advisor's unit tests and its benchmark (bench/bench_advice.py): devices written as the
+NVIDIA DRA driver publishes them (reference nvidia-dra-driver-published.md: static MIG devices with memorySlice<N>
+capacities, whole GPUs as gpu-<minor>), placements spelled out by hand from the MIG user guide's A100/H100 tables, not
+computed by the code under test. One builder, so the tests and the bench read the same device shapes."""
 
 from __future__ import annotations
 
@@ -23,6 +26,16 @@ PROFILES = {
     "3g.40gb": (9, 4),
     "2g.20gb": (14, 2),
 }
+# H100-80GB's own table where a name means another GI than on A100-40GB (1g.10gb: one slice there, two here)
+H100_PROFILES = {
+    "1g.10gb": (19, 1),
+    "1g.20gb": (15, 2),
+    "2g.20gb": (14, 2),
+    "3g.40gb": (9, 4),
+    "4g.40gb": (5, 4),
+    "7g.80gb": (0, 8),
+}
+H100_PRODUCT = "NVIDIA H100 80GB HBM3"
 A100 = {
     "name": "a100",
     "nodegroup": {"flavor": "g4.p2.40g", "node_count": 1, "max_node_count": 2},
@@ -52,15 +65,15 @@ def load(data):
     return model_load.load_cluster(copy.deepcopy(data))
 
 
-def node(name, pool, ready=True, unschedulable=False):
+def node(name, pool, ready=True, unschedulable=False, labels=None):
     return {
-        "metadata": {"name": name, "labels": {NG: pool}},
+        "metadata": {"name": name, "labels": dict({NG: pool}, **(labels or {}))},
         "spec": {"unschedulable": unschedulable},
         "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
 
 
-def full_gpu(minor, root=None, product="NVIDIA H100 80GB HBM3"):
+def full_gpu(minor, root=None, product=H100_PRODUCT):
     return {
         "name": "gpu-%d" % minor,
         "attributes": {
@@ -72,8 +85,9 @@ def full_gpu(minor, root=None, product="NVIDIA H100 80GB HBM3"):
     }
 
 
-def mig(minor, profile, start, product="NVIDIA A100-SXM4-40GB"):
-    gi, size = PROFILES[profile]
+def mig(minor, profile, start, product="NVIDIA A100-SXM4-40GB", profiles=None):
+    """profiles: the GPU model's table (PROFILES: A100-40GB's names, H100_PROFILES: H100-80GB's)."""
+    gi, size = (profiles or PROFILES)[profile]
     return {
         "name": "gpu-%d-mig-%s-%d-%d" % (minor, profile.replace(".", ""), gi, start),
         "attributes": {
