@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Generate docs/inventory.md (from the pool model), docs/mig-catalog.md (from the catalog) and
-docs/compatibility.md (from the supported Kubernetes range, k8s/support.py).
+"""Generate docs/inventory.md (from the pool model), docs/mig-catalog.md (from the catalog),
+docs/compatibility.md (from the supported Kubernetes range, k8s/support.py) and each role's README.md (from its
+meta/argument_specs.yml, tools/role_readmes.py).
 
-`make docs` writes them; tests/unit/test_generated_docs.py fails when they are stale.
+`make docs` writes them; tests/test_generated_docs.py fails when they are stale.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+import role_readmes  # noqa: E402  (tools/, beside this file)
 from pydantic import BaseModel  # noqa: E402
 from pydantic_core import PydanticUndefined  # noqa: E402
 
@@ -410,6 +412,7 @@ def targets():
         os.path.join(ROOT, "docs", "inventory.md"): inventory_md(),
         os.path.join(ROOT, "docs", "mig-catalog.md"): catalog_md(),
         os.path.join(ROOT, "docs", "compatibility.md"): compatibility_md(),
+        **role_readmes.targets(),
     }
 
 
