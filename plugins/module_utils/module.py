@@ -53,10 +53,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import (
     fit_lines,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
-from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster, select_pools
+from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
 from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Probe, Waiter, WaitResult
+from ansible_collections.gpupool.core.plugins.module_utils.run_cluster import run_cluster
 
 
 def _openstack():
@@ -309,8 +310,8 @@ class PoolModule(GpupoolModule):
 
     def prepare(self) -> None:
         super().prepare()
-        # The model refuses a bad inventory before any connection is made.
-        self.cluster = load_cluster(self.params["cluster"])
+        # The model refuses a bad inventory before any connection is made; once per run (run_cluster.py).
+        self.cluster = run_cluster(self.params["cluster"], self.run_holder)
         self.selected = select_pools(self.cluster, self.params["pools"])
 
     @property
@@ -458,7 +459,7 @@ class MagnumPoolModule(MagnumModule):
                     ],
                     subject="in the module options",
                 )
-            self.cluster = load_cluster(cluster)
+            self.cluster = run_cluster(cluster, self.run_holder)
             self.selected = select_pools(self.cluster, self.params["pools"])
         elif not isinstance(cluster, str) or not cluster:
             raise Problems(

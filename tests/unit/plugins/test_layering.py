@@ -31,6 +31,7 @@ RANK = {
     "nvml": 3,
     "runners": 4,
     "module": 5,
+    "run_cluster": 5,
     "argument_specs": 5,
 }
 IO_LIBRARIES = (
