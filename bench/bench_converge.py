@@ -80,6 +80,7 @@ SIZES = {
         Point(1, 6, 50),
         Point(1, 6, 200, compare=True, kubernetes_core_scenarios=("first", "noop")),
         Point(2, 10, 200, magnum=True),
+        Point(1, 50, 2000),  # a real site's scale (issue #27): 50 pools over 2,000 nodes in one cluster
     ],
     "full": [
         Point(1, 6, 6),  # the demo's size (inventories/example: 6 pools, one node each)
@@ -88,6 +89,7 @@ SIZES = {
         Point(1, 6, 500),
         Point(1, 6, 1000),
         Point(1, 6, 2000),
+        Point(1, 50, 2000),  # a real site's scale (issue #27): 50 pools over 2,000 nodes in one cluster
         Point(10, 50, 2000, magnum=True, forks=10),
     ],
 }
