@@ -13,7 +13,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import con
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumPoolModule
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import format_version
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import format_version
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.targets import (
     failure_message,
     pool_targets,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumModule
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import format_version
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import format_version
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 

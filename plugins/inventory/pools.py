@@ -298,7 +298,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
             ConnectionConfigError,
             connect_from_params,
         )
-        from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient, MagnumError
+        from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient
+        from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum_errors import MagnumError
 
         timeout = int(max(1, self.get_option("request_timeout")))
         cloud = cluster.magnum.cloud

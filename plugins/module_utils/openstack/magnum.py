@@ -19,116 +19,57 @@ TLS) as plain REST. Three things the SDK does not do for us:
 
 from __future__ import annotations
 
-import json
 import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import (
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum_errors import (
+    MagnumConflict,
+    MagnumError,
+    MagnumNotFound,
+    OperationFailed,
+    WaitTimeout,
+    cluster_not_found,
+    http_error,
+    transport_failure,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum_versions import (
     CLIENT_MAX_VERSION,
-    IN_PROGRESS_STATES,
+    MAX_HEADER,
+    MIN_HEADER,
     NODEGROUP_MIN_VERSION,
+    VERSION_HEADER,
     choose_microversion,
-    evaluate_wait,
-    format_version,
     parse_version,
+    version_header,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum_wait import evaluate_wait, failed_hint
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import (
+    IN_PROGRESS_STATES,
+    Version,
+    format_version,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
 
-try:
-    from keystoneauth1 import exceptions as ks_exc
-except ImportError:  # pragma: no cover - openstack_client reports the missing SDK
-    ks_exc = None
-
-SERVICE = "container-infra"
-VERSION_HEADER = "OpenStack-API-Version"
-MAX_HEADER = "OpenStack-API-Maximum-Version"
-MIN_HEADER = "OpenStack-API-Minimum-Version"
-FAILED_HINTS = {
-    "CREATE_FAILED": "Fix the cause (quota, flavor, image...), remove the failed nodegroup with state=absent, then run "
-    "the task again.",
-    "UPDATE_FAILED": "Fix the cause and run the task again; Magnum accepts a new update after UPDATE_FAILED.",
-    "DELETE_FAILED": "Fix the cause and run the task with state=absent again.",
-}
 RETRY_READ = frozenset((429, 500, 502, 503, 504))
 RETRY_WRITE = frozenset((429, 502, 503, 504))
 MAX_RETRY_AFTER = 60.0
 
 
-def _sleep(seconds):  # patched by the unit tests
+def _sleep(seconds: float) -> None:  # patched by the unit tests
     time.sleep(seconds)
 
 
-def _clock():
+def _clock() -> float:
     return time.monotonic()
 
 
-class MagnumError(GpupoolError):
-    """A Magnum call failed; str() is a sentence for a person."""
-
-    def __init__(self, message, status=None, detail=None, method=None, url=None, body=None):
-        super().__init__(message)
-        self.status, self.detail, self.method, self.url, self.body = status, detail, method, url, body
-        self.details = {"magnum": self.to_dict()} if status is not None else {}
-
-    def to_dict(self):
-        return {"status": self.status, "detail": self.detail, "method": self.method, "url": self.url}
-
-
-class MagnumNotFound(MagnumError):
-    pass
-
-
-class MagnumConflict(MagnumError):
-    pass
-
-
-class OperationFailed(MagnumError):
-    """The nodegroup ended in a *_FAILED status."""
-
-
-class WaitTimeout(MagnumError):
-    """The nodegroup did not reach the expected state in time."""
-
-
-def _retry_after(resp):
+def _retry_after(resp: Any) -> float:
     """Seconds the server asked to wait (Retry-After in seconds), 0 when it did not say."""
     try:
         return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("Retry-After") or 0)))
     except (TypeError, ValueError):
         return 0.0
-
-
-def _cluster_not_found(ident, exc):
-    return MagnumNotFound(
-        "Cluster '%s' not found in this project (%s). Check the cluster name or uuid with "
-        "`openstack coe cluster list`." % (ident, exc.detail),
-        status=404,
-        detail=exc.detail,
-    )
-
-
-def error_detail(resp):
-    """The human text of an error response: Magnum's {"errors": [{title, detail}]}, Keystone's
-    {"error": {message}}, or the raw text."""
-    try:
-        body = resp.json()
-    except ValueError:
-        return (resp.text or "").strip()[:500] or resp.reason or ""
-    if isinstance(body, dict):
-        errors = body.get("errors")
-        if isinstance(errors, list) and errors:
-            texts = []
-            for err in errors:
-                if isinstance(err, dict):
-                    texts.append(str(err.get("detail") or err.get("title") or err))
-            return "; ".join(texts)
-        err = body.get("error")
-        if isinstance(err, dict):
-            return str(err.get("message") or err.get("title") or err)
-        for key in ("faultstring", "message", "detail"):
-            if body.get(key):
-                return str(body[key])
-    return json.dumps(body)[:500]
 
 
 class MagnumClient:
@@ -138,16 +79,16 @@ class MagnumClient:
 
     def __init__(
         self,
-        conn,
-        retries=5,
-        backoff=0.5,
-        max_backoff=10.0,
-        poll_initial=0.25,
-        poll_max=15.0,
-        client_max=CLIENT_MAX_VERSION,
-        log=None,
-        progress=None,
-    ):
+        conn: Any,
+        retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+        poll_initial: float = 0.25,
+        poll_max: float = 15.0,
+        client_max: Version = CLIENT_MAX_VERSION,
+        log: Optional[Callable[[str], None]] = None,
+        progress: Any = None,
+    ) -> None:
         self.conn = conn
         self.progress = progress  # plan.progress.Progress: what a wait waits for, while it waits
         self._adapter = None
@@ -164,19 +105,19 @@ class MagnumClient:
         self.retried = 0
 
     # ------------------------------------------------------------------------------ plumbing
-    def log(self, text):
+    def log(self, text: str) -> None:
         self.events.append(text)
         if self._log:
             self._log(text)
 
     @property
-    def adapter(self):
+    def adapter(self) -> Any:
         if self._adapter is None:
             self._adapter = self.conn.container_infrastructure_management
         return self._adapter
 
     @property
-    def endpoint(self):
+    def endpoint(self) -> str:
         try:
             return self.adapter.get_endpoint()
         except Exception:
@@ -185,13 +126,20 @@ class MagnumClient:
     def _send(self, method, path, body=None, version=None):
         headers = {"Accept": "application/json"}
         if version is not None:
-            headers[VERSION_HEADER] = "%s %s" % (SERVICE, format_version(version))
+            headers[VERSION_HEADER] = version_header(version)
         kwargs = {"headers": headers, "raise_exc": False}
         if body is not None:
             kwargs["json"] = body
         return self.adapter.request(path, method, **kwargs)
 
-    def request(self, method, path, body=None, ok=(200,), version="negotiated"):
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        ok: Tuple[int, ...] = (200,),
+        version: Union[str, Version, None] = "negotiated",
+    ) -> Any:
         """One API call with retries; returns the response for a status in ``ok``, raises MagnumError.
 
         The first call of a client that has not negotiated yet is sent at 1.9, the version the nodegroup API
@@ -214,7 +162,7 @@ class MagnumClient:
             try:
                 resp = self._send(method, path, body, version)
             except Exception as exc:  # keystoneauth connection/auth errors
-                failure = self._transport_failure(exc, method, path, write)
+                failure = transport_failure(exc, method, path)
                 if failure is None and attempt <= self.retries:
                     self._retry_note(method, path, attempt, delay, type(exc).__name__)
                     _sleep(delay)
@@ -237,64 +185,14 @@ class MagnumClient:
                 _sleep(wait)
                 delay = min(delay * 2, self.max_backoff)
                 continue
-            raise self._http_error(method, path, resp, attempt, version)
+            raise http_error(method, path, resp, attempt, version, (self.server_min, self.server_max))
 
     def _retry_note(self, method, path, attempt, delay, why):
         self.retried += 1
         self.log("%s %s: %s, retry %d/%d in %.1fs" % (method, path, why, attempt, self.retries, delay))
 
-    def _transport_failure(self, exc, method, path, write):
-        """None when the exception is worth a retry, otherwise the MagnumError to raise.
-
-        Failed connects and timeouts are retried for writes too: every write this client sends is
-        idempotent (absolute counts and values; a repeated create is recognised by its 409)."""
-        if ks_exc is not None:
-            if isinstance(exc, ks_exc.EndpointNotFound):
-                return MagnumError(
-                    "The cloud's service catalog has no Magnum (container-infra) endpoint for this "
-                    "region/interface: %s. Check region_name and interface, or ask the operators "
-                    "whether Magnum is deployed." % exc,
-                    method=method,
-                    url=path,
-                )
-            if isinstance(exc, ks_exc.Unauthorized):
-                return MagnumError(
-                    "Authentication failed (%s). Check the credentials of the cloud in clouds.yaml "
-                    "or the auth option." % exc,
-                    status=401,
-                    method=method,
-                    url=path,
-                )
-            if isinstance(exc, ks_exc.SSLError):
-                return MagnumError(
-                    "TLS verification failed for %s: %s. Give the CA bundle with ca_cert (or cacert "
-                    "in clouds.yaml); validate_certs=false only for tests." % (path, exc),
-                    method=method,
-                    url=path,
-                )
-            if isinstance(exc, (ks_exc.ConnectFailure, ks_exc.ConnectTimeout, ks_exc.UnknownConnectionError)):
-                return None
-            if isinstance(exc, ks_exc.ClientException):
-                return MagnumError("%s %s failed: %s" % (method, path, exc), method=method, url=path)
-        return MagnumError("%s %s failed: %s: %s" % (method, path, type(exc).__name__, exc), method=method, url=path)
-
-    def _http_error(self, method, path, resp, attempt, version):
-        detail = error_detail(resp)
-        status = resp.status_code
-        cls = {404: MagnumNotFound, 409: MagnumConflict}.get(status, MagnumError)
-        text = "Magnum answered %s %s with HTTP %d: %s" % (method, path, status, detail)
-        if status == 406:
-            text += " (microversion %s was sent; the server supports %s to %s)" % (
-                format_version(version) if version else "none",
-                self.server_min,
-                self.server_max,
-            )
-        if attempt > 1:
-            text += " (after %d attempts)" % attempt
-        return cls(text, status=status, detail=detail, method=method, url=path)
-
     # ------------------------------------------------------------------------------ microversion
-    def negotiate(self):
+    def negotiate(self) -> Version:
         """Read the server's microversion range from the headers of GET /v1/ and pick ours (a client that
         does not call it negotiates from the response to its first call instead)."""
         return self._adopt(self.request("GET", "/", version=None))
@@ -323,13 +221,13 @@ class MagnumClient:
         return self.version
 
     # ------------------------------------------------------------------------------ resources
-    def get_cluster(self, ident):
+    def get_cluster(self, ident: str) -> Dict[str, Any]:
         try:
             return self.request("GET", "/clusters/%s" % ident).json()
         except MagnumNotFound as exc:
-            raise _cluster_not_found(ident, exc)
+            raise cluster_not_found(ident, exc)
 
-    def list_nodegroups(self, cluster_id, role=None):
+    def list_nodegroups(self, cluster_id: str, role: Optional[str] = None) -> List[Dict[str, Any]]:
         """Every nodegroup of a cluster (abbreviated list view), following the ``next`` links. The cluster may
         be named by its uuid or its name (Magnum resolves either); a 404 means the cluster is not there."""
         path = "/clusters/%s/nodegroups" % cluster_id + ("?role=%s" % role if role else "")
@@ -339,20 +237,20 @@ class MagnumClient:
             try:
                 data = self.request("GET", path).json()
             except MagnumNotFound as exc:
-                raise _cluster_not_found(cluster_id, exc)
+                raise cluster_not_found(cluster_id, exc)
             page = data.get("nodegroups") or []
             items.extend(page)
             path = data.get("next") if page else None  # absolute URL; keystoneauth uses it as is
         return items
 
-    def get_nodegroup(self, cluster_id, ident):
+    def get_nodegroup(self, cluster_id: str, ident: str) -> Optional[Dict[str, Any]]:
         """Full nodegroup view, or None on 404."""
         try:
             return self.request("GET", "/clusters/%s/nodegroups/%s" % (cluster_id, ident)).json()
         except MagnumNotFound:
             return None
 
-    def create_nodegroup(self, cluster_id, body):
+    def create_nodegroup(self, cluster_id: str, body: Dict[str, Any]) -> Dict[str, Any]:
         before = self.retried
         try:
             return self.request("POST", "/clusters/%s/nodegroups" % cluster_id, body, ok=(200, 201, 202)).json()
@@ -364,31 +262,33 @@ class MagnumClient:
                     return found
             raise
 
-    def patch_nodegroup(self, cluster_id, ident, ops):
+    def patch_nodegroup(self, cluster_id: str, ident: str, ops: List[Dict[str, Any]]) -> Dict[str, Any]:
         return self.request("PATCH", "/clusters/%s/nodegroups/%s" % (cluster_id, ident), ops, ok=(200, 202)).json()
 
-    def delete_nodegroup(self, cluster_id, ident):
+    def delete_nodegroup(self, cluster_id: str, ident: str) -> None:
         try:
             self.request("DELETE", "/clusters/%s/nodegroups/%s" % (cluster_id, ident), ok=(202, 204))
         except MagnumNotFound:
             pass  # gone already
 
-    def resize(self, cluster_id, nodegroup, node_count, nodes_to_remove=None):
+    def resize(
+        self, cluster_id: str, nodegroup: str, node_count: int, nodes_to_remove: Optional[Sequence[str]] = None
+    ) -> Dict[str, Any]:
         body = {"node_count": node_count, "nodegroup": nodegroup}
         if nodes_to_remove:
             body["nodes_to_remove"] = list(nodes_to_remove)
         return self.request("POST", "/clusters/%s/actions/resize" % cluster_id, body, ok=(200, 202)).json()
 
     # ------------------------------------------------------------------------------ waiting
-    def waiter(self, timeout, subject=None):
+    def waiter(self, timeout: float, subject: Optional[str] = None) -> Waiter:
         """The one Waiter (plan/waiting.py): polls from poll_initial, growing by half up to poll_max.
         Clock and sleep are looked up at each call, so tests can replace them. With a subject, each status is
         a progress line (a line per change, a heartbeat every 5 s)."""
 
-        def clock():
+        def clock() -> float:
             return _clock()
 
-        def pause(seconds):
+        def pause(seconds: float) -> None:
             _sleep(seconds)
 
         return Waiter(
@@ -403,13 +303,21 @@ class MagnumClient:
             else None,
         )
 
-    def wait(self, cluster_id, ident, expect, timeout, what, initial_status=None):
-        """Poll until ``expect`` (see plan/nodegroup.evaluate_wait) holds. Returns the nodegroup (None when
+    def wait(
+        self,
+        cluster_id: str,
+        ident: str,
+        expect: Dict[str, Any],
+        timeout: float,
+        what: str,
+        initial_status: Optional[str] = None,
+    ) -> Optional[Dict[str, Any]]:
+        """Poll until ``expect`` (see openstack/magnum_wait.evaluate_wait) holds. Returns the nodegroup (None when
         gone) and logs each status change; raises OperationFailed on *_FAILED, WaitTimeout at the deadline."""
         start = _clock()
         state = {"seen_in_progress": False, "last": None, "ng": None}
 
-        def probe():
+        def probe() -> Tuple[bool, str]:
             if self.write_guard is not None:  # a run that lost its run lease stops waiting within a poll
                 self.write_guard("waiting for %s" % what)
             ng = state["ng"] = self.get_nodegroup(cluster_id, ident)
@@ -437,7 +345,7 @@ class MagnumClient:
                         what,
                         status,
                         ng.get("status_reason") or "Magnum gave no status_reason",
-                        FAILED_HINTS.get(status, "Fix the cause and run the task again."),
+                        failed_hint(status),
                     ),
                     status=status,
                     detail=ng.get("status_reason"),
@@ -468,11 +376,11 @@ class MagnumClient:
             detail=ng.get("status_reason") if ng else None,
         )
 
-    def wait_settled(self, cluster_id, ident, timeout, what):
+    def wait_settled(self, cluster_id: str, ident: str, timeout: float, what: str) -> Optional[Dict[str, Any]]:
         """Wait until a nodegroup is no longer *_IN_PROGRESS (None if it disappears)."""
         state = {"ng": None}
 
-        def probe():
+        def probe() -> Tuple[bool, str]:
             if self.write_guard is not None:  # a run that lost its run lease stops waiting within a poll
                 self.write_guard("waiting for %s" % what)
             ng = state["ng"] = self.get_nodegroup(cluster_id, ident)

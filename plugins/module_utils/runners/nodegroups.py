@@ -23,21 +23,19 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8s
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drain, DrainError
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import (
+from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum_errors import (
     MagnumError,
     OperationFailed,
     WaitTimeout,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import orphaned_nodegroups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.drain import (
     action_removes_nodes,
     node_drain_plan,
     removal_preview,
     removes_nodes,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import (
-    orphaned_nodegroups,
-    plan_nodegroup,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import plan_nodegroup
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.targets import (
     Target,
     must_settle,

@@ -21,12 +21,12 @@ PodPlans = Mapping[str, Tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str,
 
 
 def action_removes_nodes(action) -> bool:
-    """A delete, or a resize to fewer nodes (plan/magnum/nodegroups.Action)."""
+    """A delete, or a resize to fewer nodes (plan/magnum/actions.Action)."""
     return action.kind == "delete" or bool(action.shrink_by)
 
 
 def removes_nodes(plan) -> bool:
-    """Whether a nodegroup plan (plan/magnum/nodegroups.Plan) takes nodes away: then they are drained first."""
+    """Whether a nodegroup plan (plan/magnum/actions.Plan) takes nodes away: then they are drained first."""
     return any(action_removes_nodes(a) for a in plan.actions)
 
 

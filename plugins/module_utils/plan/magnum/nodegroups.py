@@ -10,49 +10,36 @@ Magnum rules the plan follows (see docs/modules/nodegroup.md and the Magnum sour
   flavor, image, labels, docker volume size and role cannot be changed at all;
 - PATCH validates ``min <= node_count <= max`` with the *current* node_count, resize checks the new
   count against the *current* bounds, so the order of resize and patch matters;
-- 0 nodes need microversion 1.10, the nodegroup API itself 1.9;
+- 0 nodes need microversion 1.10, node labels and taints 1.14 (plan/magnum/api_rules.py);
 - ``labels`` without ``merge_labels`` replace every cluster label on the new nodegroup.
 
-The desired state is one dict in API field names (None: not asked for, keep what Magnum has). It comes
-from a pool of the validated inventory (`desired_from_pool`: the model's defaults are the only defaults;
-the cluster's Magnum labels under the pool's) or, standalone, from the module's flat options
-(`desired_state`); both are planned by the same `plan_nodegroup`.
+The desired state comes from plan/magnum/desired.py, values are compared in plan/magnum/values.py's form; the
+client negotiates the microversion and waits for each action's ``expect`` (openstack/magnum_versions.py,
+openstack/magnum_wait.py).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Mapping, NamedTuple, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
-    birth_node_labels,
-    birth_node_taints,
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.actions import (
+    NODE_FIELDS,
+    Action,
+    Plan,
+    bounds_text,
+    patch_ops,
+    within,
 )
-
-CLIENT_MAX_VERSION = (1, 14)
-NODEGROUP_MIN_VERSION = (1, 9)
-ZERO_NODES_VERSION = (1, 10)
-NODE_LABELS_VERSION = (1, 14)
-
-COMPLETE_STATES = frozenset(
-    (
-        "CREATE_COMPLETE",
-        "UPDATE_COMPLETE",
-        "RESUME_COMPLETE",
-        "RESTORE_COMPLETE",
-        "ROLLBACK_COMPLETE",
-        "SNAPSHOT_COMPLETE",
-        "CHECK_COMPLETE",
-        "ADOPT_COMPLETE",
-    )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import (
+    COMPLETE_STATES,
+    NODE_LABELS_VERSION,
+    ZERO_NODES_VERSION,
+    Version,
+    format_version,
 )
-FAILED_STATES = frozenset(("CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED", "ROLLBACK_FAILED", "RESUME_FAILED"))
-IN_PROGRESS_STATES = frozenset(
-    ("CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "DELETE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS")
-)
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import COUNT_FIELDS
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.values import normalize_field, normalize_labels
 
 # Fields shown in diffs (API names).
 VIEW_FIELDS = (
@@ -60,14 +47,14 @@ VIEW_FIELDS = (
     "role",
     "flavor_id",
     "image_id",
-    "node_count",
-    "min_node_count",
-    "max_node_count",
+    *COUNT_FIELDS,
     "docker_volume_size",
     "labels",
     "node_labels",
     "node_taints",
 )
+# What a create sends when the task asks for it; labels go with merge_labels (_sent_labels).
+CREATE_FIELDS = tuple(f for f in VIEW_FIELDS if f not in ("name", "labels"))
 IMMUTABLE = (
     ("flavor_id", "flavor"),
     ("image_id", "image"),
@@ -76,217 +63,11 @@ IMMUTABLE = (
 )
 
 
-# ---------------------------------------------------------------------------------------- versions
-def parse_version(text):
-    """'1.10' or 'container-infra 1.10' -> (1, 10). Raises ValueError on anything else."""
-    if isinstance(text, tuple):
-        return text
-    value = str(text).strip().split()[-1] if str(text).strip() else ""
-    match = re.match(r"^(\d+)\.(\d+)$", value)
-    if not match:
-        raise ValueError("not a microversion: %r" % (text,))
-    return int(match.group(1)), int(match.group(2))
-
-
-def format_version(version):
-    return "%d.%d" % tuple(version)
-
-
-def choose_microversion(server_max, server_min=None, client_max=CLIENT_MAX_VERSION, where="the Magnum API"):
-    """The microversion to send: the highest both sides know. Fails below 1.9 (no nodegroup API)."""
-    server_max = parse_version(server_max)
-    chosen = min(server_max, tuple(client_max))
-    if server_min is not None and chosen < parse_version(server_min):
-        raise Problems(
-            "%s only accepts microversions %s to %s, this collection speaks up to %s."
-            % (where, format_version(parse_version(server_min)), format_version(server_max), format_version(client_max))
-        )
-    if chosen < NODEGROUP_MIN_VERSION:
-        raise Problems(
-            "%s supports microversions up to %s, but nodegroups need 1.9 (Magnum Train or newer). "
-            "Ask the cloud operators to upgrade Magnum." % (where, format_version(server_max))
-        )
-    return chosen
-
-
-# ---------------------------------------------------------------------------------------- values
-def label_value(value):
-    """Magnum label values as strings, the way the CLI sends them ('true', not True)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
-
-
-def normalize_labels(labels):
-    if labels is None:
-        return None
-    return {str(k): label_value(v) for k, v in labels.items()}
-
-
-def normalize_taints(taints):
-    """Sorted list of {key, value, effect}; value '' when absent (what kubectl shows)."""
-    if taints is None:
-        return None
-    out = []
-    for taint in taints:
-        out.append({"key": str(taint["key"]), "value": label_value(taint.get("value")), "effect": str(taint["effect"])})
-    return sorted(out, key=lambda t: (t["key"], t["value"], t["effect"]))
-
-
-def desired_state(params):
-    """Module parameters -> desired nodegroup fields (API names). Unset options stay None (= keep)."""
-    desired = {
-        "name": params["name"],
-        "flavor_id": params.get("flavor"),
-        "image_id": params.get("image"),
-        "node_count": params.get("node_count"),
-        "min_node_count": params.get("min_node_count"),
-        "max_node_count": params.get("max_node_count"),
-        "docker_volume_size": params.get("docker_volume_size"),
-        "labels": normalize_labels(params.get("labels")),
-        "cluster_labels": None,
-        "merge_labels": params.get("merge_labels", True) is not False,
-        "role": params.get("role"),
-        "node_labels": normalize_labels(params.get("node_labels")),
-        "node_taints": normalize_taints(params.get("node_taints")),
-    }
-    for field in ("node_count", "min_node_count", "max_node_count"):
-        if desired[field] is not None and desired[field] < 0:
-            raise Problems("%s must be 0 or more, got %s." % (field, desired[field]))
-    if desired["docker_volume_size"] is not None and desired["docker_volume_size"] < 1:
-        raise Problems("docker_volume_size must be at least 1 (GB), got %s." % desired["docker_volume_size"])
-    for taint in desired["node_taints"] or []:
-        if taint["effect"] not in TAINT_EFFECTS:
-            raise Problems(
-                "node_taints: effect %r of taint %r must be one of %s."
-                % (taint["effect"], taint["key"], ", ".join(TAINT_EFFECTS))
-            )
-    return desired
-
-
-def desired_from_pool(cluster, pool) -> Dict[str, Any]:
-    """The desired nodegroup of a pool of the validated inventory (model/inventory.py), in API field names.
-
-    Every value comes from the model, defaults included (node_count 1, min_node_count 0, role worker,
-    merge_labels true); max_node_count, image and docker_volume_size unset mean "keep what Magnum has".
-    Labels: the pool's own (``nodegroup.labels``) must hold on the nodegroup; the cluster's
-    (``magnum.labels``) are sent under them when the nodegroup is created, and a later change of one of them
-    is reported as drift, not refused (Magnum cannot relabel an existing nodegroup, and refusing would stop
-    every pool of the cluster for one cluster-wide setting).
-    Node labels and taints: the pool's, given to its nodes from birth (plan/nodes.birth_node_labels and
-    birth_node_taints) where the server speaks microversion 1.14; `plan_nodegroup` drops them on older servers
-    (``node_labels_if_supported``) instead of refusing, and node_pool sets them after the join there."""
-    group = pool.nodegroup
-    own = normalize_labels(group.labels) or {}
-    inherited = normalize_labels(cluster.magnum.labels if cluster.magnum is not None else {}) or {}
-    return {
-        "name": nodegroup_name(pool),
-        "flavor_id": group.flavor,
-        "image_id": group.image,
-        "node_count": group.node_count,
-        "min_node_count": group.min_node_count,
-        "max_node_count": group.max_node_count,
-        "docker_volume_size": group.docker_volume_size,
-        "labels": own if own or inherited else None,
-        "cluster_labels": {k: v for k, v in inherited.items() if k not in own} or None,
-        "merge_labels": group.merge_labels,
-        "role": group.role,
-        "node_labels": normalize_labels(birth_node_labels(pool)),
-        "node_taints": normalize_taints(birth_node_taints(pool)),
-        "node_labels_if_supported": True,
-    }
-
-
-def orphaned_nodegroups(listing: Iterable[Dict[str, Any]], cluster) -> List[str]:
-    """Nodegroups of the Magnum cluster that no pool of the inventory declares (present or absent), apart from
-    Magnum's default ones: left over from a pool removed from the inventory."""
-    declared = {nodegroup_name(pool) for pool in cluster.pools if pool.nodegroup is not None}
-    return sorted(
-        ng["name"]
-        for ng in listing
-        if not ng.get("is_default") and ng.get("role") != "master" and ng["name"] not in declared
-    )
-
-
-def view(nodegroup):
+def view(nodegroup: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """The comparable part of an API nodegroup (for diffs and results)."""
     if not nodegroup:
         return {}
-    out = {}
-    for field in VIEW_FIELDS:
-        if field in nodegroup:
-            value = nodegroup[field]
-            if field in ("labels", "node_labels"):
-                value = normalize_labels(value) if value is not None else None
-            elif field == "node_taints":
-                value = normalize_taints(value) if value is not None else None
-            out[field] = value
-    return out
-
-
-# ---------------------------------------------------------------------------------------- actions
-class Action:
-    """One API call of a plan and what to wait for after it.
-
-    kind: create | resize | patch | delete. payload: the JSON body (JSON-patch list for patch).
-    expect: {"gone": True} or {"status": [...], "fields": {...}} for the waiter.
-    shrink_by: how many nodes a resize removes (for the drain hook).
-    """
-
-    def __init__(self, kind, payload, expect, summary, shrink_by=0):
-        self.kind, self.payload, self.expect, self.summary, self.shrink_by = kind, payload, expect, summary, shrink_by
-
-    def to_dict(self):
-        out = {"action": self.kind, "summary": self.summary}
-        if self.payload is not None:
-            out["request"] = self.payload
-        return out
-
-    def __repr__(self):
-        return "Action(%s, %r)" % (self.kind, self.payload)
-
-
-class Plan:
-    """The ordered actions, the comparable view before and after, notes (warnings for the person) and the
-    cluster-wide label drift of an existing nodegroup ({key: {nodegroup, inventory}})."""
-
-    def __init__(self, actions, before, after, notes=None, wait_gone=False, drift=None):
-        self.actions, self.before, self.after = actions, before, after
-        self.notes = notes or []
-        self.wait_gone = wait_gone
-        self.drift = drift or {}
-
-    @property
-    def changed(self):
-        return bool(self.actions)
-
-
-def _ok(count, low, high):
-    return low <= count and (high is None or count <= high)
-
-
-def _bounds(low, high):
-    return "[%s, %s]" % (low, "unbounded" if high is None else high)
-
-
-def _patch_value(field, value):
-    # Magnum's JsonPatchType.value is MultiType(text, int): dicts and lists travel as their Python
-    # literal and the API literal_eval()s them (magnum api_utils.apply_jsonpatch).
-    if field in ("node_labels", "node_taints"):
-        return repr(value)
-    return value
-
-
-def _patch_ops(changes):
-    ops = []
-    for field in ("min_node_count", "max_node_count", "node_labels", "node_taints"):
-        if field in changes:
-            value = changes[field]
-            if value is None:
-                ops.append({"op": "remove", "path": "/" + field})
-            else:
-                ops.append({"op": "replace", "path": "/" + field, "value": _patch_value(field, value)})
-    return ops
+    return {f: normalize_field(f, nodegroup[f]) for f in VIEW_FIELDS if f in nodegroup}
 
 
 def _sent_labels(desired):
@@ -313,24 +94,30 @@ def _where(desired, cluster):
     return "nodegroup '%s' of cluster '%s'" % (desired["name"], cluster.get("name") or cluster.get("uuid"))
 
 
-def plan_nodegroup(desired, observed, cluster, version, state="present"):
-    """Desired state (desired_state()), the observed nodegroup (full API view or None), the cluster
-    (API view) and the negotiated microversion => Plan. Raises Problems with a fix-it message."""
-    version = parse_version(version)
+def plan_nodegroup(
+    desired: Mapping[str, Any],
+    observed: Optional[Mapping[str, Any]],
+    cluster: Mapping[str, Any],
+    version: Version,
+    state: str = "present",
+) -> Plan:
+    """Desired state (plan/magnum/desired.py), the observed nodegroup (full API view or None), the cluster
+    (API view) and the negotiated microversion (major, minor) => Plan. Raises Problems with a fix-it message."""
+    version = tuple(version)
     where = _where(desired, cluster)
     before = view(observed)
     if state == "absent":
         return _plan_absent(observed, before, where)
     if desired.get("node_labels_if_supported") and version < NODE_LABELS_VERSION:
         desired = dict(desired, node_labels=None, node_taints=None)
-    _check_versions(desired, observed, version, where)
+    _check_versions(desired, version, where)
     if observed is None:
         return _plan_create(desired, cluster, version, where)
-    return _plan_update(desired, observed, before, version, where)
+    return _plan_update(desired, observed, before, where)
 
 
-def _check_versions(desired, observed, version, where):
-    needs = [f for f in ("node_labels", "node_taints") if desired.get(f) is not None]
+def _check_versions(desired, version, where):
+    needs = [f for f in NODE_FIELDS if desired.get(f) is not None]
     if needs and version < NODE_LABELS_VERSION:
         raise Problems(
             "%s: %s need Magnum API microversion 1.14, but the server only supports %s. Remove %s and use "
@@ -358,31 +145,48 @@ def _plan_absent(observed, before, where):
     return Plan([action], before, {})
 
 
-def _count_problem(where, count, low, high, count_given, low_given, high_given):
-    def label(name, value, given):
-        return "%s %s%s" % (name, value, "" if given else " (current)")
+class Counts(NamedTuple):
+    """A nodegroup's node count and bounds now and as planned (high None: unbounded)."""
+
+    count: int
+    low: int
+    high: Optional[int]
+    new_count: int
+    new_low: int
+    new_high: Optional[int]
+
+
+def _count_problem(where, count, low, high, given):
+    """The sentence for counts that break min <= count <= max, or None. `given`: (count, low, high) were asked
+    for (else they are the current values)."""
+
+    def label(name, value, asked):
+        return "%s %s%s" % (name, value, "" if asked else " (current)")
 
     if high is not None and low > high:
         return "%s: %s is above %s. Set min_node_count <= max_node_count." % (
             where,
-            label("min_node_count", low, low_given),
-            label("max_node_count", high, high_given),
+            label("min_node_count", low, given[1]),
+            label("max_node_count", high, given[2]),
         )
-    if not _ok(count, low, high):
+    if not within(count, low, high):
+        bounds = "[%s, %s]" % (
+            label("min_node_count", low, given[1]),
+            label("max_node_count", "unbounded" if high is None else high, given[2]),
+        )
         return (
-            "%s: %s is outside %s. Set node_count, min_node_count and max_node_count so that min <= count "
-            "<= max."
+            "%s: %s is outside %s. Set node_count, min_node_count and max_node_count so that min <= count <= max."
             % (
                 where,
-                label("node_count", count, count_given),
-                "[%s, %s]"
-                % (
-                    label("min_node_count", low, low_given),
-                    label("max_node_count", "unbounded" if high is None else high, high_given),
-                ),
+                label("node_count", count, given[0]),
+                bounds,
             )
         )
     return None
+
+
+def _asked(desired):
+    return tuple(desired[f] is not None for f in COUNT_FIELDS)
 
 
 def _plan_create(desired, cluster, version, where):
@@ -395,33 +199,11 @@ def _plan_create(desired, cluster, version, where):
     count = 1 if desired["node_count"] is None else desired["node_count"]
     low = 0 if desired["min_node_count"] is None else desired["min_node_count"]
     high = desired["max_node_count"]
-    problem = _count_problem(
-        where,
-        count,
-        low,
-        high,
-        desired["node_count"] is not None,
-        desired["min_node_count"] is not None,
-        high is not None,
-    )
+    problem = _count_problem(where, count, low, high, _asked(desired))
     if problem:
         raise Problems(problem.replace(" (current)", " (default)"))
-    if count == 0 and version < ZERO_NODES_VERSION:
-        raise Problems("%s: node_count 0 needs microversion 1.10." % where)
     body = {"name": desired["name"]}
-    for field in (
-        "flavor_id",
-        "image_id",
-        "node_count",
-        "min_node_count",
-        "max_node_count",
-        "docker_volume_size",
-        "role",
-        "node_labels",
-        "node_taints",
-    ):
-        if desired.get(field) is not None:
-            body[field] = desired[field]
+    body.update((f, desired[f]) for f in CREATE_FIELDS if desired.get(f) is not None)
     if _sent_labels(desired) is not None:
         body["labels"] = _sent_labels(desired)
         if desired["merge_labels"]:
@@ -449,42 +231,42 @@ def _plan_create(desired, cluster, version, where):
     return Plan([Action("create", body, expect, "create %s with %d node(s)" % (where, count))], {}, after)
 
 
+def _label_problem(desired, have, inherited):
+    """What differs in the nodegroup's Magnum labels from the ones the task asks for, or None."""
+    if desired["labels"] is None:
+        return None
+    if desired["merge_labels"]:
+        wrong = {k: v for k, v in desired["labels"].items() if have.get(k) != v}
+        if not wrong:
+            return None
+        changes = "; ".join("%s: %r -> %r" % (k, have.get(k), v) for k, v in sorted(wrong.items()))
+        return "labels %s differ (%s)" % (", ".join(sorted(wrong)), changes)
+    extra = sorted(set(have) - set(desired["labels"]) - set(inherited))
+    wrong = sorted(k for k, v in desired["labels"].items() if have.get(k) != v)
+    detail = []
+    if wrong:
+        detail.append("different or missing: %s" % ", ".join(wrong))
+    if extra:
+        detail.append("present but not asked for (merge_labels is false): %s" % ", ".join(extra))
+    return "labels differ (%s)" % "; ".join(detail) if detail else None
+
+
 def _immutable_problems(desired, observed):
     """(problems, drift): changes Magnum cannot make that the task asks for, and the cluster-wide labels
     (`cluster_labels`) the nodegroup has with another value: {key: {"nodegroup": have, "inventory": want}}."""
     problems = []
-    for field, option in IMMUTABLE:
-        want, have = desired.get(field), observed.get(field)
+    for name, option in IMMUTABLE:
+        want, have = desired.get(name), observed.get(name)
         if want is not None and str(want) != str(have):
             problems.append("%s is %r, the task asks for %r" % (option, have, want))
     have = normalize_labels(observed.get("labels") or {})
     inherited = desired.get("cluster_labels") or {}
     drift = {k: {"nodegroup": have.get(k), "inventory": v} for k, v in sorted(inherited.items()) if have.get(k) != v}
-    if desired["labels"] is not None:
-        if desired["merge_labels"]:
-            wrong = {k: v for k, v in desired["labels"].items() if have.get(k) != v}
-            if wrong:
-                problems.append(
-                    "labels %s differ (%s)"
-                    % (
-                        ", ".join(sorted(wrong)),
-                        "; ".join("%s: %r -> %r" % (k, have.get(k), v) for k, v in sorted(wrong.items())),
-                    )
-                )
-        else:
-            extra = sorted(set(have) - set(desired["labels"]) - set(inherited))
-            wrong = sorted(k for k, v in desired["labels"].items() if have.get(k) != v)
-            detail = []
-            if wrong:
-                detail.append("different or missing: %s" % ", ".join(wrong))
-            if extra:
-                detail.append("present but not asked for (merge_labels is false): %s" % ", ".join(extra))
-            if detail:
-                problems.append("labels differ (%s)" % "; ".join(detail))
-    return problems, drift
+    labels = _label_problem(desired, have, inherited)
+    return problems + ([labels] if labels else []), drift
 
 
-def drift_note(where, drift):
+def drift_note(where: str, drift: Mapping[str, Mapping[str, Any]]) -> str:
     """The warning for cluster-wide labels an existing nodegroup has with another value."""
     labels = ", ".join("%s=%r (inventory: %r)" % (k, d["nodegroup"], d["inventory"]) for k, d in sorted(drift.items()))
     return (
@@ -496,7 +278,9 @@ def drift_note(where, drift):
     )
 
 
-def _plan_update(desired, observed, before, version, where):
+# ---------------------------------------------------------------------------------------- update
+def _refuse_unrepairable(observed, where):
+    """A nodegroup being deleted or that failed to be made or deleted cannot be updated."""
     status = observed.get("status") or ""
     if status == "DELETE_IN_PROGRESS":
         raise Problems("%s is being deleted (DELETE_IN_PROGRESS). Run again once it is gone to create it anew." % where)
@@ -505,6 +289,10 @@ def _plan_update(desired, observed, before, version, where):
             "%s is in %s (%s). Magnum cannot repair it: delete it with state=absent and run again."
             % (where, status, observed.get("status_reason") or "no reason given")
         )
+
+
+def _refuse_immutable(desired, observed, where):
+    """Refuse what Magnum cannot change in place; returns the cluster-wide label drift (only reported)."""
     problems, drift = _immutable_problems(desired, observed)
     if problems:
         raise Problems(
@@ -514,146 +302,123 @@ def _plan_update(desired, observed, before, version, where):
             "workloads, then remove this one with state=absent - or change the task back to the current values."
             % (where, "; ".join(problems))
         )
+    return drift
 
-    count, low, high = (
-        observed.get("node_count") or 0,
-        observed.get("min_node_count") or 0,
-        observed.get("max_node_count"),
-    )
-    new_count = count if desired["node_count"] is None else desired["node_count"]
-    new_low = low if desired["min_node_count"] is None else desired["min_node_count"]
-    new_high = high if desired["max_node_count"] is None else desired["max_node_count"]
-    problem = _count_problem(
-        where,
-        new_count,
-        new_low,
-        new_high,
-        desired["node_count"] is not None,
-        desired["min_node_count"] is not None,
-        desired["max_node_count"] is not None,
-    )
+
+def _new_counts(desired, observed, where):
+    """The counts now and as asked (an unset option keeps the current value), refused when out of order."""
+    now = (observed.get("node_count") or 0, observed.get("min_node_count") or 0, observed.get("max_node_count"))
+    new = tuple(have if desired[f] is None else desired[f] for f, have in zip(COUNT_FIELDS, now))
+    problem = _count_problem(where, new[0], new[1], new[2], _asked(desired))
     if problem:
         raise Problems(problem)
-    resize = new_count != count
-    if resize and observed.get("role") == "master":
+    counts = Counts(*(now + new))
+    if counts.new_count != counts.count and observed.get("role") == "master":
         raise Problems("%s: Magnum cannot resize master nodegroups; leave node_count unset for it." % where)
+    return counts
 
-    bound_changes = {}
+
+def _bound_changes(low, high, new_low, new_high):
+    """The min/max_node_count that change from (low, high) to (new_low, new_high)."""
+    changes = {}
     if new_low != low:
-        bound_changes["min_node_count"] = new_low
+        changes["min_node_count"] = new_low
     if new_high != high:
-        bound_changes["max_node_count"] = new_high
-    extra_changes = {}
-    for field in ("node_labels", "node_taints"):
-        if desired.get(field) is not None:
-            have = observed.get(field)
-            have = (
-                (normalize_labels(have) if field == "node_labels" else normalize_taints(have))
-                if have is not None
-                else ({} if field == "node_labels" else [])
-            )
-            if have != desired[field]:
-                extra_changes[field] = desired[field]
+        changes["max_node_count"] = new_high
+    return changes
 
-    after = dict(before)
-    after.update(bound_changes)
-    after.update(extra_changes)
-    after["node_count"] = new_count
 
-    def patch(changes, final_low, final_high, summary):
+def _node_field_changes(desired, observed):
+    """The node labels and taints asked for that the nodegroup does not have (absent there: none)."""
+    changes = {}
+    for name in NODE_FIELDS:
+        if desired.get(name) is not None:
+            have = normalize_field(name, observed.get(name))
+            if have is None:
+                have = {} if name == "node_labels" else []
+            if have != desired[name]:
+                changes[name] = desired[name]
+    return changes
+
+
+class _Steps:
+    """Makes the patch and resize actions of one update, worded for `where`."""
+
+    def __init__(self, observed, desired, counts, where):
+        self.observed, self.counts, self.where = observed, counts, where
+        self.ident = observed.get("uuid") or desired["name"]
+
+    def patch(self, changes, final_low, final_high, summary=None):
+        """A patch, waited for until the bounds are (final_low, final_high) and the other changes show."""
         fields = {"min_node_count": final_low, "max_node_count": final_high}
         fields.update({k: v for k, v in changes.items() if k not in fields})
         expect = {"status": sorted(COMPLETE_STATES), "fields": fields}
-        return Action("patch", _patch_ops(changes), expect, summary)
+        if summary is None:
+            described = ", ".join("%s %s -> %s" % (k, self.observed.get(k), v) for k, v in changes.items())
+            summary = "update %s: %s" % (self.where, described)
+        return Action("patch", patch_ops(changes), expect, summary)
 
-    def resize_action(low_now, high_now):
-        body = {"node_count": new_count, "nodegroup": observed.get("uuid") or desired["name"]}
-        expect = {"status": sorted(COMPLETE_STATES), "fields": {"node_count": new_count}}
-        return Action(
-            "resize",
-            body,
-            expect,
-            "resize %s from %d to %d node(s) (bounds %s)" % (where, count, new_count, _bounds(low_now, high_now)),
-            shrink_by=max(0, count - new_count),
+    def update(self, changes):
+        """A patch to the planned bounds."""
+        return self.patch(changes, self.counts.new_low, self.counts.new_high)
+
+    def resize(self, low_now, high_now):
+        """The resize to the planned count, inside the bounds (low_now, high_now) Magnum then checks it against."""
+        c = self.counts
+        body = {"node_count": c.new_count, "nodegroup": self.ident}
+        expect = {"status": sorted(COMPLETE_STATES), "fields": {"node_count": c.new_count}}
+        summary = "resize %s from %d to %d node(s) (bounds %s)" % (
+            self.where,
+            c.count,
+            c.new_count,
+            bounds_text(low_now, high_now),
         )
+        return Action("resize", body, expect, summary, shrink_by=max(0, c.count - c.new_count))
 
-    def describe(changes):
-        return ", ".join("%s %s -> %s" % (k, observed.get(k), v) for k, v in changes.items())
 
-    actions = []
-    if not resize:
-        changes = dict(bound_changes, **extra_changes)
-        if changes:
-            actions.append(patch(changes, new_low, new_high, "update %s: %s" % (where, describe(changes))))
-    elif not bound_changes:
-        actions.append(resize_action(low, high))
-        if extra_changes:
-            actions.append(patch(extra_changes, new_low, new_high, "update %s: %s" % (where, describe(extra_changes))))
-    elif _ok(new_count, low, high):  # resize within the current bounds, then move the bounds
-        actions.append(resize_action(low, high))
-        changes = dict(bound_changes, **extra_changes)
-        actions.append(patch(changes, new_low, new_high, "update %s: %s" % (where, describe(changes))))
-    elif _ok(count, new_low, new_high):  # move the bounds first, then resize inside them
-        changes = dict(bound_changes, **extra_changes)
-        actions.append(patch(changes, new_low, new_high, "update %s: %s" % (where, describe(changes))))
-        actions.append(resize_action(new_low, new_high))
-    else:  # neither order works: widen, resize, narrow
-        wide_low = min(low, new_low)
-        wide_high = None if high is None or new_high is None else max(high, new_high)
-        widen = {}
-        if wide_low != low:
-            widen["min_node_count"] = wide_low
-        if wide_high != high:
-            widen["max_node_count"] = wide_high
-        actions.append(
-            patch(
-                widen,
-                wide_low,
-                wide_high,
-                "widen the bounds of %s to %s for the resize" % (where, _bounds(wide_low, wide_high)),
-            )
-        )
-        actions.append(resize_action(wide_low, wide_high))
-        final = {}
-        if new_low != wide_low:
-            final["min_node_count"] = new_low
-        if new_high != wide_high:
-            final["max_node_count"] = new_high
-        final.update(extra_changes)
-        if final:
-            actions.append(patch(final, new_low, new_high, "update %s: %s" % (where, describe(final))))
+def _widen_resize_narrow(steps, counts, node_changes):
+    """Neither order of resize and patch passes Magnum's checks: widen the bounds, resize, then narrow them."""
+    c = counts
+    wide_low = min(c.low, c.new_low)
+    wide_high = None if c.high is None or c.new_high is None else max(c.high, c.new_high)
+    widen = steps.patch(
+        _bound_changes(c.low, c.high, wide_low, wide_high),
+        wide_low,
+        wide_high,
+        "widen the bounds of %s to %s for the resize" % (steps.where, bounds_text(wide_low, wide_high)),
+    )
+    actions = [widen, steps.resize(wide_low, wide_high)]
+    final = dict(_bound_changes(wide_low, wide_high, c.new_low, c.new_high), **node_changes)
+    if final:
+        actions.append(steps.update(final))
+    return actions
+
+
+def _update_actions(steps, counts, bound_changes, node_changes):
+    """The patches and the resize in an order each of them passes Magnum's count checks in."""
+    c = counts
+    changes = dict(bound_changes, **node_changes)
+    if c.new_count == c.count:
+        return [steps.update(changes)] if changes else []
+    if not bound_changes:
+        return [steps.resize(c.low, c.high)] + ([steps.update(node_changes)] if node_changes else [])
+    if within(c.new_count, c.low, c.high):  # resize within the current bounds, then move the bounds
+        return [steps.resize(c.low, c.high), steps.update(changes)]
+    if within(c.count, c.new_low, c.new_high):  # move the bounds first, then resize inside them
+        return [steps.update(changes), steps.resize(c.new_low, c.new_high)]
+    return _widen_resize_narrow(steps, c, node_changes)
+
+
+def _plan_update(desired, observed, before, where):
+    _refuse_unrepairable(observed, where)
+    drift = _refuse_immutable(desired, observed, where)
+    counts = _new_counts(desired, observed, where)
+    bound_changes = _bound_changes(counts.low, counts.high, counts.new_low, counts.new_high)
+    node_changes = _node_field_changes(desired, observed)
+    actions = _update_actions(_Steps(observed, desired, counts, where), counts, bound_changes, node_changes)
+    after = dict(before)
+    after.update(bound_changes)
+    after.update(node_changes)
+    after["node_count"] = counts.new_count
     notes = [drift_note(where, drift)] if drift else []
     return Plan(actions, before, after, notes=notes, drift=drift)
-
-
-# ---------------------------------------------------------------------------------------- waiting
-def evaluate_wait(nodegroup, expect, seen_in_progress=False, initial_status=None):
-    """One poll of a waiter: ('done' | 'failed' | 'pending', text).
-
-    nodegroup is the API view or None (404). A *_FAILED status left over from before the operation
-    (initial_status) only counts once the operation was seen in progress."""
-    if expect.get("gone"):
-        if nodegroup is None:
-            return "done", "gone"
-        status = nodegroup.get("status") or ""
-        if status == "DELETE_FAILED" and (seen_in_progress or initial_status != "DELETE_FAILED"):
-            return "failed", status
-        return "pending", status
-    if nodegroup is None:
-        # The conductor writes a new nodegroup's row asynchronously: 404 right after the 202 is normal.
-        return "pending", "not visible yet"
-    status = nodegroup.get("status") or ""
-    if status in FAILED_STATES and (seen_in_progress or initial_status not in FAILED_STATES):
-        return "failed", status
-    fields = expect.get("fields") or {}
-    for key, want in fields.items():
-        have = nodegroup.get(key)
-        if key == "node_labels" and have is not None:
-            have = normalize_labels(have)
-        elif key == "node_taints" and have is not None:
-            have = normalize_taints(have)
-        if have != want:
-            return "pending", status
-    if status in expect.get("status", ()):
-        return "done", status
-    return "pending", status

@@ -15,17 +15,14 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import (
-    IN_PROGRESS_STATES,
-    desired_from_pool,
-    desired_state,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import IN_PROGRESS_STATES
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import desired_from_pool, desired_state
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import drain_settings
 
 
 class Target:
     """One nodegroup to converge: its key (the pool's name, or the nodegroup's standalone), the desired state
-    (plan/magnum/nodegroups.py's dict), the drain policy that applies (plan/nodes/eviction.DrainSettings) and
+    (plan/magnum/desired.py's dict), the drain policy that applies (plan/nodes/eviction.DrainSettings) and
     what happened to it: the nodegroup read, the plan, the drain plan and its --diff entry, whether something
     was written, the error (message, extra result keys) and the pool's entry of the result."""
 
@@ -48,7 +45,7 @@ class Target:
         self.error = (message, dict(extra or {}))
 
     def planned(self, plan, check_mode: bool) -> None:
-        """The plan (plan/magnum/nodegroups.Plan) as the pool's result shows it; check mode predicts the
+        """The plan (plan/magnum/actions.Plan) as the pool's result shows it; check mode predicts the
         nodegroup after it."""
         self.plan = plan
         self.result.update(changed=plan.changed, actions=[a.to_dict() for a in plan.actions])

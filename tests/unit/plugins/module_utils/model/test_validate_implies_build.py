@@ -23,6 +23,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import errors a
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum import desired as plan_nodegroup_desired
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum import nodegroups as plan_nodegroup
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as plan_mig_rollout
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import pool_nodes as plan_nodes
@@ -332,8 +333,8 @@ def build_everything(cluster):
     plan_nodes.assign_nodes(cluster.pools, nodes)  # a node in two pools is refused
     for pool in cluster.pools:
         if pool.nodegroup is not None:
-            desired = plan_nodegroup.desired_from_pool(cluster, pool)
-            plan = plan_nodegroup.plan_nodegroup(desired, None, {"name": "k8s", "uuid": "u"}, "1.14", pool.state)
+            desired = plan_nodegroup_desired.desired_from_pool(cluster, pool)
+            plan = plan_nodegroup.plan_nodegroup(desired, None, {"name": "k8s", "uuid": "u"}, (1, 14), pool.state)
             create = plan.actions[0].payload if plan.actions and plan.actions[0].kind == "create" else {}
             for key, value in (create.get("node_labels") or {}).items():
                 # what Magnum lets kubelet set at registration (its node_labels check, restated here)

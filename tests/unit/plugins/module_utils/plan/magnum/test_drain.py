@@ -105,7 +105,7 @@ WHERE = "nodegroup 'gpu' of cluster 'k8s'"
 
 
 def magnum_plan(node_count=None, state="present", count=3, **fields):
-    from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import desired_state
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import desired_state
 
     desired = desired_state(dict({"name": "gpu", "merge_labels": True, "node_count": node_count}, **fields))
     observed = {"uuid": "ng-1", "name": "gpu", "role": "worker", "flavor_id": "g1", "node_count": count}

@@ -1,4 +1,4 @@
-"""Unit tests of the pure nodegroup planner (plugins/module_utils/plan/magnum/nodegroups.py)."""
+"""Unit tests of the pure nodegroup planner (plugins/module_utils/plan/magnum/: nodegroups, desired, values)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,13 @@ import pytest
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import (
-    COMPLETE_STATES,
-    choose_microversion,
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import (
     desired_from_pool,
     desired_state,
-    evaluate_wait,
-    format_version,
-    normalize_labels,
-    normalize_taints,
     orphaned_nodegroups,
-    parse_version,
-    plan_nodegroup,
-    view,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import plan_nodegroup, view
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.values import normalize_labels, normalize_taints
 
 CLUSTER = {"uuid": "c-1", "name": "k8s", "flavor_id": "m1", "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
 
@@ -57,48 +50,6 @@ def observed(**kw):
 
 def plan(p, obs=None, version=(1, 14), state="present", cluster=None):
     return plan_nodegroup(desired_state(p), obs, cluster or CLUSTER, version, state)
-
-
-# ------------------------------------------------------------------------------------------- versions
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        ("1.10", (1, 10)),
-        ("container-infra 1.12", (1, 12)),
-        ("container-infrastructure-management 1.14", (1, 14)),
-        ((1, 9), (1, 9)),
-    ],
-)
-def test_parse_version(text, expected):
-    assert parse_version(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "latest", "1", "1.x", "container-infra"])
-def test_parse_version_rejects(text):
-    with pytest.raises(ValueError):
-        parse_version(text)
-
-
-@pytest.mark.parametrize(
-    "server_max, expected",
-    [("1.9", (1, 9)), ("1.11", (1, 11)), ("1.12", (1, 12)), ("1.14", (1, 14)), ("1.20", (1, 14))],
-)
-def test_choose_microversion_is_the_highest_both_know(server_max, expected):
-    assert choose_microversion(server_max, "1.1") == expected
-
-
-def test_choose_microversion_refuses_servers_without_nodegroups():
-    with pytest.raises(Problems, match=r"up to 1\.8, but nodegroups need 1\.9"):
-        choose_microversion("container-infra 1.8", "container-infra 1.1")
-
-
-def test_choose_microversion_refuses_servers_above_us():
-    with pytest.raises(Problems, match="only accepts microversions 2.0"):
-        choose_microversion("2.5", "2.0")
-
-
-def test_format_version():
-    assert format_version((1, 10)) == "1.10"
 
 
 # ------------------------------------------------------------------------------------------- values
@@ -233,7 +184,7 @@ def test_node_labels_and_taints_need_1_14(field, value):
     with pytest.raises(Problems, match="need Magnum API microversion 1.14, but the server only supports 1.12"):
         plan(params(**{field: value}), version=(1, 12))
     with pytest.raises(Problems, match="1.14"):
-        plan(params(**{field: value}), observed(), version="1.12")
+        plan(params(**{field: value}), observed(), version=(1, 12))
 
 
 def test_create_after_has_no_node_labels_before_1_14():
@@ -455,42 +406,6 @@ def test_widen_resize_narrow_when_no_order_works():
         ("resize", {"node_count": 1, "nodegroup": "ng-1"}),
         ("patch", [{"op": "replace", "path": "/max_node_count", "value": 2}]),
     ]
-
-
-# ------------------------------------------------------------------------------------------- waiting
-def test_wait_for_delete():
-    assert evaluate_wait(None, {"gone": True})[0] == "done"
-    assert evaluate_wait({"status": "DELETE_IN_PROGRESS"}, {"gone": True})[0] == "pending"
-    assert evaluate_wait({"status": "DELETE_FAILED"}, {"gone": True})[0] == "failed"
-    assert evaluate_wait({"status": "DELETE_FAILED"}, {"gone": True}, initial_status="DELETE_FAILED")[0] == "pending"
-    assert evaluate_wait({"status": "DELETE_FAILED"}, {"gone": True}, True, "DELETE_FAILED")[0] == "failed"
-
-
-def test_wait_for_create():
-    expect = {"status": ["CREATE_COMPLETE"], "fields": {}}
-    assert evaluate_wait(None, expect) == ("pending", "not visible yet")
-    assert evaluate_wait({"status": "CREATE_IN_PROGRESS"}, expect)[0] == "pending"
-    assert evaluate_wait({"status": "CREATE_COMPLETE"}, expect) == ("done", "CREATE_COMPLETE")
-    assert evaluate_wait({"status": "CREATE_FAILED"}, expect)[0] == "failed"
-
-
-def test_wait_for_resize_needs_the_new_count_and_a_complete_status():
-    expect = {"status": sorted(COMPLETE_STATES), "fields": {"node_count": 3}}
-    assert evaluate_wait({"status": "CREATE_COMPLETE", "node_count": 2}, expect)[0] == "pending"  # not picked up
-    assert evaluate_wait({"status": "UPDATE_IN_PROGRESS", "node_count": 3}, expect)[0] == "pending"
-    assert evaluate_wait({"status": "UPDATE_COMPLETE", "node_count": 3}, expect)[0] == "done"
-
-
-def test_old_failure_is_ignored_until_the_new_operation_runs():
-    expect = {"status": sorted(COMPLETE_STATES), "fields": {"node_count": 3}}
-    old = {"status": "UPDATE_FAILED", "node_count": 2}
-    assert evaluate_wait(old, expect, False, "UPDATE_FAILED")[0] == "pending"
-    assert evaluate_wait(dict(old, node_count=3), expect, True, "UPDATE_FAILED")[0] == "failed"
-
-
-def test_wait_compares_node_labels_normalized():
-    expect = {"status": ["UPDATE_COMPLETE"], "fields": {"node_labels": {"a": "true"}}}
-    assert evaluate_wait({"status": "UPDATE_COMPLETE", "node_labels": {"a": True}}, expect)[0] == "done"
 
 
 # ------------------------------------------------------------------------------------------- from the model
