@@ -9,14 +9,16 @@ It models what a drain meets in a real kube-apiserver, nothing else:
   integration tests use), 404 for a missing pod, and 429 "Cannot evict pod as it would violate the pod's disruption
   budget." (the API server's message) while the pod's budget allows no disruption.
 
-It does not import the code under test: the error classes the client raises are handed in (`error(status, msg)`).
+The error classes the client raises are handed in (`error(status, msg)`); paths come from the client's own
+K8sClient.path. apiserver_simulator.py serves the same API at the HTTP level to the real client, for the step tests.
 Integration tests run the same code against a real kube-apiserver.
 """
 
 from __future__ import annotations
 
 import copy
-from urllib.parse import quote
+
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sClient
 
 
 def merge_patch(target, patch):
@@ -49,17 +51,8 @@ class KubeApiSimulator:
         self.version += 1
         node["metadata"]["resourceVersion"] = str(self.version)
 
-    @staticmethod
-    def path(group, version, plural, namespace=None, name=None, subresource=None):
-        base = "/api/%s" % version if group in ("", "core") else "/apis/%s/%s" % (group, version)
-        if namespace:
-            base += "/namespaces/%s" % quote(namespace, safe="")
-        base += "/" + plural
-        if name:
-            base += "/" + quote(name, safe="")
-        if subresource:
-            base += "/" + subresource
-        return base
+    # The client's own path logic, not a copy: a path the simulator parses is one the client builds.
+    path = staticmethod(K8sClient.path)
 
     def list(self, group, version, plural, namespace=None, label_selector=None, limit=500):
         assert (group, version, plural) == ("", "v1", "nodes"), "the simulator lists nodes only"
