@@ -18,3 +18,8 @@ def run_action(action: Any, **args: Any) -> Dict[str, Any]:
     check = bool(args.pop("_ansible_check_mode", False))
     diff = bool(args.pop("_ansible_diff", False))
     return run_step(action.ActionModule.step, args, check_mode=check, diff_mode=diff)
+
+
+def said(result: Dict[str, Any]) -> str:
+    """A failed step's message as one line (messages wrap at 200 characters, a test looks for the words)."""
+    return " ".join(str(result.get("msg", "")).split())
