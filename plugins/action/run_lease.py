@@ -13,6 +13,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import R
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.support import server_warning
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
+from ansible_collections.gpupool.core.plugins.module_utils.run_cluster import RunCluster
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 
@@ -55,6 +56,7 @@ class RunLeaseModule(KubernetesModule):
         if p["state"] == "released":
             out = lease.release()
             RunView(self.client.host, p["holder"]).forget()  # the run is over: its lists go with it
+            RunCluster(p["holder"]).forget()  # and its inventory verdicts
             return dict(out, changed=out["action"] == "released")
         outcome = {}
 

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.advisories import semantic_warnings
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
@@ -28,33 +28,30 @@ class ValidateModule(GpupoolModule):
     required_libraries = ("pydantic",)
 
     def run(self):
-        cluster = load_cluster(self.params["cluster"], root=self.params["var_name"])
+        """The model's checks, after the problems of the inventory's own files (a key written twice: YAML kept its last
+        value only, so the model's problems may follow from the value it dropped); both are said together."""
+        before = list(getattr(self.host, "file_problems", ()))
+        try:
+            cluster = load_cluster(self.params["cluster"], root=self.params["var_name"])
+        except Problems as exc:
+            raise Problems(before + exc.problems, subject=exc.subject) if before else exc
         for path, message in semantic_warnings(cluster, root=self.params["var_name"]):
             self.warn("%s: %s" % (path, message))
+        if before:
+            raise Problems(before)
         return normalized_result(cluster)
 
 
 class ActionModule(StepAction):
     step = ValidateModule
 
-    def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-        """The model's checks, and before them the inventory's own files: a key written twice in one mapping
-        loaded as its last value only (ansible.cfg lets ansible-core load `<<` merge overrides, which its own
-        duplicate check cannot tell apart from a real duplicate; docs/inventory.md)."""
-        task_vars = task_vars or {}
+    def file_problems(self, task_vars: Dict[str, Any]) -> List[Tuple[str, str]]:
+        """A key written twice in one mapping of the inventory's files (ansible.cfg lets ansible-core load `<<` merge
+        overrides, which its own duplicate check cannot tell apart from a real duplicate; docs/inventory.md)."""
         files = inventory_var_files(
             list(task_vars.get("ansible_inventory_sources") or []) + [task_vars.get("inventory_file")],
             host=str(task_vars.get("inventory_hostname") or ""),
             groups=list(task_vars.get("group_names") or []),
             playbook_dir=task_vars.get("playbook_dir"),
         )
-        twice = problems_of(keys_written_twice(files, self._loader.get_text_file_contents))
-        result = super().run(tmp, task_vars)
-        if not twice:
-            return result
-        # Said together with the model's own problems (those may follow from the value YAML dropped).
-        refused = Problems(twice + [(p["path"], p["message"]) for p in result.get("problems") or []])
-        failed = {"failed": True, "changed": False, "msg": refused.render(), "problems": refused.as_list()}
-        if result.get("warnings"):
-            failed["warnings"] = result["warnings"]
-        return failed
+        return problems_of(keys_written_twice(files, self._loader.get_text_file_contents))

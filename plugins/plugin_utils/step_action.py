@@ -29,7 +29,7 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, Optional, Set
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
@@ -74,9 +74,17 @@ class ControllerHost:
     """The Ansible side of a step that runs in the controller (see `module_utils.module.ModuleHost`)."""
 
     def __init__(
-        self, params: Dict[str, Any], check_mode: bool, diff_mode: bool, name: str, no_log_values: Set[str]
+        self,
+        params: Dict[str, Any],
+        check_mode: bool,
+        diff_mode: bool,
+        name: str,
+        no_log_values: Set[str],
+        file_problems: Sequence[Tuple[str, str]] = (),
     ) -> None:
         self.params = params
+        # what the controller found wrong in the inventory's own files (StepAction.file_problems)
+        self.file_problems = list(file_problems)
         self.check_mode = check_mode
         self.diff_mode = diff_mode
         self.name = name
@@ -95,9 +103,15 @@ class ControllerHost:
 
 
 def run_step(
-    step: type, args: Dict[str, Any], check_mode: bool = False, diff_mode: bool = False, name: str = ""
+    step: type,
+    args: Dict[str, Any],
+    check_mode: bool = False,
+    diff_mode: bool = False,
+    name: str = "",
+    file_problems: Sequence[Tuple[str, str]] = (),
 ) -> Dict[str, Any]:
-    """Check the options against the step's argument spec, run the step, hide its secrets: the result."""
+    """Check the options against the step's argument spec, run the step, hide its secrets: the result.
+    file_problems: (path, message) the controller found in the inventory's files, for the step to report."""
     validator = ArgumentSpecValidator(step.full_argument_spec(), **step.module_kwargs)
     validation = validator.validate(plain(args))
     no_log_values = set(validation._no_log_values)
@@ -107,7 +121,7 @@ def run_step(
         if any(type(e).__name__ == "UnsupportedError" for e in errors):
             msg = "Unsupported parameters for (%s) module: %s" % (step.__name__, msg)
         return remove_values({"failed": True, "msg": msg}, no_log_values)
-    host = ControllerHost(validation.validated_parameters, check_mode, diff_mode, name, no_log_values)
+    host = ControllerHost(validation.validated_parameters, check_mode, diff_mode, name, no_log_values, file_problems)
     result = step(host).execute()
     # as a module's result has it (shown at -vvv): the options after defaults, secrets masked below
     result["invocation"] = {"module_args": validation.validated_parameters}
@@ -183,11 +197,18 @@ class StepAction(ActionBase):
 
     def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         super().run(tmp, task_vars)
+        task_vars = task_vars or {}
         with cancellable():
             return run_step(
                 self.step,
                 self._task.args,
                 check_mode=bool(self._task.check_mode),
                 diff_mode=bool(self._task.diff),
-                name=str((task_vars or {}).get("inventory_hostname") or ""),
+                name=str(task_vars.get("inventory_hostname") or ""),
+                file_problems=self.file_problems(task_vars),
             )
+
+    def file_problems(self, task_vars: Dict[str, Any]) -> List[Tuple[str, str]]:
+        """(path, message) of what only the controller can see in the inventory's own files, handed to the step as
+        ``host.file_problems`` (validate: a key written twice, which the loaded data no longer shows); none here."""
+        return []

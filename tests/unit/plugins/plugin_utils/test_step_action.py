@@ -13,7 +13,13 @@ from ansible.module_utils.common.parameters import remove_values
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Cancelled
 from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
-from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import cancellable, hide, plain, run_step
+from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import (
+    StepAction,
+    cancellable,
+    hide,
+    plain,
+    run_step,
+)
 
 
 class Echo(GpupoolModule):
@@ -115,3 +121,21 @@ def test_hide_finds_a_secret_that_json_escapes():
     result = {"port": 6443, "ratio": 1.5, "raw": "s3cret".encode(), "ok": True}
     for secret in ("6443", "1.5", "s3cret"):
         assert hide(result, {secret}) == remove_values(result, {secret}) != result, secret
+
+
+def test_validate_says_the_files_problems_with_the_models_through_the_step_base():
+    from ansible_collections.gpupool.core.plugins.action import validate
+
+    twice = [("gpupool_cluster.pools[0].gpu", "key 'model' is written twice in host_vars/c1.yml (lines 5 and 7)")]
+    good = {"name": "c1", "pools": [{"name": "t4", "node_selector": {"a": "b"}, "gpu": {"model": "T4"}}]}
+    bad = {"name": "c1", "pools": [{"name": "t4", "node_selector": {"a": "b"}, "gpu": {"model": "T5"}}]}
+    assert not run_step(validate.ValidateModule, {"cluster": good}).get("failed")
+    alone = run_step(validate.ValidateModule, {"cluster": good}, file_problems=twice)
+    assert alone["failed"] and alone["problems"] == [{"path": p, "message": m} for p, m in twice]
+    both = run_step(validate.ValidateModule, {"cluster": bad}, file_problems=twice)
+    assert [p["path"] for p in both["problems"]] == [
+        "gpupool_cluster.pools[0].gpu",
+        "gpupool_cluster.pools[0] (t4).gpu.model",
+    ]
+    assert both["msg"].startswith("2 problem(s) in the GPU-pool inventory; nothing was changed:")
+    assert validate.ActionModule.run is StepAction.run  # no step of its own shape
