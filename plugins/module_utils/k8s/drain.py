@@ -138,6 +138,12 @@ class Drain:
         evict, _wait_for, skipped = plan_eviction.pods_to_evict(self.pods_on(node_name), node_name, self.skip_pods)
         return [pod for pod, _why in evict], [pod for pod, _why in skipped]
 
+    def idle(self, node_name: str) -> bool:
+        """Whether a drain of the node has nothing to do now: no GPU pod to evict, none terminating (read only).
+        mig_layout then sends the config label with the cordon (the MIG manager may start at once)."""
+        evict, wait_for, _skipped = plan_eviction.pods_to_evict(self.pods_on(node_name), node_name, self.skip_pods)
+        return not evict and not wait_for
+
     # ---- cordon -----------------------------------------------------------------------------------------
     def _patch_node(self, name: str, patch: dict) -> None:
         self.client.request(

@@ -7,9 +7,11 @@
           ConfigMap, with a drain the pods of each node to change (one LIST each)
   write   the ConfigMap, read-modify-write with its resourceVersion (plan/mig/config_map.py says why), read and
           merged again when someone changed it meanwhile
-  waves   per wave: cordon (decided from the node as last listed), evict through the one drain (k8s/drain.py),
-          relabel, label, then watch it with the one waiter: ONE label-selected LIST per round, a GET only for
-          a node missing from it; uncordon what this run cordoned
+  waves   per wave: cordon (decided from the node as last listed) carrying the node's first label write (the
+          config label when nothing is to evict first: one pod LIST per such node of a draining pool says so;
+          a reconfigure's removal of the label), evict through the one drain (k8s/drain.py), relabel, label, then
+          watch it with the one waiter: ONE label-selected LIST per round, a GET only for a node missing from
+          it; uncordon what this run cordoned. A node that changes layout: 2 patches (cordon+label, uncordon)
 
 What to write and what to say is decided in plan/mig/ (rollout_plan.RolloutPlan holds the plan and the result,
 waves.py the decisions inside a wave); waits read live, and progress lines go to the step's Progress.
@@ -34,6 +36,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout impo
     unlabel_patch,
     wave_status,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import PoolPlan, Wave
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_plan import RolloutPlan
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import DrainSettings
@@ -115,8 +118,8 @@ class MigRollout:
         for text in plan.plan_pools(assigned, {n for n, c in changes.items() if c in ("created", "updated")}):
             self.warn(text)
         for pool_plan in plan.plans:
-            drainer = self.drainers[pool_plan["pool"]] if plan.drains(pool_plan["pool"]) else None
-            for index, wave in enumerate(pool_plan["waves"]):
+            drainer = self.drainers[pool_plan.pool] if plan.drains(pool_plan.pool) else None
+            for index, wave in enumerate(pool_plan.waves):
                 pods = {n: drainer.pod_plan(n) for n in wave} if drainer is not None else None
                 plan.add_wave(pool_plan, index, pods)
 
@@ -171,66 +174,68 @@ class MigRollout:
         self.engine.merge_patch(NODE, name, patch)
         self.plan.changed = True
 
-    def uncordon_leftovers(self, pool_plan: dict) -> None:
+    def uncordon_leftovers(self, pool_plan: PoolPlan) -> None:
         """Nodes an interrupted earlier run left cordoned, now done: uncordon."""
-        for row in pool_plan["nodes"]:
-            if row.get("uncordon"):
+        for row in pool_plan.nodes:
+            if row.uncordon:
                 if not self.plan.check:
-                    self.drainer.uncordon(row["name"])
+                    self.drainer.uncordon(row.name)
                 self.plan.changed = True
 
-    def cordon(self, pool_plan: dict, entry: dict, name: str) -> None:
+    def cordon(self, pool_plan: PoolPlan, entry: Wave, name: str) -> None:
         """Cordon one node of the wave, decided from the node as the plan's (or a later wave's) LIST read it:
-        no GET per node; the config label goes in the same write when plan_waves.cordon_label says so."""
-        drains = self.plan.drains(pool_plan["pool"])
-        label = plan_waves.cordon_label(entry["actions"][name], drains, pool_plan["config_name"], pool_plan["digest"])
-        reason = cordon_reasons.mig_layout(pool_plan["pool"], pool_plan["config_name"])
-        done = self.drainer.cordon(name, self.nodes_by_name.get(name), also=label, reason=reason)
-        ours, changed, labelled = plan_waves.after_cordon(done, label)
+        no GET per node; the node's first label write goes in the same patch (plan_waves.cordon_write), with the
+        cordon ledger's reason. A configure node of a draining pool has its pods read first: its label goes with
+        the cordon only when there is nothing to evict."""
+        action, drains = entry.actions[name], self.plan.drains(pool_plan.pool)
+        idle = self.drainers[pool_plan.pool].idle(name) if plan_waves.needs_pods_read(action, drains) else True
+        sent = plan_waves.cordon_write(action, idle, pool_plan.config_name, pool_plan.digest)
+        reason = cordon_reasons.mig_layout(pool_plan.pool, pool_plan.config_name)
+        done = self.drainer.cordon(name, self.nodes_by_name.get(name), also=sent, reason=reason)
+        ours, changed, written = plan_waves.after_cordon(done, sent)
         if ours:
-            entry["cordoned"].append(name)
+            entry.cordoned.append(name)
         if changed:
             self.plan.changed = True
-        if labelled:
-            entry["labelled"][name] = time.time()
+        if written and sent is not None:
+            plan_waves.record_cordon_write(entry, name, sent, time.time())
 
-    def run_wave(self, pool_plan: dict, entry: dict) -> None:
-        wave, pool = entry["nodes"], pool_plan["pool"]
-        config, digest = pool_plan["config_name"], pool_plan["digest"]
+    def run_wave(self, pool_plan: PoolPlan, entry: Wave) -> None:
+        wave, pool = entry.nodes, pool_plan.pool
+        config, digest = pool_plan.config_name, pool_plan.digest
         subject = plan_waves.subject(pool_plan, entry)
         self.progress.start(subject, plan_waves.start_status(wave, self.plan.drains(pool)))
-        entry["started"] = time.time()
-        entry["cordoned"] = []
-        entry["labelled"] = {}
+        entry.started = time.time()
         try:
             if self.plan.cordons(pool):
                 for name in wave:
                     self.cordon(pool_plan, entry, name)
             if self.plan.drains(pool):
-                entry["evicted"] = self.drainers[pool].evict(wave)
-                self.plan.changed = self.plan.changed or bool(entry["evicted"])
-            relabel = plan_waves.to_relabel(entry)
-            for name in relabel:
+                entry.evicted = self.drainers[pool].evict(wave)
+                self.plan.changed = self.plan.changed or bool(entry.evicted)
+            for name in plan_waves.to_relabel(entry):
                 self.patch_node(name, unlabel_patch())
-            if relabel:
-                time.sleep(self.options.relabel_delay)
+                entry.unlabelled[name] = time.time()
+            pause = plan_waves.relabel_pause(entry, self.options.relabel_delay, time.time())
+            if pause > 0:
+                time.sleep(pause)
             for name in plan_waves.to_label(entry):
                 self.patch_node(name, label_patch(config, digest))
-                entry["labelled"][name] = time.time()
+                entry.labelled[name] = time.time()
             states = self.wait(wave, config, entry, subject)
         except (K8sError, DrainError, Stop) as err:
-            entry["result"] = "error"
-            entry["finished"] = time.time()
+            entry.result = "error"
+            entry.finished = time.time()
             text = err.describe() if isinstance(err, K8sError) else str(err)
-            raise Stop(plan_waves.left_cordoned(text, entry["cordoned"]))
-        entry["states"] = states
-        entry["finished"] = time.time()
+            raise Stop(plan_waves.left_cordoned(text, entry.cordoned))
+        entry.states = states
+        entry.finished = time.time()
         self.plan.diff.extend(plan_waves.node_diffs(pool_plan, wave, states))
         bad = plan_waves.bad_nodes(wave, states)
-        for name in entry["cordoned"]:
+        for name in entry.cordoned:
             if name not in bad:
                 self.drainer.uncordon(name)
-        entry["result"] = plan_waves.wave_result(bad, states)
+        entry.result = plan_waves.wave_result(bad, states)
         if bad:
             self.plan.failed_nodes += bad
             self.progress.done(subject, plan_waves.stopped_status(bad, states))
@@ -247,7 +252,7 @@ class MigRollout:
             )
         self.progress.done(subject, plan_waves.done_status(wave))
 
-    def wait(self, wave: List[str], config: str, entry: dict, subject: str) -> Dict[str, str]:
+    def wait(self, wave: List[str], config: str, entry: Wave, subject: str) -> Dict[str, str]:
         """Watch one wave: ONE LIST of the nodes labelled with the config per round (not a GET per node), polled
         after 1 s and then less and less often, up to wait_sleep; a wave node missing from the LIST (deleted,
         or relabelled by someone else) is read on its own to tell which."""
@@ -275,7 +280,7 @@ class MigRollout:
             progress=lambda status: self.progress.update(subject, status),
         ).until(probe)
         for name, last in plan_waves.timed_out(wave, states, now).items():
-            entry.setdefault("last_state", {})[name] = last
+            entry.last_state[name] = last
             states[name] = "timeout"
         return states
 
@@ -292,7 +297,7 @@ class MigRollout:
             if self.plan.check:
                 if self.plan.changes_in_check(entry):
                     self.plan.changed = True
-                self.plan.diff.extend(plan_waves.node_diffs(pool_plan, entry["nodes"], {}))
+                self.plan.diff.extend(plan_waves.node_diffs(pool_plan, entry.nodes, {}))
                 continue
             self.run_wave(pool_plan, entry)
         problems = blocked_problems(self.plan.plans, self.mm.namespace)

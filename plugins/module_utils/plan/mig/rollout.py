@@ -35,6 +35,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     mig_config_name,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import pool_placements
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import Before, NodeRow, PoolPlan
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready
 
 BUILTIN_CONFIG = "all-disabled"
@@ -216,47 +217,59 @@ def waves(changing, max_unavailable):
     return [names[start:end] for start, end in ((s, s + max_unavailable) for s in starts)]
 
 
-def plan_pool(pool_name, config_name, digest, nodes, max_unavailable, config_changed=False, retry_failed=False):
-    """Plan one pool: every node's action, and waves of the nodes to change."""
+def plan_pool(
+    pool_name,
+    config_name,
+    digest,
+    nodes,
+    max_unavailable,
+    config_changed=False,
+    retry_failed=False,
+    group=None,
+    selector="",
+) -> PoolPlan:
+    """Plan one pool (or one MIG group of it): every node's action, and waves of the nodes to change."""
     rows = []
     for node in sorted(nodes, key=lambda n: _meta(n).get("name")):
         st = node_state(node)
         action, reason = classify(node, config_name, digest, config_changed, retry_failed)
-        row = {
-            "name": st["name"],
-            "action": action,
-            "reason": reason,
-            "ready": st["ready"],
-            "before": {"config": st["config"], "state": st["state"], "digest": st["digest"]},
-        }
-        # A node left cordoned by an interrupted earlier run gets uncordoned once it is done.
-        row["uncordon"] = action == NONE and st["cordoned_by_us"]
-        rows.append(row)
-    changing = [(r["name"], r["action"]) for r in rows if r["action"] in CHANGING]
-    return {
-        "pool": pool_name,
-        "config_name": config_name,
-        "digest": digest,
-        "nodes": rows,
-        "waves": waves(changing, max_unavailable),
-        "blocked": [r["name"] for r in rows if r["action"] == BLOCKED],
-        "skipped": [r["name"] for r in rows if r["action"] == SKIP],
-    }
+        rows.append(
+            NodeRow(
+                name=st["name"],
+                action=action,
+                reason=reason,
+                ready=st["ready"],
+                before=Before(st["config"], st["state"], st["digest"]),
+                # A node left cordoned by an interrupted earlier run gets uncordoned once it is done.
+                uncordon=action == NONE and st["cordoned_by_us"],
+            )
+        )
+    changing = [(r.name, r.action) for r in rows if r.action in CHANGING]
+    return PoolPlan(
+        pool=pool_name,
+        config_name=config_name,
+        digest=digest,
+        nodes=rows,
+        waves=waves(changing, max_unavailable),
+        blocked=[r.name for r in rows if r.action == BLOCKED],
+        skipped=[r.name for r in rows if r.action == SKIP],
+        group=group,
+        selector=selector,
+    )
 
 
 def blocked_problems(plans, namespace="gpu-operator"):
     """One problem per failed node: its pool rolled no wave (the other pools did), and how to retry it."""
     out = []
     for p in plans:
-        for name in p["blocked"]:
+        for name in p.blocked:
             out.append(
                 (
-                    "pool %s, node %s" % (p["pool"], name),
+                    "pool %s, node %s" % (p.pool, name),
                     "the MIG manager reported %s=failed for config %s, so this pool rolled no wave (the other "
                     "pools did). Read the nvidia-mig-manager log on %s "
                     "(kubectl -n %s logs -l app=nvidia-mig-manager --field-selector spec.nodeName=%s), fix the "
-                    "cause, then rerun with retry_failed: true"
-                    % (STATE_LABEL, p["config_name"], name, namespace, name),
+                    "cause, then rerun with retry_failed: true" % (STATE_LABEL, p.config_name, name, namespace, name),
                 )
             )
     return out

@@ -26,6 +26,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout impo
     desired_configs,
     plan_pool,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import PoolPlan, Wave
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import (
     DrainSettings,
     drain_settings,
@@ -91,10 +92,11 @@ class RolloutPlan:
         self.cluster_settings = self._drain_settings(drain_policy(cluster))
         self.changed = False
         self.diff: List[dict] = []
-        self.waves: List[dict] = []
+        self.waves: List[Wave] = []
         self.failed_nodes: List[str] = []
-        self.pools: Dict[str, dict] = {}
-        self.plans: List[dict] = []
+        self.skipped_pools: Dict[str, str] = {}  # {pool in scope without a rollout: why}
+        self.assignments: Dict[str, Dict[str, Optional[str]]] = {}  # {pool with MIG groups: {node: its group}}
+        self.plans: List[PoolPlan] = []
         self.config_map: Dict[str, Any] = {
             "name": self.mig_manager.config_map,
             "namespace": self.mig_manager.namespace,
@@ -147,7 +149,7 @@ class RolloutPlan:
         warnings = []
         for pool in self.scope:
             if pool.state != "present" or pool.mig.mode != "static":
-                self.pools[pool.name] = {"skipped": skipped_reason(pool)}
+                self.skipped_pools[pool.name] = skipped_reason(pool)
                 continue
             nodes = assigned[pool.name]
             # which node carries which layout: plan/mig/node_groups decides it for every step (stable)
@@ -156,80 +158,81 @@ class RolloutPlan:
             for group in [None] + pool.group_names():
                 members = [n for n in nodes if assignment.get(n["metadata"]["name"]) == group]
                 plans.append(self._plan_nodes(pool, group, members, changed_configs))
-            if any(plan["blocked"] for plan in plans):
+            if any(plan.blocked for plan in plans):
                 # A node the MIG manager failed on blocks its own pool only (all its groups): no wave of this pool
                 # runs (its done nodes still get their leftover cordons lifted); the other pools roll on, and the
                 # step fails at the end naming the node (blocked_problems).
                 for plan in plans:
-                    plan["waves"] = []
+                    plan.waves = []
             self.plans += plans
-            entry = self._pool_entry(plans[0])
             if pool.mig.groups:
-                entry["assignment"] = {name: assignment[name] for name in sorted(assignment)}
-                entry["groups"] = {plan["group"]: self._pool_entry(plan) for plan in plans[1:]}
-            self.pools[pool.name] = entry
+                self.assignments[pool.name] = {name: assignment[name] for name in sorted(assignment)}
             for plan in plans:
-                warnings += [not_ready_warning(pool.name, node) for node in plan["skipped"]]
+                warnings += [not_ready_warning(pool.name, node) for node in plan.skipped]
         return warnings
 
-    def _plan_nodes(self, pool: Any, group: Optional[str], nodes: List[dict], changed_configs: Sequence[str]) -> dict:
+    def _plan_nodes(
+        self, pool: Any, group: Optional[str], nodes: List[dict], changed_configs: Sequence[str]
+    ) -> PoolPlan:
         """The plan of the pool's nodes that carry its own layout (group None) or MIG group `group`'s."""
         name = mig_config_name(pool, group)
-        config = self.configs[name]
-        plan = plan_pool(
+        return plan_pool(
             pool.name,
             name,
-            config["digest"],
+            self.configs[name]["digest"],
             nodes,
             self.mig_manager.max_unavailable,
             config_changed=name in changed_configs,
             retry_failed=self.options.retry_failed,
+            group=group,
+            selector=self.selector(pool),
         )
-        plan["group"] = group
-        plan["selector"] = self.selector(pool)
-        return plan
 
-    @staticmethod
-    def _pool_entry(plan: dict) -> dict:
-        """The result's entry of one plan (a pool's own layout, or one MIG group of it)."""
-        entry = {
-            "config_name": plan["config_name"],
-            "digest": plan["digest"],
-            "selector": plan["selector"],
-            "nodes": plan["nodes"],
-            "waves": plan["waves"],
-        }
-        if plan["blocked"]:
-            entry["blocked"] = list(plan["blocked"])
-        return entry
+    @property
+    def pools(self) -> Dict[str, dict]:
+        """The result's `pools`: per pool in scope its plan's entry (with its groups'), or why it has none."""
+        out: Dict[str, dict] = {}
+        for pool in self.scope:
+            if pool.name in self.skipped_pools:
+                out[pool.name] = {"skipped": self.skipped_pools[pool.name]}
+                continue
+            plans = [plan for plan in self.plans if plan.pool == pool.name]
+            if not plans:
+                continue  # not planned yet (a failure before the plan)
+            entry = plans[0].as_dict()
+            if pool.name in self.assignments:
+                entry["assignment"] = dict(self.assignments[pool.name])
+                entry["groups"] = {plan.group: plan.as_dict() for plan in plans[1:]}
+            out[pool.name] = entry
+        return out
 
-    def add_wave(self, plan: dict, index: int, pods: Optional[Dict[str, Tuple[list, list]]] = None) -> dict:
-        """The result's entry of wave `index` of a pool's plan; pods: {node: (pods evicted, GPU pods left)}
+    def add_wave(self, plan: PoolPlan, index: int, pods: Optional[Dict[str, Tuple[list, list]]] = None) -> Wave:
+        """Wave `index` of a pool's plan, added to the run's waves; pods: {node: (pods evicted, GPU pods left)}
         of a pool that drains."""
-        wave = plan["waves"][index]
-        entry = {
-            "pool": plan["pool"],
-            "index": index,
-            **({"group": plan["group"]} if plan.get("group") is not None else {}),
-            "nodes": list(wave),
-            "actions": {r["name"]: r["action"] for r in plan["nodes"] if r["name"] in wave},
-            "result": "planned" if self.check else "not started",
-        }
+        nodes = list(plan.waves[index])
+        entry = Wave(
+            pool=plan.pool,
+            index=index,
+            group=plan.group,
+            nodes=nodes,
+            actions={r.name: r.action for r in plan.nodes if r.name in nodes},
+            result="planned" if self.check else "not started",
+        )
         if pods is not None:
-            entry["evict"] = [pod_ref(pod) for n in wave for pod in pods[n][0]]
-            entry["skip"] = [pod_ref(pod) for n in wave for pod in pods[n][1]]
+            entry.evict = [pod_ref(pod) for n in nodes for pod in pods[n][0]]
+            entry.skip = [pod_ref(pod) for n in nodes for pod in pods[n][1]]
         self.waves.append(entry)
         return entry
 
-    def plan_of(self, entry: dict) -> dict:
-        return next(p for p in self.plans if (p["pool"], p.get("group")) == (entry["pool"], entry.get("group")))
+    def plan_of(self, entry: Wave) -> PoolPlan:
+        return next(p for p in self.plans if (p.pool, p.group) == (entry.pool, entry.group))
 
-    def changes_in_check(self, entry: dict) -> bool:
+    def changes_in_check(self, entry: Wave) -> bool:
         """Whether a wave would change anything (check mode): a node to label, or its nodes to cordon."""
-        changing = any(a in (CONFIGURE, RECONFIGURE) for a in entry["actions"].values())
-        return changing or self.cordons(entry["pool"])
+        changing = any(a in (CONFIGURE, RECONFIGURE) for a in entry.actions.values())
+        return changing or self.cordons(entry.pool)
 
-    def later_nodes(self, entry: dict) -> List[str]:
+    def later_nodes(self, entry: Wave) -> List[str]:
         """The nodes of the waves after `entry`: not touched when it stops the rollout."""
         later: List[str] = []
         after = False
@@ -237,7 +240,7 @@ class RolloutPlan:
             if wave is entry:
                 after = True
             elif after:
-                later += wave["nodes"]
+                later += wave.nodes
         return later
 
     # ---- the result ----------------------------------------------------------------------------------------
@@ -258,10 +261,10 @@ class RolloutPlan:
             changed=self.changed,
             config_map=self.config_map,
             pools=self.pools,
-            waves=self.waves,
-            failed_nodes=self.failed_nodes,
-            skipped_nodes=sorted(n for p in self.plans for n in p["skipped"]),
-            blocked_nodes=sorted(n for p in self.plans for n in p["blocked"]),
+            waves=[wave.as_dict() for wave in self.waves],
+            failed_nodes=list(self.failed_nodes),
+            skipped_nodes=sorted(n for p in self.plans for n in p.skipped),
+            blocked_nodes=sorted(n for p in self.plans for n in p.blocked),
         )
         if diff_mode:
             out["diff"] = self.diff

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout import BUILTIN_CONFIG
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import PoolPlan, Wave
 
 
 def describe_entries(entries: Optional[List[dict]]) -> str:
@@ -44,8 +45,8 @@ def describe_config(name: Optional[str], configs: Dict[str, List[dict]]) -> str:
 
 
 def rollout_text(
-    plans: List[dict],
-    waves: List[dict],
+    plans: List[PoolPlan],
+    waves: List[Wave],
     configs_after: Dict[str, List[dict]],
     configs_before: Dict[str, List[dict]],
     cordon: Union[bool, Callable[[str], bool]],
@@ -54,46 +55,40 @@ def rollout_text(
 ) -> str:
     """The rollout of every pool with nodes to change; '' when there is none.
 
-    plans: plan_pool() results; waves: the module's wave entries (pool, index, nodes, actions, evict);
+    plans: plan_pool() results; waves: RolloutPlan.add_wave's (pool, index, nodes, actions, evict);
     configs_*: {config name: mig-parted entries} in the ConfigMap before the run and as this run writes it;
     cordon, drain: for every pool, or per pool name (each pool has its own drain policy)."""
     lines: List[str] = []
-    by_plan: Dict[tuple, List[dict]] = {}
+    by_plan: Dict[tuple, List[Wave]] = {}
     for wave in waves:
-        by_plan.setdefault((wave["pool"], wave.get("group")), []).append(wave)
+        by_plan.setdefault((wave.pool, wave.group), []).append(wave)
     shown = set()
     for plan in plans:
-        pool_waves = by_plan.get((plan["pool"], plan.get("group"))) or []
+        pool_waves = by_plan.get((plan.pool, plan.group)) or []
         if not pool_waves:
             continue
-        if plan["pool"] not in shown and any(p["pool"] == plan["pool"] and p.get("group") for p in plans):
-            shown.add(plan["pool"])
-            lines += group_lines([p for p in plans if p["pool"] == plan["pool"]])
-        cordons = cordon(plan["pool"]) if callable(cordon) else cordon
-        drains = drain(plan["pool"]) if callable(drain) else drain
+        if plan.pool not in shown and any(p.pool == plan.pool and p.group for p in plans):
+            shown.add(plan.pool)
+            lines += group_lines([p for p in plans if p.pool == plan.pool])
+        cordons = cordon(plan.pool) if callable(cordon) else cordon
+        drains = drain(plan.pool) if callable(drain) else drain
         steps = (["cordon"] if cordons else []) + (["evict the GPU pods"] if drains else [])
         steps += ["set nvidia.com/mig.config", "wait for the MIG manager"] + (["uncordon"] if cordons else [])
-        rows = {row["name"]: row for row in plan["nodes"]}
-        who = plan["pool"] if plan.get("group") is None else "%s, group %s," % (plan["pool"], plan["group"])
+        rows = {row.name: row for row in plan.nodes}
+        who = plan.pool if plan.group is None else "%s, group %s," % (plan.pool, plan.group)
         lines.append(
             "MIG rollout of pool %s to %s, %d wave(s) of at most %d node(s):"
-            % (who, describe_config(plan["config_name"], configs_after), len(pool_waves), max_unavailable)
+            % (who, describe_config(plan.config_name, configs_after), len(pool_waves), max_unavailable)
         )
         for wave in pool_waves:
-            lines.append("  wave %d/%d: %s" % (wave["index"] + 1, len(pool_waves), ", ".join(steps)))
-            for name in wave["nodes"]:
-                row = rows.get(name) or {}
-                before = (row.get("before") or {}).get("config")
-                lines.append(
-                    "    %s: %s; now %s"
-                    % (
-                        name,
-                        (wave.get("actions") or {}).get(name, row.get("action")),
-                        describe_config(before, configs_before),
-                    )
-                )
+            lines.append("  wave %d/%d: %s" % (wave.index + 1, len(pool_waves), ", ".join(steps)))
+            for name in wave.nodes:
+                row = rows.get(name)
+                before = row.before.config if row is not None else None
+                action = wave.actions.get(name, row.action if row is not None else None)
+                lines.append("    %s: %s; now %s" % (name, action, describe_config(before, configs_before)))
             if drains:
-                evict = wave.get("evict") or []
+                evict = wave.evict or []
                 lines.append("    evict: %s" % (", ".join(_pod(p) for p in evict) if evict else "no GPU pod"))
         if not cordons:
             lines.append("  (cordon: false - pods may land on a node while its MIG layout changes)")
@@ -105,21 +100,21 @@ def rollout_text(
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def group_lines(plans: List[dict]) -> List[str]:
+def group_lines(plans: List[PoolPlan]) -> List[str]:
     """Which node carries which layout in a pool with MIG groups (plan/mig/node_groups decided it), and the nodes
     that move: from which config to which. `plans`: the pool's plans, its own layout's first."""
-    lines = ["MIG groups of pool %s (nodes that keep their config are not touched):" % plans[0]["pool"]]
+    lines = ["MIG groups of pool %s (nodes that keep their config are not touched):" % plans[0].pool]
     for plan in plans:
-        what = "the pool's layout" if plan.get("group") is None else "group %s" % plan["group"]
-        names = [row["name"] for row in plan["nodes"]]
-        if plan.get("group") is None:  # the pool's many nodes are counted; a group's few are named
-            lines.append("  %s (%s): %d node(s)" % (what, plan["config_name"], len(names)))
+        what = "the pool's layout" if plan.group is None else "group %s" % plan.group
+        names = [row.name for row in plan.nodes]
+        if plan.group is None:  # the pool's many nodes are counted; a group's few are named
+            lines.append("  %s (%s): %d node(s)" % (what, plan.config_name, len(names)))
         else:
-            lines.append("  %s (%s): %s" % (what, plan["config_name"], ", ".join(names) if names else "no node"))
-        for row in plan["nodes"]:
-            before = (row.get("before") or {}).get("config")
-            if before != plan["config_name"]:
-                lines.append("    %s moves: %s -> %s" % (row["name"], before or "not set", plan["config_name"]))
+            lines.append("  %s (%s): %s" % (what, plan.config_name, ", ".join(names) if names else "no node"))
+        for row in plan.nodes:
+            before = row.before.config
+            if before != plan.config_name:
+                lines.append("    %s moves: %s -> %s" % (row.name, before or "not set", plan.config_name))
     return lines
 
 

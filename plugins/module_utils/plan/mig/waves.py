@@ -6,8 +6,13 @@ nodes are relabelled and labelled, how the nodes' states are read from a LIST, h
 person reads about it (progress lines, --diff, the failure message). k8s/mig_rollout.py sends the writes
 and reads in the order this file's functions say.
 
-A wave entry is the dict RolloutPlan.add_wave made (pool, index, nodes, actions, result); the runner adds
-started/finished, the nodes it cordoned and labelled, the pods it evicted and the nodes' final states.
+A wave is the rollout_data.Wave RolloutPlan.add_wave made (pool, index, nodes, actions, result); the runner fills in
+started/finished, the nodes it cordoned, unlabelled and labelled, the pods it evicted and the nodes' final states.
+
+Writes per node: the cordon carries the first label write the node needs (the config label, or a reconfigure's
+removal of it), so a node that changes layout is patched twice (cordon+label, uncordon) and one that is reconfigured
+three times (cordon+unlabel, label, uncordon); only a node with GPU pods to evict first gets its label in a write of
+its own, after the drain.
 """
 
 from __future__ import annotations
@@ -20,22 +25,18 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout impo
     RECONFIGURE,
     label_patch,
     node_diff_view,
+    unlabel_patch,
     wave_progress,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import PoolPlan, Wave
 
 # What plan/mig/rollout.wave_progress says => the node's final state in the wave; "busy" is not final.
 _FINAL = {"done": "success", "failed": "failed", "gone": "gone", "relabelled": "relabelled"}
 
 
-def subject(plan: dict, entry: dict) -> str:
+def subject(plan: PoolPlan, entry: Wave) -> str:
     """How progress lines name a wave: MIG wave 1/2 of gpu-a100-mig."""
-    return "MIG wave %d/%d of %s" % (entry["index"] + 1, len(plan["waves"]), _who(plan))
-
-
-def _who(plan: dict) -> str:
-    """'gpu-a100', or 'gpu-a100 group small' for the nodes of a MIG group."""
-    group = plan.get("group")
-    return plan["pool"] if group is None else "%s group %s" % (plan["pool"], group)
+    return "MIG wave %d/%d of %s" % (entry.index + 1, len(plan.waves), plan.who)
 
 
 def start_status(wave: Sequence[str], drains: bool) -> str:
@@ -43,36 +44,60 @@ def start_status(wave: Sequence[str], drains: bool) -> str:
     return "%s %s" % (", ".join(wave), "cordon, drain, then MIG" if drains else "MIG")
 
 
-def cordon_label(action: str, drains: bool, config: str, digest: str) -> Optional[dict]:
-    """The config label to send in the cordon's own write, or None.
+def cordon_write(action: str, idle: bool, config: str, digest: str) -> Optional[dict]:
+    """The label write to send in the cordon's own patch, or None.
 
-    Cordon and label go in one write when nothing has to happen in between (no drain, no relabel): the MIG
-    manager may start at once, and the node takes no new pods from then on."""
-    if not drains and action == CONFIGURE:
+    configure: the config label, when nothing has to happen first (`idle`: the pool does not drain, or the drain
+    finds no GPU pod to evict on the node, as on a new node); the MIG manager may start at once, and the node takes
+    no new pods from the same write on. reconfigure: the label's removal, whatever runs on the node (the MIG
+    manager does nothing while the label is unset); the label is set again after the drain and relabel_delay."""
+    if action == CONFIGURE and idle:
         return label_patch(config, digest)
+    if action == RECONFIGURE:
+        return unlabel_patch()
     return None
 
 
-def after_cordon(done: Optional[str], label: Optional[dict]) -> Tuple[bool, bool, bool]:
-    """(cordoned by gpupool, changed, labelled) after k8s/drain.Drain.cordon answered `done` for a node
-    whose cordon carried `label` (None: none).
+def needs_pods_read(action: str, drains: bool) -> bool:
+    """Whether the runner reads the node's pods before its cordon: only to decide a configure's cordon_write."""
+    return drains and action == CONFIGURE
+
+
+def after_cordon(done: Optional[str], sent: Optional[dict]) -> Tuple[bool, bool, bool]:
+    """(cordoned by gpupool, changed, label write done) after k8s/drain.Drain.cordon answered `done` for a node
+    whose cordon carried `sent` (cordon_write; None: none).
 
     "ours": left cordoned by an earlier failed run, so this run uncordons it too; None: the node is gone,
-    so its label was not written either."""
-    labelled = label is not None and done is not None
-    return done in ("cordoned", "ours"), done == "cordoned" or labelled, labelled
+    so its label write was not sent either."""
+    written = sent is not None and done is not None
+    return done in ("cordoned", "ours"), done == "cordoned" or written, written
 
 
-def to_relabel(entry: dict) -> List[str]:
-    """The nodes whose config label is removed first: their config keeps its name but changes content, and the
-    MIG manager acts only on label changes."""
-    return [n for n in entry["nodes"] if entry["actions"][n] == RECONFIGURE]
+def record_cordon_write(entry: Wave, name: str, sent: dict, when: float) -> None:
+    """Remember what the cordon's patch did to the node's config label: set it, or removed it."""
+    if (sent["metadata"]["labels"] or {}).get(CONFIG_LABEL) is None:
+        entry.unlabelled[name] = when
+    else:
+        entry.labelled[name] = when
 
 
-def to_label(entry: dict) -> List[str]:
+def to_relabel(entry: Wave) -> List[str]:
+    """The nodes whose config label is still to remove first (the cordon did not): their config keeps its name but
+    changes content, and the MIG manager acts only on label changes."""
+    return [n for n in entry.nodes if entry.actions[n] == RECONFIGURE and n not in entry.unlabelled]
+
+
+def relabel_pause(entry: Wave, delay: float, now: float) -> float:
+    """Seconds to wait before setting the label again on the wave's unlabelled nodes: `delay` after the last
+    removal, so the MIG manager sees the label go (the drain in between counts)."""
+    if not entry.unlabelled:
+        return 0.0
+    return max(0.0, delay - (now - max(entry.unlabelled.values())))
+
+
+def to_label(entry: Wave) -> List[str]:
     """The nodes still to label with the pool's config (those the cordon did not label already)."""
-    labelled = entry.get("labelled") or {}
-    return [n for n in entry["nodes"] if entry["actions"][n] in (CONFIGURE, RECONFIGURE) and n not in labelled]
+    return [n for n in entry.nodes if entry.actions[n] in (CONFIGURE, RECONFIGURE) and n not in entry.labelled]
 
 
 def config_selector(config: str) -> str:
@@ -127,19 +152,19 @@ def left_cordoned(text: str, cordoned: Sequence[str]) -> str:
     )
 
 
-def node_diffs(plan: dict, wave: Sequence[str], states: Dict[str, str]) -> List[dict]:
+def node_diffs(plan: PoolPlan, wave: Sequence[str], states: Dict[str, str]) -> List[dict]:
     """The --diff entries of the wave's nodes that get the config label: before, and after (the state each
     reached; success when not known, as in check mode)."""
     out = []
-    for row in plan["nodes"]:
-        if row["name"] not in wave or row["action"] not in (CONFIGURE, RECONFIGURE):
+    for row in plan.nodes:
+        if row.name not in wave or row.action not in (CONFIGURE, RECONFIGURE):
             continue
-        before = row["before"]
-        header = "Node %s (pool %s)" % (row["name"], _who(plan).replace(" group ", ", group "))
+        before = row.before
+        header = "Node %s (pool %s)" % (row.name, plan.who.replace(" group ", ", group "))
         out.append(
             {
-                "before": node_diff_view(before["config"], before["state"], before["digest"]),
-                "after": node_diff_view(plan["config_name"], states.get(row["name"], "success"), plan["digest"]),
+                "before": node_diff_view(before.config, before.state, before.digest),
+                "after": node_diff_view(plan.config_name, states.get(row.name, "success"), plan.digest),
                 "before_header": header,
                 "after_header": header,
             }
@@ -148,8 +173,8 @@ def node_diffs(plan: dict, wave: Sequence[str], states: Dict[str, str]) -> List[
 
 
 def failure_message(
-    plan: dict,
-    entry: dict,
+    plan: PoolPlan,
+    entry: Wave,
     bad: Sequence[str],
     states: Dict[str, str],
     later: Sequence[str],
@@ -162,20 +187,20 @@ def failure_message(
     for name in bad:
         state = states[name]
         if state == "failed":
-            parts.append("node %s reports %s=failed for config %s" % (name, STATE_LABEL, plan["config_name"]))
+            parts.append("node %s reports %s=failed for config %s" % (name, STATE_LABEL, plan.config_name))
         elif state == "timeout":
             parts.append(
                 "node %s did not reach %s=success within %ds (last state: %s)"
-                % (name, STATE_LABEL, wait_timeout, (entry.get("last_state") or {}).get(name) or "not set")
+                % (name, STATE_LABEL, wait_timeout, entry.last_state.get(name) or "not set")
             )
         elif state == "gone":
             parts.append("node %s was deleted during the change" % name)
         else:
             parts.append("node %s got another %s while gpupool waited" % (name, CONFIG_LABEL))
-    text = "MIG layout rollout of pool %s stopped: %s." % (_who(plan), "; ".join(parts))
+    text = "MIG layout rollout of pool %s stopped: %s." % (plan.who, "; ".join(parts))
     if later:
         text += " Not touched: %s." % ", ".join(later)
-    cordoned = [n for n in bad if n in entry.get("cordoned", [])]
+    cordoned = [n for n in bad if n in entry.cordoned]
     if cordoned:
         text += " %s %s cordoned." % (", ".join(cordoned), "stays" if len(cordoned) == 1 else "stay")
     text += (

@@ -402,18 +402,29 @@ def test_plan_pool():
         node("n5", "x", "success"),
     ]
     plan = plan_mig_rollout.plan_pool("a100", CFG, D, nodes, 2)
-    assert [r["name"] for r in plan["nodes"]] == ["n0", "n1", "n2", "n3", "n4", "n5"]
-    actions = {r["name"]: r["action"] for r in plan["nodes"]}
+    assert [r.name for r in plan.nodes] == ["n0", "n1", "n2", "n3", "n4", "n5"]
+    actions = {r.name: r.action for r in plan.nodes}
     assert actions == {"n0": "none", "n1": "none", "n2": "wait", "n3": "configure", "n4": "skip", "n5": "configure"}
-    assert plan["waves"] == [["n2", "n3"], ["n5"]]
-    assert plan["skipped"] == ["n4"] and plan["blocked"] == []
-    assert [r["name"] for r in plan["nodes"] if r["uncordon"]] == ["n0"]
-    assert plan["nodes"][5]["before"] == {"config": "x", "state": "success", "digest": None}
+    assert plan.waves == [["n2", "n3"], ["n5"]]
+    assert plan.skipped == ["n4"] and plan.blocked == []
+    assert [r.name for r in plan.nodes if r.uncordon] == ["n0"]
+    assert plan.nodes[5].before.as_dict() == {"config": "x", "state": "success", "digest": None}
+    # the result's entry of a plan: the same keys as before the plan was typed (the module's RETURN docs)
+    assert plan.nodes[5].as_dict() == {
+        "name": "n5",
+        "action": plan_mig_rollout.CONFIGURE,
+        "reason": "nvidia.com/mig.config is x, wants gpupool-a100",
+        "ready": True,
+        "before": {"config": "x", "state": "success", "digest": None},
+        "uncordon": False,
+    }
+    assert set(plan.as_dict()) == {"config_name", "digest", "selector", "nodes", "waves"}
 
 
 def test_blocked_nodes_become_problems_that_name_the_node():
     plan = plan_mig_rollout.plan_pool("a100", CFG, D, [node("n0", CFG, "failed", D), node("n1")], 1)
-    assert plan["blocked"] == ["n0"] and plan["waves"] == [["n1"]]
+    assert plan.blocked == ["n0"] and plan.waves == [["n1"]]
+    assert plan.as_dict()["blocked"] == ["n0"]
     problems = plan_mig_rollout.blocked_problems([plan], "gpu-operator")
     assert problems[0][0] == "pool a100, node n0"
     assert "retry_failed: true" in problems[0][1] and "spec.nodeName=n0" in problems[0][1]

@@ -75,7 +75,7 @@ def test_a_fresh_pool_labels_one_node_with_the_group_and_the_rest_with_the_pool(
     assert entry["waves"] == [["n-1"], ["n-2"], ["n-3"]] and entry["config_name"] == POOL
     assert entry["groups"]["small"]["waves"] == [["n-0"]]
     assert entry["groups"]["small"]["config_name"] == GROUP
-    assert [(p["pool"], p["group"]) for p in r.plans] == [("a100", None), ("a100", "small")]
+    assert [(p.pool, p.group) for p in r.plans] == [("a100", None), ("a100", "small")]
 
 
 def test_adding_a_group_to_a_converged_pool_moves_exactly_one_node():
@@ -83,11 +83,12 @@ def test_adding_a_group_to_a_converged_pool_moves_exactly_one_node():
     nodes = converged(before, {"n-%d" % i: POOL for i in range(4)})
     r = rollout()
     r.plan_pools({"a100": nodes}, set())
-    changing = {row["name"]: row["action"] for p in r.plans for row in p["nodes"] if row["action"] != "none"}
+    changing = {row.name: row.action for p in r.plans for row in p.nodes if row.action != "none"}
     assert changing == {"n-0": plan_mig_rollout.CONFIGURE}
     small = r.plans[1]
     entry = r.add_wave(small, 0)
-    assert entry["group"] == "small" and entry["nodes"] == ["n-0"]
+    assert entry.group == "small" and entry.nodes == ["n-0"]
+    assert entry.as_dict()["group"] == "small"
     assert r.plan_of(entry) is small
     assert plan_waves.subject(small, entry) == "MIG wave 1/1 of a100 group small"
     diff = plan_waves.node_diffs(small, ["n-0"], {})
@@ -105,8 +106,8 @@ def test_a_converged_pool_with_a_group_changes_nothing():
     r = rollout()
     nodes = converged(r, {"n-0": GROUP, "n-1": POOL, "n-2": POOL, "n-3": POOL})
     r.plan_pools({"a100": nodes}, set())
-    assert all(row["action"] == "none" for p in r.plans for row in p["nodes"])
-    assert all(p["waves"] == [] for p in r.plans)
+    assert all(row.action == "none" for p in r.plans for row in p.nodes)
+    assert all(p.waves == [] for p in r.plans)
 
 
 def test_growing_the_group_moves_only_the_new_member_and_keeps_the_old_one():
@@ -114,7 +115,7 @@ def test_growing_the_group_moves_only_the_new_member_and_keeps_the_old_one():
     nodes = converged(rollout(), {"n-0": POOL, "n-1": POOL, "n-2": GROUP, "n-3": POOL})
     r.plan_pools({"a100": nodes}, set())
     assert r.pools["a100"]["assignment"] == {"n-0": "small", "n-1": None, "n-2": "small", "n-3": None}
-    changing = {row["name"] for p in r.plans for row in p["nodes"] if row["action"] != "none"}
+    changing = {row.name for p in r.plans for row in p.nodes if row.action != "none"}
     assert changing == {"n-0"}
 
 
@@ -124,7 +125,7 @@ def test_shrinking_the_group_returns_one_node_to_the_pools_layout():
     r = rollout(nodes_in_group=1)
     r.plan_pools({"a100": nodes}, set())
     assert r.pools["a100"]["assignment"]["n-0"] == "small"  # the lowest name stays
-    moves = [(row["name"], p["config_name"]) for p in r.plans for row in p["nodes"] if row["action"] != "none"]
+    moves = [(row.name, p.config_name) for p in r.plans for row in p.nodes if row.action != "none"]
     assert moves == [("n-2", POOL)]
 
 
@@ -133,7 +134,7 @@ def test_a_failed_node_in_the_group_holds_back_the_whole_pool():
     failed = node("n-0", GROUP, r.configs[GROUP]["digest"])
     failed["metadata"]["labels"][model_names.STATE_LABEL] = "failed"
     r.plan_pools({"a100": [failed, node("n-1"), node("n-2")]}, set())
-    assert [p["waves"] for p in r.plans] == [[], []]
+    assert [p.waves for p in r.plans] == [[], []]
     assert r.pools["a100"]["groups"]["small"]["blocked"] == ["n-0"]
     assert r.result(False)["blocked_nodes"] == ["n-0"]
 
@@ -167,7 +168,7 @@ def test_property_only_nodes_whose_config_changes_move_and_a_rollout_converges(l
         for name, label in zip(names, labels)
     ]
     r.plan_pools({"a100": nodes}, set())
-    rows = {row["name"]: (plan["config_name"], row) for plan in r.plans for row in plan["nodes"]}
+    rows = {row.name: (plan.config_name, row) for plan in r.plans for row in plan.nodes}
     assert sorted(rows) == names
     assignment = r.pools["a100"]["assignment"]
     assert sum(1 for g in assignment.values() if g) == min(sum(sizes), len(names))
@@ -178,9 +179,9 @@ def test_property_only_nodes_whose_config_changes_move_and_a_rollout_converges(l
         assert all(rows[n][0] == "%s-%s" % (POOL, group) for n in members)
     for name, label in zip(names, labels):
         config, row = rows[name]
-        assert (row["action"] != "none") == (label != config), (name, label, config, row)
+        assert (row.action != "none") == (label != config), (name, label, config, row)
     # apply: every node labelled with the config it was planned for; the next run changes nothing
     again = two_groups(sizes)
     again.plan_pools({"a100": converged(again, {n: rows[n][0] for n in names})}, set())
-    assert all(row["action"] == "none" for plan in again.plans for row in plan["nodes"])
+    assert all(row.action == "none" for plan in again.plans for row in plan.nodes)
     assert again.pools["a100"]["assignment"] == r.pools["a100"]["assignment"]

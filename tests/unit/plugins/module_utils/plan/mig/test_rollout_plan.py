@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 
@@ -192,8 +193,8 @@ def test_plan_pools_lists_every_pool_in_scope_and_plans_the_static_ones():
         "a-3": plan_mig_rollout.WAIT,
     }
     assert a100["waves"] == [["a-3", "a-1"]]  # max_unavailable 2, the node already switching first
-    assert [p["pool"] for p in r.plans] == ["a100", "h100"]
-    assert r.plans[0]["selector"] == "gpu=a100" and r.plans[1]["waves"] == []
+    assert [p.pool for p in r.plans] == ["a100", "h100"]
+    assert r.plans[0].selector == "gpu=a100" and r.plans[1].waves == []
     assert r.result(False)["skipped_nodes"] == ["a-2"]
 
 
@@ -201,10 +202,10 @@ def test_a_changed_config_switches_nodes_that_have_its_label_but_no_digest():
     labelled_by_someone = node("a-0", config="gpupool-a100", state="success")
     r = rollout()
     r.plan_pools({"a100": [labelled_by_someone], "h100": []}, changed_configs=set())
-    assert r.plans[0]["nodes"][0]["action"] == plan_mig_rollout.NONE
+    assert r.plans[0].nodes[0].action == plan_mig_rollout.NONE
     r = rollout()
     r.plan_pools({"a100": [labelled_by_someone], "h100": []}, changed_configs={"gpupool-a100"})
-    assert r.plans[0]["nodes"][0]["action"] == plan_mig_rollout.RECONFIGURE
+    assert r.plans[0].nodes[0].action == plan_mig_rollout.RECONFIGURE
 
 
 def test_retry_failed_reconfigures_a_failed_node_instead_of_blocking():
@@ -212,14 +213,14 @@ def test_retry_failed_reconfigures_a_failed_node_instead_of_blocking():
     failed = node("a-0", config="gpupool-a100", state="failed", digest=digest)
     r = rollout()
     r.plan_pools({"a100": [failed, node("a-1")], "h100": [node("h-0", gpu="h100")]}, set())
-    assert r.plans[0]["blocked"] == ["a-0"]
+    assert r.plans[0].blocked == ["a-0"]
     # the failed node holds back its own pool only: no wave there, the other pool's waves are planned
-    assert r.plans[0]["waves"] == [] and r.pools["a100"]["blocked"] == ["a-0"]
-    assert r.plans[1]["waves"] == [["h-0"]] and "blocked" not in r.pools["h100"]
+    assert r.plans[0].waves == [] and r.pools["a100"]["blocked"] == ["a-0"]
+    assert r.plans[1].waves == [["h-0"]] and "blocked" not in r.pools["h100"]
     assert r.result(False)["blocked_nodes"] == ["a-0"]
     r = rollout(retry_failed=True)
     r.plan_pools({"a100": [failed], "h100": []}, set())
-    assert r.plans[0]["nodes"][0]["action"] == plan_mig_rollout.RECONFIGURE
+    assert r.plans[0].nodes[0].action == plan_mig_rollout.RECONFIGURE
 
 
 def planned(check=False, **changes):
@@ -231,10 +232,10 @@ def planned(check=False, **changes):
 def test_add_wave_makes_the_result_entry_with_the_pods_of_a_drain():
     r = planned()
     a100 = r.plans[0]
-    assert a100["waves"] == [["a-0", "a-1"], ["a-2"]]
+    assert a100.waves == [["a-0", "a-1"], ["a-2"]]
     pods = {"a-0": ([pod("train", "a-0")], [pod("ds", "a-0")]), "a-1": ([], [])}
     first = r.add_wave(a100, 0, pods)
-    assert first == {
+    assert first.as_dict() == {
         "pool": "a100",
         "index": 0,
         "nodes": ["a-0", "a-1"],
@@ -244,7 +245,7 @@ def test_add_wave_makes_the_result_entry_with_the_pods_of_a_drain():
         "skip": ["ml/ds"],
     }
     second = r.add_wave(a100, 1)  # a pool that does not drain: no pods
-    assert "evict" not in second and "skip" not in second
+    assert second.evict is None and "evict" not in second.as_dict() and "skip" not in second.as_dict()
     assert r.waves == [first, second]
     assert r.plan_of(second) is a100
     assert r.later_nodes(first) == ["a-2"] and r.later_nodes(second) == []
@@ -253,11 +254,34 @@ def test_add_wave_makes_the_result_entry_with_the_pods_of_a_drain():
 def test_check_mode_waves_are_planned_and_say_whether_they_change_anything():
     r = planned(check=True)
     entry = r.add_wave(r.plans[0], 0)
-    assert entry["result"] == "planned"
+    assert entry.result == "planned"
     assert r.changes_in_check(entry)
-    waiting = dict(entry, actions={"a-0": plan_mig_rollout.WAIT})
+    waiting = dataclasses.replace(entry, actions={"a-0": plan_mig_rollout.WAIT})
     assert r.changes_in_check(waiting)  # cordon (and uncordon) still happen
     assert not planned(check=True, cordon=False, drain=False).changes_in_check(waiting)
+
+
+def test_a_run_wave_in_the_result_has_the_keys_it_reached():
+    r = planned()
+    entry = r.add_wave(r.plans[0], 0)
+    entry.started, entry.cordoned, entry.labelled = 10.0, ["a-0"], {"a-0": 10.5}
+    entry.unlabelled["a-1"] = 10.2  # the runner's own bookkeeping: not in the result
+    assert r.result(False)["waves"] == [
+        {
+            "pool": "a100",
+            "index": 0,
+            "nodes": ["a-0", "a-1"],
+            "actions": {"a-0": "configure", "a-1": "configure"},
+            "result": "not started",
+            "started": 10.0,
+            "cordoned": ["a-0"],
+            "labelled": {"a-0": 10.5},
+        }
+    ]
+    entry.states, entry.finished, entry.result = {"a-0": "success", "a-1": "timeout"}, 20.0, "timeout"
+    entry.last_state["a-1"] = "pending"
+    out = r.result(False)["waves"][0]
+    assert (out["states"], out["finished"], out["last_state"]) == (entry.states, 20.0, {"a-1": "pending"})
 
 
 def test_result_and_its_diff():

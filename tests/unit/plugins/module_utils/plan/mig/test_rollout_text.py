@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as plan_mig_rollout
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout_text as plan_mig_rollout_text
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import Wave
 
 OLD = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.20gb": 1, "2g.10gb": 2}}]
 NEW = [{"devices": [0], "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}, {"devices": [1], "mig-enabled": False}]
@@ -31,16 +32,17 @@ def rollout():
     ]
     plan = plan_mig_rollout.plan_pool("a100", "gpupool-a100", "new", nodes, 2, config_changed=True)
     waves = []
-    for index, wave in enumerate(plan["waves"]):
-        actions = {r["name"]: r["action"] for r in plan["nodes"] if r["name"] in wave}
+    for index, wave in enumerate(plan.waves):
+        actions = {r.name: r.action for r in plan.nodes if r.name in wave}
         waves.append(
-            {
-                "pool": "a100",
-                "index": index,
-                "nodes": wave,
-                "actions": actions,
-                "evict": [{"namespace": "ml", "name": "train-0"}] if "a100-0" in wave else [],
-            }
+            Wave(
+                pool="a100",
+                index=index,
+                nodes=wave,
+                actions=actions,
+                result="planned",
+                evict=[{"namespace": "ml", "name": "train-0"}] if "a100-0" in wave else [],
+            )
         )
     return plan, waves
 

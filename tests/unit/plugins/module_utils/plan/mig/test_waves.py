@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as plan_mig_rollout
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import waves
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import Before, NodeRow, PoolPlan, Wave
 
 CFG, DIGEST = "gpupool-a100", "d1"
 CONFIGURE, RECONFIGURE, WAIT, NONE = (
@@ -27,15 +28,15 @@ def node(name, config=CFG, state=None):
 
 
 def row(name, action, config=None, state=None, digest=None):
-    return {"name": name, "action": action, "before": {"config": config, "state": state, "digest": digest}}
+    return NodeRow(name, action, before=Before(config, state, digest))
 
 
 def pool_plan(rows, wave_list):
-    return {"pool": "a100", "config_name": CFG, "digest": DIGEST, "nodes": rows, "waves": wave_list}
+    return PoolPlan("a100", CFG, DIGEST, nodes=rows, waves=wave_list)
 
 
 def entry(index, nodes, actions, **more):
-    return dict({"pool": "a100", "index": index, "nodes": nodes, "actions": actions, "result": "not started"}, **more)
+    return Wave("a100", index, nodes, actions, "not started", **more)
 
 
 def test_subject_and_status_lines():
@@ -48,18 +49,31 @@ def test_subject_and_status_lines():
 
 
 @pytest.mark.parametrize(
-    "action,drains,together",
+    "action,idle,sent",
     [
-        (CONFIGURE, False, True),  # nothing in between: cordon and label in one write
-        (CONFIGURE, True, False),  # the drain comes between cordon and label
-        (RECONFIGURE, False, False),  # the label is removed first, then set again
-        (WAIT, False, False),  # already switching: nothing to label
-        (WAIT, True, False),
+        (CONFIGURE, True, "label"),  # nothing to evict first (no drain, or a node without GPU pods): one write
+        (CONFIGURE, False, None),  # GPU pods to evict first: the label waits for the drain
+        (RECONFIGURE, True, "unlabel"),  # the label's removal goes with the cordon: the MIG manager ignores it
+        (RECONFIGURE, False, "unlabel"),  # ... whatever runs on the node
+        (WAIT, True, None),  # already switching: nothing to label
+        (WAIT, False, None),
+        (NONE, True, None),
     ],
 )
-def test_cordon_label_goes_with_the_cordon_only_when_nothing_comes_between(action, drains, together):
-    label = waves.cordon_label(action, drains, CFG, DIGEST)
-    assert label == (plan_mig_rollout.label_patch(CFG, DIGEST) if together else None)
+def test_the_cordon_carries_the_first_label_write_the_node_needs(action, idle, sent):
+    want = {
+        "label": plan_mig_rollout.label_patch(CFG, DIGEST),
+        "unlabel": plan_mig_rollout.unlabel_patch(),
+        None: None,
+    }[sent]
+    assert waves.cordon_write(action, idle, CFG, DIGEST) == want
+
+
+@pytest.mark.parametrize(
+    "action,drains,read", [(CONFIGURE, True, True), (CONFIGURE, False, False), (RECONFIGURE, True, False)]
+)
+def test_pods_are_read_before_the_cordon_only_where_they_decide_the_write(action, drains, read):
+    assert waves.needs_pods_read(action, drains) is read
 
 
 @pytest.mark.parametrize(
@@ -80,12 +94,30 @@ def test_after_cordon(done, with_label, want):
     assert waves.after_cordon(done, label) == want
 
 
-def test_relabel_then_label_what_the_cordon_did_not():
+def test_what_the_cordon_wrote_decides_what_is_left_to_relabel_and_label():
     e = entry(0, ["n0", "n1", "n2", "n3"], {"n0": CONFIGURE, "n1": RECONFIGURE, "n2": WAIT, "n3": CONFIGURE})
-    assert waves.to_relabel(e) == ["n1"]
-    assert waves.to_label(e) == ["n0", "n1", "n3"]  # before any cordon (no "labelled" yet)
-    e["labelled"] = {"n0": 1.0}
-    assert waves.to_label(e) == ["n1", "n3"]
+    assert waves.to_relabel(e) == ["n1"]  # before any cordon (cordon: false)
+    assert waves.to_label(e) == ["n0", "n1", "n3"]
+    waves.record_cordon_write(e, "n0", plan_mig_rollout.label_patch(CFG, DIGEST), 1.0)
+    waves.record_cordon_write(e, "n1", plan_mig_rollout.unlabel_patch(), 2.0)
+    assert e.labelled == {"n0": 1.0} and e.unlabelled == {"n1": 2.0}
+    assert waves.to_relabel(e) == []  # the cordon removed n1's label already
+    assert waves.to_label(e) == ["n1", "n3"]  # n3: GPU pods were evicted first
+    assert "unlabelled" not in e.as_dict()  # the runner's own bookkeeping
+
+
+@pytest.mark.parametrize(
+    "unlabelled,now,pause",
+    [
+        ({}, 100.0, 0.0),  # nothing unlabelled: no wait
+        ({"n1": 99.0}, 100.0, 4.0),  # the delay counts from the removal
+        ({"n1": 90.0, "n2": 98.0}, 100.0, 3.0),  # ... the last one
+        ({"n1": 90.0}, 100.0, 0.0),  # the drain took longer than the delay
+    ],
+)
+def test_relabel_pause_counts_the_time_since_the_label_went(unlabelled, now, pause):
+    e = entry(0, ["n1", "n2"], {"n1": RECONFIGURE, "n2": RECONFIGURE}, unlabelled=dict(unlabelled))
+    assert waves.relabel_pause(e, 5.0, now) == pause
 
 
 def test_config_selector_is_the_label_of_the_config():
