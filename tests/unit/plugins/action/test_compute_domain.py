@@ -1,0 +1,98 @@
+"""gpupool.core.compute_domain run in-process against the Kubernetes API simulator. The simulator runs no DRA driver,
+so no ComputeDomain becomes Ready by itself: the wait is tested with a status the test writes, as the driver's
+compute-domain controller would."""
+
+from __future__ import annotations
+
+import copy
+
+from ansible_collections.gpupool.core.plugins.action import compute_domain
+from tests.support.steps import run_action, said
+from tests.unit.plugins.module_utils.k8s.apiserver_simulator import CONNECTION
+
+GROUP = "resource.nvidia.com"
+CLUSTER = {
+    "name": "unit",
+    "dra_driver": {"version": "0.5.1"},
+    "pools": [
+        {"name": "t4", "node_selector": {"gpu": "t4"}, "gpu": {"model": "T4"}},
+        {
+            "name": "gb200",
+            "node_selector": {"gpu": "gb200"},
+            "gpu": {"model": "GB200", "per_node": 4},
+            "nvlink": {"mode": "compute_domain", "compute_domain": {"namespace": "default", "allocation_mode": "All"}},
+        },
+    ],
+}
+
+
+def run(cluster=CLUSTER, **args):
+    args.setdefault("wait", False)
+    return run_action(compute_domain, cluster=copy.deepcopy(cluster), **CONNECTION, **args)
+
+
+def domains(api):
+    return [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in api.items(GROUP, "computedomains")]
+
+
+def test_check_mode_writes_nothing(api):
+    out = run(_ansible_check_mode=True)
+    assert out.get("failed") is not True, out
+    assert out["changed"] is True and [o["action"] for o in out["objects"]] == ["created"]
+    assert api.writes() == [] and domains(api) == []
+
+
+def test_a_second_run_changes_nothing(api):
+    first = run()
+    assert first["changed"] is True, first
+    assert len(domains(api)) == 1 and domains(api)[0][0] == "default"
+    writes = len(api.writes())
+    second = run()
+    assert second["changed"] is False and [o["action"] for o in second["objects"]] == ["unchanged"]
+    assert len(api.writes()) == writes
+
+
+def test_a_spec_change_is_refused_unless_recreate(api):
+    run()
+    cluster = copy.deepcopy(CLUSTER)
+    cluster["pools"][1]["nvlink"]["compute_domain"]["allocation_mode"] = "Single"
+    refused = run(cluster)
+    assert refused["failed"] is True
+    assert "immutable" in said(refused) and "recreate: true" in said(refused)
+    out = run(cluster, recreate=True)
+    assert out["changed"] is True, out
+    assert run(cluster)["changed"] is False
+
+
+def test_the_wait_ends_when_the_driver_reports_ready(api):
+    run()
+    (namespace, name) = domains(api)[0]
+    live = api.get(GROUP, "computedomains", name, namespace)
+    live["status"] = {"status": "Ready"}
+    api.put(GROUP, "v1beta1", "computedomains", live)
+    out = run(wait=True, wait_timeout=5, wait_sleep=0.1)
+    assert out.get("failed") is not True, out
+    assert out["changed"] is False and [o["status"] for o in out["objects"]] == ["Ready"]
+
+
+def test_a_domain_that_never_gets_ready_fails_with_where_to_look(api):
+    out = run(wait=True, wait_timeout=1, wait_sleep=0.2)
+    assert out["failed"] is True
+    assert "not Ready after 1s" in said(out) and "kubectl get computedomain -A" in said(out)
+
+
+def test_no_crd_and_no_domain_wanted_is_nothing_to_do(api):
+    api.served.pop(GROUP)
+    cluster = copy.deepcopy(CLUSTER)
+    cluster["pools"] = cluster["pools"][:1]
+    out = run(cluster)
+    assert out.get("failed") is not True, out
+    assert out["changed"] is False and out["api_version"] is None and api.writes() == []
+
+
+def test_a_wanted_domain_without_the_crd_names_the_driver(api):
+    api.served.pop(GROUP)
+    out = run()
+    assert out["failed"] is True
+    assert GROUP in said(out) and api.writes() == []
+    assert all(len(line) <= 200 for line in out["msg"].splitlines())
