@@ -36,10 +36,9 @@ def cel_min_memory(quantity):
 
 
 def semver(version):
-    """'9.0' -> '9.0.0' (DRA version attributes are semantic versions)."""
+    """'9.0' -> '9.0.0' (DRA version attributes are semantic versions); the model accepts only such versions
+    (model/syntax.py COMPUTE_CAPABILITY)."""
     parts = str(version).split(".")
-    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:
-        raise ValueError("%r is not a version such as 8.0 or 9.0" % version)
     return ".".join(parts + ["0"] * (3 - len(parts)))
 
 

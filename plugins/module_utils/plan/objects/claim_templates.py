@@ -4,8 +4,8 @@
 """ResourceClaimTemplates over the pools' DeviceClasses, per tenant namespace.
 
 What to build comes from the model (model/tenants.py: the inventory's tenants, or the module's options turned
-into the same entries); the model's checks (model/tenant_checks.py) run here too, so the builder is safe on
-its own.
+into the same entries). The inventory's tenants were checked with the cluster (model/tenant_checks.py, in
+load_cluster); the module's options are checked here, by the same model rules, as they are read.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ from __future__ import annotations
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import (
-    claim_template_problems,
-    tenant_problems,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import claim_template_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import (
     inventory_entries,
     is_mig_class,
@@ -65,11 +62,8 @@ def resource_claim_template(
 
 
 def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):
-    """Desired templates of the entries whose pool is in scope; every entry is checked first."""
+    """Desired templates of checked entries (claim_template_problems found nothing) whose pool is in scope."""
     in_scope = {p.name for p in select_pools(cluster, pools, root)}
-    problems = claim_template_problems(cluster, entries, root)
-    if problems:
-        raise Problems(problems)
     out = []
     for entry in entries:
         template = entry.template
@@ -95,9 +89,6 @@ def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v
 
 def tenant_claim_templates(cluster, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):
     """The templates the inventory's tenants declare (gpupool_cluster.tenants), for the pools in scope."""
-    problems = tenant_problems(cluster, root)
-    if problems:
-        raise Problems(problems)
     return build_templates(cluster, inventory_entries(cluster, root), pools, api_version, root)
 
 
@@ -111,6 +102,9 @@ def cluster_resource_claim_templates(
     allocation_mode, sharing, match_attribute) plus `namespaces` (default: `namespaces`).
     """
     entries, problems = option_entries(cluster, namespaces, templates)
+    if problems:
+        raise Problems(problems)
+    problems = claim_template_problems(cluster, entries, root)  # options the inventory's checks never saw
     if problems:
         raise Problems(problems)
     return build_templates(cluster, entries, pools, api_version, root)

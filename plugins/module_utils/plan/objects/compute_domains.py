@@ -5,11 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import (
-    COMPUTE_DOMAIN_MODES,
-    compute_domain_problems,
-)
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.compute_domain_checks import COMPUTE_DOMAIN_MODES
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import channel_template_name, compute_domain_name
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
@@ -37,11 +33,8 @@ def compute_domain(pool, api_version="resource.nvidia.com/v1beta1", at="gpupool_
 
 
 def cluster_compute_domains(cluster, pools=None, api_version="resource.nvidia.com/v1beta1", root="gpupool_cluster"):
-    """ComputeDomains of the pools in scope; names and clashes are the model's check (run here too, for use on its own)."""
+    """ComputeDomains of the pools in scope of a validated cluster (names and clashes: model/compute_domain_checks.py)."""
     scope = {p.name for p in select_pools(cluster, pools, root)}
-    problems = compute_domain_problems(cluster, root)
-    if problems:
-        raise Problems(problems)
     out = []
     for i, pool in enumerate(cluster.pools):
         if pool.state == "present" and pool.nvlink.mode in COMPUTE_DOMAIN_MODES and pool.name in scope:

@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.device_class_checks import device_class_problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import device_class_names
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
@@ -110,12 +108,9 @@ def pool_device_classes(pool, at="gpupool_cluster.pools[0]", api_version="resour
 
 
 def cluster_device_classes(cluster, pools=None, root="gpupool_cluster", api_version="resource.k8s.io/v1"):
-    """DeviceClasses of the pools in scope. Names are the model's to check, across every present pool
-    (DeviceClasses are cluster-scoped); the same check runs here so the builder is safe on its own."""
+    """DeviceClasses of the pools in scope of a validated cluster: their names were checked by the model, across
+    every present pool (model/device_class_checks.py: DeviceClasses are cluster-scoped)."""
     scope = {p.name for p in select_pools(cluster, pools, root)}
-    problems = device_class_problems(cluster, root)
-    if problems:
-        raise Problems(problems)
     out = []
     for i, pool in enumerate(cluster.pools):
         if pool.name in scope:

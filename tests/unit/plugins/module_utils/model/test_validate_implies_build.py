@@ -289,6 +289,11 @@ def build_everything(cluster):
     """Run every builder and planner of plan/ on a validated cluster; return what the API server would refuse."""
     refused = []
     normalized_result(cluster)  # mig-parted config and the placement of every static layout
+    # the builders trust the model's checks: two objects of one name would be one object two pools fight over
+    built = plan_device_classes.cluster_device_classes(cluster) + plan_compute_domains.cluster_compute_domains(cluster)
+    built += plan_claim_templates.tenant_claim_templates(cluster)
+    keys = [(d.obj["kind"], d.obj["metadata"].get("namespace"), d.obj["metadata"]["name"]) for d in built]
+    refused += ["%s %s/%s twice" % key for key in sorted({k for k in keys if keys.count(k) > 1}, key=str)]
     for d in plan_device_classes.cluster_device_classes(cluster):
         name, spec = d.obj["metadata"]["name"], d.obj["spec"]
         if not dns_subdomain(name):
