@@ -10,70 +10,47 @@ from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import AUTH, DRAIN, LEASE, WAIT
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import connect as k8s_connect
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.module import MagnumPoolModule
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum import MagnumClient
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import format_version
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.targets import (
-    failure_message,
-    pool_targets,
-    standalone_target,
-    step_result,
-    target_drain,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import TAINT_EFFECTS
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.targets import call_targets, step_result
 from ansible_collections.gpupool.core.plugins.module_utils.runners.nodegroups import NodegroupConverge
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
-# The Kubernetes connection of the drain: the AUTH options whose names do not clash with the OpenStack ones
-# (TLS settings for Kubernetes come from the kubeconfig or the K8S_AUTH_* variables).
+# The drain's Kubernetes connection: the AUTH options not named like OpenStack's (TLS: kubeconfig, K8S_AUTH_*).
 DRAIN_CONNECTION = {name: AUTH[name] for name in ("kubeconfig", "context", "host", "api_key")}
-STANDALONE = (
-    "name",
-    "state",
-    "flavor",
-    "image",
-    "node_count",
-    "min_node_count",
-    "max_node_count",
-    "docker_volume_size",
-    "labels",
-    "merge_labels",
-    "node_labels",
-    "node_taints",
-    "role",
+# The flat options of standalone use; next to an inventory they are refused (the pool's nodegroup says it there).
+STANDALONE = dict(
+    name=dict(type="str"),
+    state=dict(type="str", choices=["present", "absent"]),
+    flavor=dict(type="str", aliases=["flavor_id"]),
+    image=dict(type="str", aliases=["image_id"]),
+    node_count=dict(type="int"),
+    min_node_count=dict(type="int"),
+    max_node_count=dict(type="int"),
+    docker_volume_size=dict(type="int"),
+    labels=dict(type="dict"),
+    merge_labels=dict(type="bool"),
+    node_labels=dict(type="dict"),
+    node_taints=dict(
+        type="list",
+        elements="dict",
+        options=dict(
+            key=dict(type="str", required=True, no_log=False),
+            value=dict(type="str"),
+            effect=dict(type="str", required=True, choices=list(TAINT_EFFECTS)),
+        ),
+    ),
+    role=dict(type="str"),
 )
-
-
-class NodegroupsFailed(GpupoolError):
-    """One or more nodegroups could not be converged; the others' results are in the task result."""
 
 
 class NodegroupModule(MagnumPoolModule):
     shared = (WAIT, DRAIN, DRAIN_CONNECTION, LEASE)
-    standalone_options = STANDALONE
+    standalone_options = tuple(STANDALONE)
+    # WAIT with the defaults of a Magnum operation (minutes, not seconds)
     argument_spec = dict(
-        name=dict(type="str"),
-        state=dict(type="str", choices=["present", "absent"]),
-        flavor=dict(type="str", aliases=["flavor_id"]),
-        image=dict(type="str", aliases=["image_id"]),
-        node_count=dict(type="int"),
-        min_node_count=dict(type="int"),
-        max_node_count=dict(type="int"),
-        docker_volume_size=dict(type="int"),
-        labels=dict(type="dict"),
-        merge_labels=dict(type="bool"),
-        node_labels=dict(type="dict"),
-        node_taints=dict(
-            type="list",
-            elements="dict",
-            options=dict(
-                key=dict(type="str", required=True, no_log=False),
-                value=dict(type="str"),
-                effect=dict(type="str", required=True, choices=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
-            ),
-        ),
-        role=dict(type="str"),
-        # WAIT with the defaults of a Magnum operation (minutes, not seconds)
+        STANDALONE,
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=1800),
         wait_sleep=dict(type="float", default=15.0),
@@ -90,33 +67,10 @@ class NodegroupModule(MagnumPoolModule):
             result["run_lease_released"] = self.hand_back_run_lease(self.kubernetes)
         return result
 
-    @property
-    def standalone(self):
-        return self.cluster is None
-
     def prepare(self):
         super().prepare()
-        p = self.params
         self.require_at_least(wait_timeout=0, drain_timeout=1, drain_grace_period=0)
-        if p["wait_sleep"] <= 0:
-            raise Problems(
-                [("wait_sleep", "must be greater than 0, got %s" % p["wait_sleep"])], subject="in the module options"
-            )
-        if not self.standalone:
-            self.targets, self.skipped = pool_targets(self.cluster, self.selected, p)
-            return
-        if not p["name"]:
-            raise Problems(
-                [
-                    (
-                        "name",
-                        "is required when cluster is a Magnum cluster name (standalone use); or pass "
-                        "the cluster inventory ({{ gpupool_cluster }}) as cluster",
-                    )
-                ],
-                subject="in the module options",
-            )
-        self.targets = [standalone_target(p)]
+        self.targets, self.skipped = call_targets(self.cluster, self.selected, self.params)
 
     def run(self):
         p, inventory = self.params, self.cluster
@@ -128,17 +82,15 @@ class NodegroupModule(MagnumPoolModule):
         self.client = MagnumClient(
             self.connect(cloud), log=self.log, progress=self.progress, poll_max=max(0.25, p["wait_sleep"])
         )
-        kubernetes = None
         if p.get("run_lease") and inventory is not None:
-            # The run lease lives in the Kubernetes cluster: held (and renewed in the background) while nodegroups
-            # resize and drain; once lost, no Magnum write and no eviction is sent (k8s/lease_keeper.py).
-            kubernetes = self.kubernetes = k8s_connect(p, inventory)
-            self.keep_run_lease(kubernetes)
-            self.client.write_guard = kubernetes.write_guard
+            # The run lease (in Kubernetes): once lost, no Magnum write and no eviction is sent (k8s/lease_keeper.py)
+            self.kubernetes = k8s_connect(p, inventory)
+            self.keep_run_lease(self.kubernetes)
+            self.client.write_guard = self.kubernetes.write_guard
         converge = NodegroupConverge(
             self.client,
             p["cluster"] if inventory is None else inventory.magnum.cluster,
-            kubernetes=(lambda: kubernetes) if kubernetes is not None else (lambda: k8s_connect(p, inventory)),
+            kubernetes=lambda: self.kubernetes or k8s_connect(p, inventory),
             warn=self.warn,
             progress=self.progress,
             wait=p["wait"],
@@ -147,25 +99,20 @@ class NodegroupModule(MagnumPoolModule):
             standalone=inventory is None,
             run=self.run_holder,
         )
-        if inventory is None or p["pools"]:
-            converge.run(self.targets)
-        else:  # the call covers every pool of the inventory: nodegroups no pool declares are orphans
-            self.orphaned = converge.run(self.targets, inventory, prune_settings=target_drain(inventory, None, p))
-        if any(t.error is not None for t in self.targets):
-            raise NodegroupsFailed(failure_message(self.targets, self.standalone))
+        self.orphaned = converge.run_call(self.targets, inventory, p)
         return {}
 
     def partial_result(self):
-        version = self.client.version if self.client is not None else None
+        client, standalone = self.client, self.cluster is None
         return step_result(
             self.targets,
             self.skipped,
             self.orphaned,
-            standalone=self.standalone,
+            standalone,
             check_mode=self.check_mode,
             diff_mode=self.diff_mode,
-            microversion=format_version(version) if version else None,
-            events=self.client.events if self.client is not None else (),
+            version=client.version if client is not None else None,
+            events=client.events if client is not None else (),
         )
 
 

@@ -17,7 +17,7 @@ nodegroup by nodegroup; a nodegroup that fails does not stop the others.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.drain import Drain, DrainError
@@ -38,10 +38,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.drain imp
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import plan_nodegroup
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.targets import (
     Target,
+    failure_message,
     must_settle,
     needs_cluster,
     orphan_warning,
     pruned_target,
+    target_drain,
     undrained_removal_warning,
     unproven_orphan_warning,
 )
@@ -61,6 +63,10 @@ def error_of(exc: Exception) -> Tuple[str, Dict[str, Any]]:
     if isinstance(exc, (OperationFailed, WaitTimeout)):
         extra.update(status=exc.status, status_reason=exc.detail)
     return (exc.describe() if isinstance(exc, GpupoolError) else str(exc)), extra
+
+
+class NodegroupsFailed(GpupoolError):
+    """One or more nodegroups could not be converged; the others' results are in the task result."""
 
 
 class NodegroupConverge:
@@ -115,6 +121,17 @@ class NodegroupConverge:
             for target in targets:
                 if target.error is None:
                     self.apply(target)
+        return orphaned
+
+    def run_call(self, targets: List[Target], inventory, params: Mapping[str, Any]) -> Optional[List[str]]:
+        """One gpupool.core.nodegroup call: `run`, looking for orphaned nodegroups only when the call covers every
+        pool of the inventory (`params["pools"]` empty), then NodegroupsFailed when any target failed."""
+        if inventory is None or params["pools"]:
+            orphaned = self.run(targets)
+        else:
+            orphaned = self.run(targets, inventory, prune_settings=target_drain(inventory, None, params))
+        if any(t.error is not None for t in targets):
+            raise NodegroupsFailed(failure_message(targets, self.standalone))
         return orphaned
 
     # ---- plan (reads only) ------------------------------------------------------------------------------------

@@ -15,7 +15,12 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import IN_PROGRESS_STATES
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import (
+    IN_PROGRESS_STATES,
+    Version,
+    format_version,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import desired_from_pool, desired_state
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import drain_settings
 
@@ -87,6 +92,25 @@ def pool_targets(cluster, selected, params: Mapping[str, Any]) -> Tuple[List[Tar
     return targets, skipped
 
 
+def call_targets(cluster, selected, params: Mapping[str, Any]) -> Tuple[List[Target], Dict[str, str]]:
+    """The targets of one call and the pools skipped: with the inventory as cluster, a target per selected pool
+    with a nodegroup; standalone (cluster None), the one nodegroup the flat options name. Refuses options no
+    argument spec can check, before any request."""
+    if params["wait_sleep"] <= 0:
+        raise Problems(
+            [("wait_sleep", "must be greater than 0, got %s" % params["wait_sleep"])], subject="in the module options"
+        )
+    if cluster is not None:
+        return pool_targets(cluster, selected, params)
+    if not params["name"]:
+        why = (
+            "is required when cluster is a Magnum cluster name (standalone use); or pass the cluster inventory "
+            "({{ gpupool_cluster }}) as cluster"
+        )
+        raise Problems([("name", why)], subject="in the module options")
+    return [standalone_target(params)], {}
+
+
 def pruned_target(name: str, pool: str, settings) -> Target:
     """The delete of an orphaned nodegroup gpupool provably made for `pool`, drained as `settings` say (the
     cluster's policy: no pool declares the nodegroup any more)."""
@@ -149,17 +173,18 @@ def step_result(
     standalone: bool,
     check_mode: bool,
     diff_mode: bool,
-    microversion: Optional[str] = None,
+    version: Optional[Version] = None,
     events: Sequence[str] = (),
 ) -> Dict[str, Any]:
-    """The task result, also of a failed or cancelled call (what was done until then)."""
+    """The task result, also of a failed or cancelled call (what was done until then); `version`: the microversion
+    the client negotiated, if it did."""
     for target in targets:
         target.result["changed"] = target.changed(check_mode)
         if target.error is not None:
             target.result.update(failed=True, msg=target.error[0], **target.error[1])
     out: Dict[str, Any] = {"changed": any(t.result["changed"] for t in targets), "progress": list(events)}
-    if microversion:
-        out["microversion"] = microversion
+    if version:
+        out["microversion"] = format_version(version)
     if standalone:
         if targets:
             out.update(_standalone_result(targets[0], diff_mode))

@@ -103,7 +103,7 @@ def test_the_result_has_a_pool_entry_each_the_orphans_the_pruned_and_the_diff():
     targets[1].fail("refused.", {"status": 409})
     gone = pruned_target("old", "gpu-old", targets[0].settings)
     out = step_result(
-        targets + [gone], skipped, ["stray"], False, check_mode=True, diff_mode=True, microversion="1.12", events=["e"]
+        targets + [gone], skipped, ["stray"], False, check_mode=True, diff_mode=True, version=(1, 12), events=["e"]
     )
     assert out["changed"] is True and out["microversion"] == "1.12" and out["progress"] == ["e"]
     assert sorted(out["pools"]) == ["gpu-a", "gpu-b", "gpu-c"]
