@@ -4,14 +4,16 @@
 """Semantic checks: what spans fields or pools, so that `validate` refuses whatever a later module would.
 
 Every check is a function (cluster, root) -> [(path, message)] with the pool's index and name in the path and
-a fix in the message; nothing here does I/O. `CHECKS` is the one list load_cluster runs: a builder in plan/
-that is also used on its own calls the same function instead of keeping a copy of the rule.
+a fix in the message; nothing here does I/O. `CHECKS` is the one list load_cluster runs, once per run
+(module_utils/run_cluster.py); the builders in plan/ take the validated cluster and do not run them again. A name
+that one pool may hold alone is checked with model/claims.py.
 """
 
 from __future__ import annotations
 
 from typing import Callable, List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
 from ansible_collections.gpupool.core.plugins.module_utils.model.cluster_checks import (
     cluster_identity_problems,
     orphan_guard_problems,
@@ -47,20 +49,20 @@ Check = Callable[..., List[Problem]]
 
 def pool_name_problems(cluster, root: str) -> List[Problem]:
     """Pool names are DNS labels and unique."""
-    out, seen = [], {}
+    out, claims = [], Claims()
     for pool in cluster.pools:
         at = pool_path(root, pool) + ".name"
         if not is_dns_label(pool.name):
             out.append((at, "%r is not a DNS label: use %s" % (pool.name, DNS_LABEL_RULE)))
-        if pool.name in seen:
+        clash = claims.clash(pool.name, pool._index)
+        if clash:
             out.append(
                 (
                     at,
                     "duplicate pool name %r (also %s); pool names must be unique"
-                    % (pool.name, pool_label(seen[pool.name], None)),
+                    % (pool.name, pool_label(clash.holder, None)),
                 )
             )
-        seen.setdefault(pool.name, pool._index)
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import channel_template_name, compute_domain_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
@@ -23,24 +24,24 @@ COMPUTE_DOMAIN_MODES = ("compute_domain", "host_imex")
 
 def compute_domain_problems(cluster, root: str) -> List[Tuple[str, str]]:
     """ComputeDomain and channel template names are DNS subdomains, the namespace a DNS label, and no two pools want the same ComputeDomain."""
-    out, seen = [], {}
+    out, claims = [], Claims()
     for pool in cluster.pools:
         if pool.state != "present" or pool.nvlink.mode not in COMPUTE_DOMAIN_MODES:
             continue
         at = pool_path(root, pool) + ".nvlink.compute_domain"
         domain = pool.nvlink.compute_domain
         key = (domain.namespace, compute_domain_name(pool))
-        if key in seen:
-            if seen[key][1] != pool.name:  # a duplicate pool name: pool_name_problems says it once
+        clash = claims.clash(key, at, pool.name)
+        if clash:
+            if not clash.same_owner:  # a duplicate pool name: pool_name_problems says it once
                 out.append(
                     (
                         at + (".name" if domain.name else ""),
                         "ComputeDomain %s/%s is also wanted by %s; give "
-                        "each pool its own compute_domain.name" % (key[0], key[1], seen[key][0]),
+                        "each pool its own compute_domain.name" % (key[0], key[1], clash.holder),
                     )
                 )
             continue
-        seen[key] = (at, pool.name)
         for what, value, explicit in (
             ("name", key[1], domain.name),
             ("channel_template", channel_template_name(pool), domain.channel_template),

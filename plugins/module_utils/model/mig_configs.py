@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import config_entries
+from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL, mig_config_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
@@ -69,7 +70,7 @@ def config_name_problem(pool) -> str:
 
 def mig_config_problems_of(pools, root: str) -> List[Tuple[str, str]]:
     """Config names of the present static-MIG pools among `pools`: label values, and shared only with the same layout."""
-    out, seen = [], {}
+    out, claims = [], Claims()
     for pool in static_pools(pools):
         at = pool_path(root, pool) + ".mig.config_name"
         problem = config_name_problem(pool)
@@ -83,10 +84,11 @@ def mig_config_problems_of(pools, root: str) -> List[Tuple[str, str]]:
                     out.append((where, group_config_name_problem(name)))
                 continue
             entries = config_entries(raw)
-            if name in seen and seen[name][1] != entries and (seen[name][0].name, seen[name][2]) != (pool.name, group):
-                other = seen[name][0]
+            clash = claims.clash(name, (pool, entries, group), (pool.name, group))
+            if clash and clash.holder[1] != entries and not clash.same_owner:
+                other = clash.holder[0]
                 what = "pools that share a config name share one mig-parted config, so give one of them its own mig.config_name"
-                if group is not None or seen[name][2] is not None:
+                if group is not None or clash.holder[2] is not None:
                     what = (
                         "a MIG group's config is named <pool's config>-<group name>, and configs that share a name share "
                         "one mig-parted config, so rename the group or give one pool its own mig.config_name"
@@ -99,7 +101,6 @@ def mig_config_problems_of(pools, root: str) -> List[Tuple[str, str]]:
                     )
                 )
                 continue
-            seen.setdefault(name, (pool, entries, group))
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_checks import holder_layout_problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
@@ -76,18 +77,18 @@ def mig_group_problems(cluster, root: str) -> List[Tuple[str, str]]:
                 )
             )
             continue
-        seen = {}
+        claims = Claims()
         for k, name in enumerate(pool.group_names()):
             out += _group_problems(pool, at, k)
-            if name in seen:
+            clash = claims.clash(name, k)
+            if clash:
                 out.append(
                     (
                         "%s.mig.groups[%d].name" % (at, k),
                         "the MIG group name %r is also the name of mig.groups[%d] (a group without a name is "
-                        "called g<position>); give each group its own name" % (name, seen[name]),
+                        "called g<position>); give each group its own name" % (name, clash.holder),
                     )
                 )
-            seen.setdefault(name, k)
         wanted = sum(g.nodes for g in groups)
         if pool.nodegroup is not None and wanted > pool.nodegroup.node_count:
             out.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL, nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
@@ -69,7 +70,7 @@ def nodegroup_size_problems(cluster, root: str) -> List[Tuple[str, str]]:
 
 def nodegroup_name_problems(cluster, root: str) -> List[Tuple[str, str]]:
     """Each pool has its own nodegroup name, usable as the value of the node label that finds its nodes."""
-    out, seen = [], {}
+    out, claims = [], Claims()
     for pool in cluster.pools:
         name = nodegroup_name(pool)
         if name is None:
@@ -84,20 +85,16 @@ def nodegroup_name_problems(cluster, root: str) -> List[Tuple[str, str]]:
                     "not be found (%s); choose a shorter nodegroup.name" % (name, NODEGROUP_LABEL, LABEL_VALUE_RULE),
                 )
             )
-        if name in seen:
-            other = seen[name]
-            if other.name == pool.name:  # a duplicate pool name: pool_name_problems says it once
-                continue
+        clash = claims.clash(name, pool, pool.name)
+        if clash and not clash.same_owner:  # a duplicate pool name: pool_name_problems says it once
             out.append(
                 (
                     at,
                     "nodegroup %r is also the nodegroup of %s.%s; two pools would resize, relabel and "
                     "delete the same Magnum nodegroup, so give each pool its own nodegroup.name"
-                    % (name, root, pool_label(other._index, other.name)),
+                    % (name, root, pool_label(clash.holder._index, clash.holder.name)),
                 )
             )
-            continue
-        seen[name] = pool
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import GPU_TAINT
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 
@@ -19,7 +20,7 @@ def taint_problems(cluster, root: str) -> List[Tuple[str, str]]:
     out = []
     for pool in cluster.pools:
         at = pool_path(root, pool)
-        seen = {}
+        claims = Claims()
         for index, taint in enumerate(pool.taints):
             where = "%s.taints[%d]" % (at, index)
             if pool.gpu_taint and taint.key == GPU_TAINT["key"]:
@@ -33,15 +34,13 @@ def taint_problems(cluster, root: str) -> List[Tuple[str, str]]:
                     )
                 )
                 continue
-            key = (taint.key, taint.effect)
-            if key in seen:
+            clash = claims.clash((taint.key, taint.effect), index)
+            if clash:
                 out.append(
                     (
                         where,
                         "taint %s:%s is also taints[%d]; the API server refuses two taints with the "
-                        "same key and effect on a node, so keep one" % (taint.key, taint.effect, seen[key]),
+                        "same key and effect on a node, so keep one" % (taint.key, taint.effect, clash.holder),
                     )
                 )
-                continue
-            seen[key] = index
     return out

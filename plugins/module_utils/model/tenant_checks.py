@@ -10,9 +10,10 @@ tenants (through `tenant_problems`, in model/checks.CHECKS) and the module's own
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
+from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import tenant_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
     DNS_LABEL_RULE,
@@ -33,7 +34,7 @@ Problem = Tuple[str, str]
 def claim_template_problems(cluster, entries: Sequence[TemplateEntry], root: str = "gpupool_cluster") -> List[Problem]:
     """Every problem of these templates; each path is the template's own (`entry.at`)."""
     out: List[Problem] = []
-    seen: Dict[Tuple[str, str], str] = {}
+    claims = Claims()
     known = [p.name for p in cluster.pools]
     for entry in entries:
         template, at = entry.template, entry.at
@@ -44,18 +45,17 @@ def claim_template_problems(cluster, entries: Sequence[TemplateEntry], root: str
                     "%r is not a valid ResourceClaimTemplate name (%s)" % (template.name, DNS_SUBDOMAIN_RULE),
                 )
             )
-        key = (entry.namespace, template.name)
-        if key in seen:
-            if seen[key] != at:  # one module template in two namespaces is two objects, not a clash
+        clash = claims.clash((entry.namespace, template.name), at, at)
+        if clash:
+            if not clash.same_owner:  # one module template in two namespaces is two objects, not a clash
                 out.append(
                     (
                         at + ".name",
                         "template %s/%s is also defined by %s; template names are unique in a "
-                        "namespace, rename one" % (entry.namespace, template.name, seen[key]),
+                        "namespace, rename one" % (entry.namespace, template.name, clash.holder),
                     )
                 )
             continue
-        seen[key] = at
         if template.pool not in known:
             out.append(
                 (
@@ -114,7 +114,7 @@ def tenant_problems(cluster, root: str) -> List[Problem]:
     if cluster.tenants is None:
         return []
     out: List[Problem] = []
-    seen: Dict[str, str] = {}
+    claims = Claims()
     repeated = []
     for index, tenant in enumerate(cluster.tenants):
         at = tenant_path(root, index, tenant.namespace)
@@ -122,16 +122,15 @@ def tenant_problems(cluster, root: str) -> List[Problem]:
             out.append(
                 (at + ".namespace", "%r is not a valid namespace name (%s)" % (tenant.namespace, DNS_LABEL_RULE))
             )
-        if tenant.namespace in seen:
+        clash = claims.clash(tenant.namespace, at)
+        if clash:
             out.append(
                 (
                     at + ".namespace",
-                    "namespace %s is also %s; list its templates under one entry"
-                    % (tenant.namespace, seen[tenant.namespace]),
+                    "namespace %s is also %s; list its templates under one entry" % (tenant.namespace, clash.holder),
                 )
             )
             repeated.append(at + ".")
-        seen.setdefault(tenant.namespace, at)
     # A repeated tenant's templates would each clash with the first one's: the namespace problem says it once.
     entries = [e for e in inventory_entries(cluster, root) if not any(e.at.startswith(r) for r in repeated)]
     return out + claim_template_problems(cluster, entries, root)
