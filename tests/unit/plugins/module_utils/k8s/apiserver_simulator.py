@@ -13,7 +13,7 @@ test_nodegroup.py. It models what the steps meet in a real API server, no more:
 - a new resourceVersion per stored change, a uid and creationTimestamp at creation.
 It does not run admission, schema validation (unknown fields are kept), controllers, kubelets or the scheduler:
 nothing becomes Ready, no pod is created from a DaemonSet, no ComputeDomain or ResourceClaim gets a status unless a
-test writes it (`put`). Paths are parsed with the client's own parser (k8s/client.py object_of), not a copy.
+test writes it (`put`) or plays the controller (`reactions`). Paths are parsed with the client's own parser (k8s/client.py object_of), not a copy.
 Integration tests (tests/integration/) run the steps against a real kube-apiserver.
 """
 
@@ -132,6 +132,9 @@ class ApiServerSimulator:
         self.objects: Dict[Tuple[str, Optional[str], str], dict] = {}
         self.requests: List[Tuple[str, str, dict, Any]] = []
         self.version = 0
+        # Controllers a test plays (the MIG manager setting its state label): called with (key, object) after each
+        # stored write; they change the store with put().
+        self.reactions: List[Any] = []
         for ns in ("default", "kube-system"):
             self.put("", "v1", "namespaces", {"metadata": {"name": ns}})
 
@@ -267,6 +270,10 @@ class ApiServerSimulator:
                 self._bump(after)
         if not dry:
             self.objects[key] = after
+            answer = copy.deepcopy(after)
+            for react in self.reactions:
+                react(key, copy.deepcopy(after))
+            return answer
         return copy.deepcopy(after)
 
     def _create(self, key, doc, dry, query):
