@@ -15,6 +15,7 @@ import ctypes
 import sys
 import traceback
 import uuid as _uuid
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 
@@ -84,24 +85,25 @@ class NvmlUnavailable(GpupoolError):
     init_failed."""
 
     @property
-    def reason(self):
+    def reason(self) -> str:
         return self.details.get("reason", "init_failed")
 
 
 class NvmlError(GpupoolError):
     """An NVML call failed: call name, NVML code, constant name and NVML's text."""
 
-    def __init__(self, call, code, text, detail=""):
+    def __init__(self, call: str, code: Any, text: str, detail: str = "") -> None:
         name = error_name(code)
         super().__init__("%s%s failed: %s (%s)" % (call, " " + detail if detail else "", text, name))
         self.call, self.code, self.text, self.detail = call, code, text, detail
 
     @property
-    def name(self):
+    def name(self) -> str:
         return error_name(self.code)
 
 
-def error_name(code):
+def error_name(code: Any) -> str:
+    """NVML's constant name for a return code (NVML_ERROR_...), or 'NVML error <code>' when pynvml has none."""
     if pynvml is not None:
         for attr in dir(pynvml):
             if attr.startswith("NVML_ERROR_") and getattr(pynvml, attr) == code:
@@ -122,7 +124,7 @@ def _s(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def call(name, *args, **kwargs):
+def call(name: str, *args: Any, **kwargs: Any) -> Any:
     """pynvml.<name>(*args), NVMLError => NvmlError."""
     detail = kwargs.pop("detail", "")
     try:
@@ -142,7 +144,7 @@ def _is(exc, *names):
 class Session:
     """nvmlInit on enter, nvmlShutdown on exit; NvmlUnavailable when NVML cannot start."""
 
-    def __enter__(self):
+    def __enter__(self) -> Session:
         if pynvml is None:
             raise NvmlUnavailable(
                 "the Python NVML bindings are not installed for %s: install nvidia-ml-py on the node "
@@ -174,21 +176,22 @@ class Session:
             raise NvmlUnavailable("nvmlInit failed: %s (%s)" % (_text(exc), error_name(code)), reason="init_failed")
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         try:
             pynvml.nvmlShutdown()
         except pynvml.NVMLError:
             pass
         return False
 
-    def count(self):
+    def count(self) -> int:
         return call("nvmlDeviceGetCount")
 
-    def handle(self, index):
+    def handle(self, index: int) -> Any:
         return call("nvmlDeviceGetHandleByIndex", index, detail="(GPU %d)" % index)
 
 
-def read_system():
+def read_system() -> Dict[str, str]:
+    """The driver, NVML and CUDA driver versions of this host."""
     cuda = call("nvmlSystemGetCudaDriverVersion")
     return {
         "driver_version": _s(call("nvmlSystemGetDriverVersion")),
@@ -207,7 +210,7 @@ def _optional(name, *args, **kwargs):
         raise
 
 
-def read_mig_mode(handle):
+def read_mig_mode(handle: Any) -> Tuple[bool, bool, bool]:
     """(capable, current, pending) as bools."""
     mode = _optional("nvmlDeviceGetMigMode", handle)
     if mode is None:
@@ -215,7 +218,7 @@ def read_mig_mode(handle):
     return True, bool(mode[0]), bool(mode[1])
 
 
-def read_profiles(handle):
+def read_profiles(handle: Any) -> List[Dict[str, Any]]:
     """GPU-instance profiles the GPU reports: [{index, id, name, compute_slices, memory_slices, ...}]."""
     profiles = []
     for index in range(GI_PROFILE_COUNT):
@@ -278,7 +281,7 @@ def _ci_profiles(gi):
                 raise
 
 
-def full_ci_profile(gi, gi_slices):
+def full_ci_profile(gi: Any, gi_slices: int) -> Tuple[Optional[int], Optional[str]]:
     """(CI profile id, name) of the compute instance covering the whole GPU instance, or (None, None)."""
     for info in _ci_profiles(gi):
         if info.sliceCount == gi_slices:
@@ -324,7 +327,7 @@ def _mig_device_uuids(handle):
     return out
 
 
-def read_instances(handle, profiles):
+def read_instances(handle: Any, profiles: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """GPU instances with their compute instances and MIG device UUIDs, sorted by placement start."""
     by_id = {p["id"]: p for p in profiles}
     uuids = _mig_device_uuids(handle)
@@ -355,7 +358,8 @@ def read_instances(handle, profiles):
     return sorted(instances, key=lambda inst: (inst["start"], inst["gpu_instance_id"]))
 
 
-def read_processes(handle):
+def read_processes(handle: Any) -> List[Dict[str, Any]]:
+    """The compute processes on the GPU: pid, memory used (MiB) and the MIG instance they run in."""
     procs = _optional("nvmlDeviceGetComputeRunningProcesses", handle) or []
     out = []
     for p in procs:
@@ -373,7 +377,7 @@ def read_processes(handle):
     return out
 
 
-def clique_id(cluster_uuid, clique, state, status):
+def clique_id(cluster_uuid: Optional[str], clique: int, state: int, status: int) -> Optional[str]:
     """`<clusterUuid>.<cliqueId>` as the DRA driver and GFD write nvidia.com/gpu.clique, or None.
 
     Only a completed fabric registration with status success and a non-zero
@@ -384,7 +388,7 @@ def clique_id(cluster_uuid, clique, state, status):
     return "%s.%d" % (cluster_uuid, clique)
 
 
-def read_fabric(handle):
+def read_fabric(handle: Any) -> Dict[str, Any]:
     """Multi-node NVLink fabric registration of the GPU (nvmlDeviceGetGpuFabricInfoV)."""
     info = None
     for struct_name in ("c_nvmlGpuFabricInfo_v3_t", "c_nvmlGpuFabricInfo_v2_t"):
@@ -426,7 +430,9 @@ def read_fabric(handle):
     return out
 
 
-def read_gpu(handle, index, include_profiles=False, system=None):
+def read_gpu(
+    handle: Any, index: int, include_profiles: bool = False, system: Optional[Dict[str, str]] = None
+) -> Dict[str, Any]:
     """Every fact gpu_facts reports for one GPU (full GPU handle)."""
     system = system or {}
     name = _s(call("nvmlDeviceGetName", handle))

@@ -15,10 +15,12 @@ busy) execution stops there and the result says reset_required.
 from __future__ import annotations
 
 import ctypes
+from typing import Any, Dict, List
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.nvml import facts as nvml_facts
 from ansible_collections.gpupool.core.plugins.module_utils.nvml.facts import NvmlError, call
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_apply import GpuPlan
 
 __all__ = ["MigApplyError", "execute"]
 
@@ -26,13 +28,14 @@ __all__ = ["MigApplyError", "execute"]
 class MigApplyError(GpupoolError):
     """An NVML call failed part-way; `done` lists the actions already performed."""
 
-    def __init__(self, message, done, error):
+    def __init__(self, message: str, done: List[Dict[str, Any]], error: Exception) -> None:
         super().__init__(message, done=done)
         self.done = done
         self.error = error
 
 
-def full_ci_profile_id(gi, gi_slices):
+def full_ci_profile_id(gi: Any, gi_slices: int) -> int:
+    """The compute-instance profile that covers all of a GPU instance's compute slices; NvmlError when none does."""
     ci_id, _name = nvml_facts.full_ci_profile(gi, gi_slices)
     if ci_id is None:
         raise NvmlError(
@@ -50,7 +53,7 @@ def _create_full_ci(gi, gi_slices):
     return call("nvmlComputeInstanceGetInfo", ci).id
 
 
-def execute(handle, index, gpu_plan, profiles):
+def execute(handle: Any, index: int, gpu_plan: GpuPlan, profiles: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Run gpu_plan.actions on the GPU behind `handle`.
 
     profiles: the GPU's reported GPU-instance profiles (nvml_facts.read_profiles),

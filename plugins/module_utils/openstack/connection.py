@@ -13,6 +13,7 @@ mixed with a dict. Every OpenStack module of the collection gets its connection 
 from __future__ import annotations
 
 import traceback
+from typing import Any, Mapping
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
 
@@ -55,7 +56,7 @@ def _version_tuple(text):
     return tuple(parts)
 
 
-def connect_from_params(params):
+def connect_from_params(params: Mapping[str, Any]) -> Any:
     """openstack.connection.Connection from module parameters; raises ConnectionConfigError."""
     if not HAS_OPENSTACKSDK:
         raise MissingLibrary("openstacksdk>=%s" % MINIMUM_SDK_VERSION, traceback=OPENSTACKSDK_IMPORT_ERROR or "")

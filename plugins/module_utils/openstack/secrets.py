@@ -6,10 +6,12 @@ inventory hides them; importing the SDK costs most of a second of CPU per module
 
 from __future__ import annotations
 
+from typing import Any, List
+
 SECRET_KEYS = ("password", "secret", "token", "application_credential_secret", "client_key", "key")
 
 
-def secrets_in(value):
+def secrets_in(value: Any) -> List[str]:
     """Secret values inside a cloud dict (passwords, tokens, credential secrets), for no_log."""
     found = []
     if isinstance(value, dict):
