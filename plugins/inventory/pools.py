@@ -130,9 +130,9 @@ from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Constructable
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.strict import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_duplicates import problems_of
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.inventory_hosts import (
     CLUSTERS_GROUP,

@@ -52,8 +52,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import (
     Problems,
     fit_lines,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
+from ansible_collections.gpupool.core.plugins.module_utils.model.strict import PYDANTIC_IMPORT_ERROR
 from ansible_collections.gpupool.core.plugins.module_utils.openstack.secrets import secrets_in
 from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Probe, Waiter, WaitResult

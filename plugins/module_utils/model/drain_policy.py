@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import DrainPolicy
+from ansible_collections.gpupool.core.plugins.module_utils.model.drain_settings import DrainPolicy
 
 # Keys of a pool's drain whose null means "none" (each pod's own grace period, no pod skipped), not "the cluster's".
 NULL_MEANS_NONE = ("grace_period", "skip_pods")

@@ -16,11 +16,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.describe import
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy, policy_dict
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, Pool, ValidationError
+from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, Pool
 from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import scan
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import EXAMPLES, pydantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.strict import ValidationError
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_checks import tenant_problems
 
 

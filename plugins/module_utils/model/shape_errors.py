@@ -17,9 +17,10 @@ from typing import Dict, List, Sequence, Tuple, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut, got
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import BaseModel, Cluster
+from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import ascii_fold
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
+from ansible_collections.gpupool.core.plugins.module_utils.model.strict import BaseModel
 
 # One line of inventory per key whose value is a structure: what the user should have written.
 EXAMPLES: Dict[str, str] = {

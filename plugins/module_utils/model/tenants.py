@@ -16,11 +16,12 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import missing_profile_message
-from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import ClaimTemplate, ValidationError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import ClassName, device_class_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import template_path, tenant_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import pydantic_problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.strict import ValidationError
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE, is_dns_label
+from ansible_collections.gpupool.core.plugins.module_utils.model.tenant_settings import ClaimTemplate
 
 Problem = Tuple[str, str]
 

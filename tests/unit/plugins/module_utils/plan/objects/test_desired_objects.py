@@ -16,6 +16,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import errors a
 from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
+from ansible_collections.gpupool.core.plugins.module_utils.model import pool_settings as model_pool_settings
 from ansible_collections.gpupool.core.plugins.module_utils.plan import kinds as plan_kinds
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import pool_nodes as plan_nodes
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import cel as plan_cel
@@ -196,7 +197,7 @@ def test_mig_sharing_uses_mig_device_config_without_interval():
 def test_mps_parameters(mps, expected):
     (d,) = plan_device_classes.pool_device_classes(pool({"gpu": {"model": "T4"}, "sharing": {"mps": mps}}))
     assert d.obj["spec"]["config"][0]["opaque"]["parameters"]["sharing"] == expected
-    assert plan_driver_config.sharing_parameters(model_inventory.Sharing()) is None
+    assert plan_driver_config.sharing_parameters(model_pool_settings.Sharing()) is None
     assert plan_driver_config.sharing_parameters(None) is None
 
 
