@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Literal, Optional, Union
+from typing import Dict, List, Literal, Optional, Pattern, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
 from ansible_collections.gpupool.core.plugins.module_utils.model.strict import (
@@ -23,6 +23,17 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
     is_label_key,
     is_label_value,
 )
+
+
+def matching(pattern: Pattern[str], what: str) -> classmethod:
+    """A field validator: a value given must match `pattern` as a whole; `what` says what it should be."""
+
+    def check(cls, v):
+        if v is not None and not pattern.fullmatch(v):
+            raise ValueError("%r is not %s" % (v, what))
+        return v
+
+    return classmethod(check)
 
 
 class Taint(Strict):
@@ -149,12 +160,7 @@ class Mps(Strict):
     active_thread_percentage: Optional[int] = Field(None, ge=0, le=100)
     pinned_memory_limit: Optional[str] = None
 
-    @field_validator("pinned_memory_limit")
-    @classmethod
-    def _quantity(cls, v):
-        if v is not None and not QUANTITY.fullmatch(v):
-            raise ValueError("%r is not a Kubernetes quantity such as 10Gi" % v)
-        return v
+    _v_quantity = field_validator("pinned_memory_limit")(matching(QUANTITY, "a Kubernetes quantity such as 10Gi"))
 
 
 class Sharing(Strict):
@@ -176,19 +182,10 @@ class ExtraDeviceClass(Strict):
     min_compute_capability: Optional[str] = Field(None, description="CUDA compute capability floor, e.g. 9.0.")
     extended_resource_name: Optional[str] = None
 
-    @field_validator("min_compute_capability")
-    @classmethod
-    def _cc(cls, v):
-        if v is not None and not COMPUTE_CAPABILITY.fullmatch(v):
-            raise ValueError("%r is not a compute capability such as 8.0 or 9.0" % v)
-        return v
-
-    @field_validator("min_memory")
-    @classmethod
-    def _quantity(cls, v):
-        if v is not None and not QUANTITY.fullmatch(v):
-            raise ValueError("%r is not a Kubernetes quantity such as 40Gi" % v)
-        return v
+    _v_cc = field_validator("min_compute_capability")(
+        matching(COMPUTE_CAPABILITY, "a compute capability such as 8.0 or 9.0")
+    )
+    _v_quantity = field_validator("min_memory")(matching(QUANTITY, "a Kubernetes quantity such as 40Gi"))
 
 
 class DeviceClasses(Strict):
