@@ -26,6 +26,7 @@ killed run; the run lease's release removes the run's folder. GPUPOOL_RUN_VIEW=o
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import marshal
 import os
@@ -37,32 +38,26 @@ from typing import Any, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+from ansible_collections.gpupool.core.plugins.module_utils.model.strict import ValidationError
 
 FORMAT = 1  # of the record: a record of another format is not trusted
 _COLLECTION = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-_version: Optional[str] = None
+_VERSION_FILES = (("MANIFEST.json", r'"version"\s*:\s*"([^"]+)"'), ("galaxy.yml", r"(?m)^version:\s*(\S+)"))
 
 
+@functools.lru_cache(maxsize=None)
 def collection_version() -> str:
     """The collection's version (MANIFEST.json when installed, galaxy.yml in a checkout), with where it lives: a record
     made by another copy of the model is not trusted."""
-    global _version
-    if _version is None:
-        found = ""
-        for name, pattern in (
-            ("MANIFEST.json", r'"version"\s*:\s*"([^"]+)"'),
-            ("galaxy.yml", r"(?m)^version:\s*(\S+)"),
-        ):
-            try:
-                with open(os.path.join(_COLLECTION, name), encoding="utf-8") as f:
-                    match = re.search(pattern, f.read())
-            except OSError:
-                continue
-            if match:
-                found = match.group(1)
-                break
-        _version = "%s@%s" % (found or "unknown", _COLLECTION)
-    return _version
+    for name, pattern in _VERSION_FILES:
+        try:
+            with open(os.path.join(_COLLECTION, name), encoding="utf-8") as f:
+                match = re.search(pattern, f.read())
+        except OSError:
+            continue
+        if match:
+            return "%s@%s" % (match.group(1), _COLLECTION)
+    return "unknown@%s" % _COLLECTION
 
 
 def _enabled() -> bool:
@@ -134,7 +129,10 @@ class RunCluster:
         self.shared = bool(digest) and isinstance(data, dict) and self.trusted(digest)
         if self.shared:
             # the checks passed on this very data in this run: only the model's own shape validation is left
-            return Cluster.model_validate(dict(data))
+            try:
+                return Cluster.model_validate(dict(data))
+            except ValidationError:  # not the data the record was made for, after all: the full checks say why
+                self.shared = False
         cluster = load_cluster(data)
         if digest:
             self.remember(digest)

@@ -151,3 +151,12 @@ def test_the_steps_of_one_run_validate_once(tmp_path, checks, monkeypatch):
     bad["pools"][0]["gpu"]["model"] = "T5"
     failed = Step(Host({"cluster": bad, "pools": None, "run_lease": lease})).execute()
     assert failed["failed"] and "pools[0] (t4).gpu.model" in failed["msg"]
+
+
+def test_a_record_of_another_copy_of_the_collection_is_not_trusted(tmp_path, checks, monkeypatch):
+    assert shared.collection_version().startswith("0.") or "@" in shared.collection_version()
+    shared.RunCluster(RUN, base=str(tmp_path)).load(copy.deepcopy(DATA))
+    monkeypatch.setattr(shared, "collection_version", lambda: "9.9.9@/elsewhere")
+    view = shared.RunCluster(RUN, base=str(tmp_path))
+    view.load(copy.deepcopy(DATA))
+    assert not view.shared and len(checks) == 2
