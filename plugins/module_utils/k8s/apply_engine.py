@@ -505,20 +505,28 @@ class ApplyEngine:
 
         The patch carries the resourceVersion the node was read at: a node changed meanwhile (409) is read
         again and the patch recomputed; a node deleted meanwhile is reported as vanished, never re-created.
-        Returns a Result whose before/after are node_view()s.
+        Returns a Result whose before/after are node_view()s. `decide_node` + `send_node`, in one call.
         """
-        name = node["metadata"]["name"]
-        res = Result("Node", name, None, pool)
-        res.before = node_view(node)
-        res.after = node_view(node)
-        current = node
+        res, patch, reasons = self.decide_node(node, labels, taints, pool)
+        if patch is not None:
+            self.send_node(res, node, labels, taints, patch, reasons, attempts)
+        return res
+
+    def decide_node(self, node, labels, taints=None, pool=None):
+        """(Result, patch, reasons) for one Node as read: no request. patch None: the node is right already (the
+        Result is final). Raises K8sError for a label another field manager owns (see _refuse_label_conflicts)."""
+        res = Result("Node", node["metadata"]["name"], None, pool)
+        res.before, res.after = node_view(node), node_view(node)  # two: a cordon changes one of them
+        patch, reasons = node_patch(node, labels, taints, self.field_manager)
+        if patch is not None and not self.force_conflicts:
+            self._refuse_label_conflicts(node, patch, pool)
+        return res, patch, reasons
+
+    def send_node(self, res, node, labels, taints, patch, reasons, attempts=5):
+        """Send a patch `decide_node` made (thread-safe: it only touches `res`); a 409 reads the node again and
+        decides anew, up to `attempts` times. Fills `res` in."""
+        name, pool = node["metadata"]["name"], res.pool
         for attempt in range(attempts):
-            patch, reasons = node_patch(current, labels, taints, self.field_manager)
-            if patch is not None and not self.force_conflicts:
-                self._refuse_label_conflicts(current, patch, pool)
-            if patch is None:
-                res.after = node_view(current)
-                break
             try:
                 out = self.merge_patch(NODE, name, patch)
             except NotFound:
@@ -535,6 +543,12 @@ class ApplyEngine:
                 if current is None:
                     res.action, res.notes = "vanished", ["node was deleted meanwhile"]
                     return res
+                patch, reasons = node_patch(current, labels, taints, self.field_manager)
+                if patch is not None and not self.force_conflicts:
+                    self._refuse_label_conflicts(current, patch, pool)
+                if patch is None:
+                    res.after = node_view(current)
+                    break
                 continue
             res.after, res.notes = node_view(out), reasons
             break

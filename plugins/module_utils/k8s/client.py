@@ -37,11 +37,13 @@ import json
 import os
 import random
 import re
+import threading
 import time
 import traceback
 from typing import Callable, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView, kind_key
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.workers import NODE_WORKERS
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
 from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import selector_matches
 
@@ -213,6 +215,8 @@ def connect(params, cluster=None):
     if p.get("client_key"):
         cfg.key_file = p["client_key"]
     cfg.retries = False  # our own retry loop (K8sClient.request) decides
+    # one connection per worker that writes nodes at once (k8s/workers.py), kept open between requests
+    cfg.connection_pool_maxsize = max(int(getattr(cfg, "connection_pool_maxsize", 0) or 0), NODE_WORKERS)
     if not cfg.host:
         raise K8sError("no Kubernetes API address", hint="give kubeconfig or host")
     api = kclient.ApiClient(cfg)
@@ -235,6 +239,7 @@ class K8sClient:
         self.discovery_cache = DiscoveryCache(self.host)
         self.view = RunView(self.host, None)  # the run's view (k8s/run_view.py); no run, no view
         self.requests = 0  # requests sent (retries included): for tests and benchmarks
+        self._count = threading.Lock()  # requests may be sent from several workers at once (k8s/workers.py)
         # Called with "METHOD path" before every write; raises to stop it (k8s/lease_keeper.py: a run that lost its
         # run lease stops before its next write). The helm runner and the drain of a step share it with this client.
         self.write_guard: Optional[Callable[[str], None]] = None
@@ -284,7 +289,8 @@ class K8sClient:
             if method != "GET" and self.write_guard is not None:
                 # before every attempt: a retry after a back-off may come after this run lost its lease
                 self.write_guard("%s %s" % (method, path))
-            self.requests += 1
+            with self._count:
+                self.requests += 1
             try:
                 resp = self.api.rest_client.pool_manager.request(
                     method,

@@ -35,6 +35,7 @@ import marshal
 import os
 import shutil
 import tempfile
+import threading
 import time
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
@@ -74,6 +75,7 @@ class RunView:
         self.served = 0  # lists answered from the view (for tests and the bench)
         self._lists: Dict[str, Tuple[float, Dict[Tuple[str, str], dict]]] = {}  # key -> (listed at, objects)
         self._dirty: Set[str] = set()
+        self._lock = threading.Lock()  # node writes are answered in several workers at once (k8s/workers.py)
 
     def _path(self, key: str) -> str:
         return os.path.join(self.directory, key + ".marshal")
@@ -142,6 +144,10 @@ class RunView:
     def _change(self, key: str, ident: Tuple[str, str], obj: Optional[dict]) -> None:
         if not self.enabled:
             return
+        with self._lock:
+            self._change_locked(key, ident, obj)
+
+    def _change_locked(self, key: str, ident: Tuple[str, str], obj: Optional[dict]) -> None:
         loaded = self._load(key)
         if loaded is None:
             return  # not in the view: nothing to keep current
