@@ -15,12 +15,13 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PYTEST_ARGS ?=
 
 
-.PHONY: style format bench help venv collection binaries fakenvml test test-release test-compat unit integration sanity units lint molecule ee-context demo sandbox-up sandbox-down clean docs gpu-check
+.PHONY: style format bench help venv collection binaries fakenvml test test-release test-compat unit integration sanity units lint galaxy-import molecule ee-context demo sandbox-up sandbox-down clean docs gpu-check
 
 help:
 	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
 	@echo "make test   - every test: unit, integration on a real kube-apiserver, ansible-test, ansible-lint"
 	@echo "make test-compat - the version-sensitive tests on every Kubernetes release of the matrix (1.32 ... 1.37)"
+	@echo "make galaxy-import - Galaxy's importer (galaxy-importer) on the built tarball: passes with no warning"
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.txt requirements-test.txt
@@ -62,7 +63,7 @@ test: venv collection binaries fakenvml
 	if [ $$rc -ne 0 ]; then kill -- -$$bg 2>/dev/null || true; exit $$rc; fi; \
 	wait $$bg || { tail -20 $(BUILD)/binaries-oldest.log; exit 1; }
 	$(MAKE) -s test-release K8S_RELEASE=oldest
-	$(MAKE) -s sanity units lint molecule
+	$(MAKE) -s sanity units lint galaxy-import molecule
 
 # The version-sensitive tests (-m dra_api: resource.k8s.io, ComputeDomains, a site.yml converge and no-op) on one
 # release of the matrix: K8S_RELEASE=1.32|1.33|1.34|1.37|oldest. Its control plane is found or built first
@@ -94,6 +95,33 @@ format: venv
 lint: venv collection
 	@mkdir -p $(BUILD)/lint-home
 	HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule awx
+
+# Galaxy's own importer (galaxy-importer, the check Galaxy and Automation Hub run on an upload) on the tarball
+# `ansible-galaxy collection build` makes; fails on a failed import and on any warning it prints (ansible-lint's
+# findings are warnings). Its own venv and pinned packages (requirements-importer.txt): it runs its own ansible-doc
+# and ansible-lint, found first on PATH. tools/galaxy-importer.cfg turns off what needs a container engine
+# (ansible-test in an image). A private HOME and no ANSIBLE_CONFIG/PYTHONPATH: it sees the tarball, as Galaxy does.
+IMPORTER_VENV := $(BUILD)/importer-venv
+$(IMPORTER_VENV)/.stamp: requirements-importer.txt
+	@echo "[make] creating $(IMPORTER_VENV) for galaxy-importer"
+	rm -rf $(IMPORTER_VENV)
+	$(PY) -m venv $(IMPORTER_VENV)
+	$(IMPORTER_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-importer.txt
+	touch $@
+
+galaxy-import: venv $(IMPORTER_VENV)/.stamp
+	rm -rf $(BUILD)/galaxy && mkdir -p $(BUILD)/galaxy/home
+	$(VENV)/bin/ansible-galaxy collection build --output-path $(BUILD)/galaxy $(CURDIR)
+	@cd $(BUILD)/galaxy && rc=0; \
+	env -u PYTHONPATH -u ANSIBLE_CONFIG -u ANSIBLE_COLLECTIONS_PATH HOME=$(BUILD)/galaxy/home \
+		PATH=$(IMPORTER_VENV)/bin:$$PATH GALAXY_IMPORTER_CONFIG=$(CURDIR)/tools/galaxy-importer.cfg \
+		$(IMPORTER_VENV)/bin/python -m galaxy_importer.main gpupool-core-*.tar.gz > import.log 2>&1 || rc=$$?; \
+	if [ $$rc -ne 0 ] || grep -qE '^(WARNING|ERROR|CRITICAL)' import.log \
+		|| ! grep -q '^Importer processing completed successfully' import.log; then \
+		grep -v '^Loading ' import.log | tail -60; \
+		echo "[make] galaxy-import: the import failed or warned (exit $$rc; above; log $(BUILD)/galaxy/import.log)"; exit 1; \
+	fi; \
+	grep -v '^Loading ' import.log; echo "[make] galaxy-import: passed with no warning (log $(BUILD)/galaxy/import.log)"
 
 # Both molecule scenarios (extensions/molecule) on one sandbox: default (converge, idempotence, verify) and
 # pool-change (an inventory edit, converged and verified). Delegated driver: no container engine needed.
