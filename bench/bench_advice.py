@@ -28,6 +28,7 @@ import time
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 from tests.support import advice_beds as b
 
 TARGET_S = 2.0
@@ -193,7 +194,7 @@ def measure(data, nodes, slices, all_claims, target):
     samples, result = [], None
     for _unused in range(3):
         t0 = time.process_time()
-        result = advise(cluster, data, nodes, slices, all_claims, classes, [])
+        result = advise(cluster, data, Observed(nodes, slices, all_claims, classes))
         samples.append(time.process_time() - t0)
     best, median = min(samples), statistics.median(samples)
     reasons = {}

@@ -16,6 +16,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 
@@ -43,7 +44,9 @@ class PoolAdviceModule(KubernetesModule):
         result = advise(
             self.cluster,
             p["cluster"],
-            *(self.engine.observe(kind) for kind in (NODE, RESOURCE_SLICE, RESOURCE_CLAIM, DEVICE_CLASS, POD)),
+            Observed(
+                *(self.engine.observe(kind) for kind in (NODE, RESOURCE_SLICE, RESOURCE_CLAIM, DEVICE_CLASS, POD))
+            ),
             pools=self.selected,
             nodegroup_label=p["nodegroup_label"],
             name_pattern=p["name_pattern"],

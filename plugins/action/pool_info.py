@@ -15,9 +15,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import (
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import report_with_capacity
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.markdown import cluster_markdown, pictures
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import summary
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import build_report, summary
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
 
@@ -28,24 +28,18 @@ class PoolInfoModule(KubernetesModule):
     def run(self):
         p = self.params
         # the run's view (k8s/run_view.py): what node_pool, mig_layout and compute_domain listed, as written since
-        nodes = self.engine.observe(NODE)
-        # resource.k8s.io is served: the engine refused a cluster without it before any request (k8s/support.py)
-        slices = self.engine.observe(RESOURCE_SLICE)
-        claims = self.engine.observe(RESOURCE_CLAIM)
-        daemonsets = self.engine.observe(DAEMON_SET)  # the DRA driver's kubelet plugin: which gates it runs with
         cd_version = self.engine.version(COMPUTE_DOMAIN, required=False)
-        compute_domains = self.engine.observe(COMPUTE_DOMAIN) if cd_version else []
-        report = report_with_capacity(
-            self.cluster,
-            nodes,
-            slices,
-            claims,
-            self.selected,
-            p["nodegroup_label"],
-            p["name_pattern"],
-            daemonsets=daemonsets,
-            compute_domains=compute_domains,
+        observed = Observed(
+            nodes=self.engine.observe(NODE),
+            # resource.k8s.io is served: the engine refused a cluster without it before any request (k8s/support.py)
+            slices=self.engine.observe(RESOURCE_SLICE),
+            claims=self.engine.observe(RESOURCE_CLAIM),
+            daemonsets=self.engine.observe(DAEMON_SET),  # the DRA driver's kubelet plugin: which gates it runs with
+            compute_domains=self.engine.observe(COMPUTE_DOMAIN) if cd_version else [],
             compute_domains_served=cd_version is not None,
+        )
+        report = build_report(
+            self.cluster, observed, self.selected, p["nodegroup_label"], p["name_pattern"], capacity=True
         )
         text = summary(report)
         out = dict(

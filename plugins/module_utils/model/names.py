@@ -27,6 +27,11 @@ OWNER_LABEL = "gpupool.io/owner"
 
 
 DRIVER = "gpu.nvidia.com"
+# The DRA driver's kubelet plugin DaemonSet is <helm release>-kubelet-plugin (its chart's naming).
+KUBELET_PLUGIN_SUFFIX = "-kubelet-plugin"
+# Standard device attributes (KEP-4381) the driver publishes: a GPU's PCI bus ID and its PCIe root.
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 
 
 CD_DRIVER = "compute-domain.nvidia.com"

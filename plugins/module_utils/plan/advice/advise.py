@@ -3,15 +3,16 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The advisor: why each waiting claim waits, and per pool the smallest inventory change that serves them. Pure.
 
-Input: the validated `Cluster` and the raw inventory data it came from, and plain dicts as the API returns them -
-Nodes, ResourceSlices, ResourceClaims, DeviceClasses and Pods (resource.k8s.io v1, v1beta2 or v1beta1). Output: a
+Input: the validated `Cluster` and the raw inventory data it came from, and what the step listed as one
+`Observed` (plan/report/observed.py: Nodes, ResourceSlices, ResourceClaims, DeviceClasses and Pods as the API returns
+them, resource.k8s.io v1, v1beta2 or v1beta1). Output: a
 dict (see `advise`) with the reasons, the ranked options per pool, the advice as a YAML snippet and a diff, and a
 picture per changed pool.
 
 The pieces: claims.py (demand), supply.py (what the pools have, read as the pool report reads it), classes.py and
-selectors.py (which pool and unit a class stands for), reasons.py (why a claim waits), layouts.py and
-candidates.py (the changes that serve the claims), ranking.py (which one), inventory_edit.py (the change as
-inventory, checked by the model like validate checks it), picture.py, text.py.
+selectors.py (which pool and unit a class stands for), reasons.py (why a claim waits; ledger.py reserves the free
+units claim by claim), layouts.py and candidates.py (the changes that serve the claims), ranking.py (which one),
+inventory_edit.py (the change as inventory, checked by the model like validate checks it), picture.py, text.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries, template_class
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import inventory_edit, ranking, text
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import search
@@ -27,15 +29,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes i
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.picture import change_picture
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.reasons import Reasoner
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply
 from ansible_collections.gpupool.core.plugins.module_utils.plan.collector import collector_paused
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import pod_ref, pods_to_evict
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import (
-    NODEGROUP_LABEL,
-    allocated_devices,
-    assign,
-    current_slices,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import assign
 
 Obj = Dict[str, Any]
 
@@ -131,11 +129,7 @@ def option_row(cluster, candidate, raw_pool: Obj) -> Dict[str, Any]:
 def advise(
     cluster,
     raw: Obj,
-    nodes: List[Obj],
-    slices: List[Obj],
-    claims: List[Obj],
-    device_classes: List[Obj],
-    pods: List[Obj],
+    observed: Observed,
     pools=None,
     nodegroup_label: str = NODEGROUP_LABEL,
     name_pattern: Optional[str] = None,
@@ -148,17 +142,16 @@ def advise(
     """{"waiting": [per waiting claim: pods, requests, reason, message], "pools": {pool: {"demand", "options",
     "advice", "unserved", "cut_short"}}, "nothing_to_change", "snippet", "inventory_diff", "diff_note", "pictures",
     "problems", "summary"} for the present pools in scope (default: all) and the claims of `namespaces` (default:
-    every namespace)."""
+    every namespace), from `observed`'s nodes, slices, claims, device classes and pods."""
     scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
-    assigned = assign(scope, nodes, nodegroup_label, name_pattern)[0]
-    by_node = slices_by_node(current_slices(slices))
-    allocated = allocated_devices(claims)
+    assigned = assign(scope, observed.nodes, nodegroup_label, name_pattern)[0]
+    by_node, allocated = observed.slices_by_node, observed.allocated
     supplies = {p.name: pool_supply(p, assigned.get(p.name, []), by_node, allocated) for p in scope}
-    live = {(c.get("metadata") or {}).get("name"): c for c in device_classes}
+    live = {(c.get("metadata") or {}).get("name"): c for c in observed.device_classes}
     reasoner = Reasoner(cluster, supplies, live, by_node)
     waiting = []
     # only the waiting claims are read whole (allocated_devices has what the allocated ones hold)
-    for claim in read_claims([c for c in claims if not is_allocated(c)], pods):
+    for claim in read_claims([c for c in observed.claims if not is_allocated(c)], observed.pods):
         if claim.allocated or (namespaces and claim.namespace not in namespaces):
             continue
         row = reasoner.claim(claim)
@@ -177,7 +170,7 @@ def advise(
         if not wants:
             continue
         supply = supplies[pool.name]
-        evicted = evicted_by_node(cluster, pool, [r["name"] for r in supply["nodes"]], pods)
+        evicted = evicted_by_node(cluster, pool, [r["name"] for r in supply["nodes"]], observed.pods)
         found = search(pool, supply, wants, template_units(cluster, pool.name, root), evicted)
         entry: Dict[str, Any] = {
             "demand": text.demand_counts(found["claims"]),

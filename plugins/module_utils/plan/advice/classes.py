@@ -25,11 +25,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import selectors
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import FULL_GPU
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import (
-    _attr,
-    gpu_devices,
-    node_devices,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.devices import attribute, gpu_devices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import node_devices
 
 
 class Offer(NamedTuple):
@@ -102,5 +99,5 @@ def published_units(node_names: List[str], by_node: Dict[str, Dict[str, list]]) 
     out = []
     for name in node_names:
         for _owner, device, kind, _minor in gpu_devices(node_devices(by_node.get(name) or {}, name)):
-            out.append((DRIVER, device, FULL_GPU if kind == "gpu" else (_attr(device, "profile") or "unknown")))
+            out.append((DRIVER, device, FULL_GPU if kind == "gpu" else (attribute(device, "profile") or "unknown")))
     return out

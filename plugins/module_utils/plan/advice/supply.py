@@ -4,14 +4,14 @@
 """What each pool has: per node and GPU index its devices, what is free of each unit, what is held. Pure.
 
 Read the way the pool report reads it (one source of truth): the GPU and MIG devices a node publishes and the claim
-holding each come from plan/report/capacity.node_gpus, what more fits on a GPU from capacity.gpu_allocatable
+holding each come from plan/report/capacity.read_node_gpus, what more fits on a GPU from capacity.gpu_allocatable
 (fragmentation-aware: mig/placement.more_instances for dynamic MIG). A *unit* is what a DeviceClass offers: whole
 GPUs (capacity.FULL_GPU) or one MIG profile.
 
 A GPU index is *frozen* when a device of that GPU is allocated on any node of the pool: a pool's MIG layout is the
 same on every node (but on the nodes of a MIG group), and a GPU whose layout changes loses every instance on it (the MIG manager creates the GPU's
 new instances from scratch), so the advisor never changes the layout of such an index. Which index a GPU has comes
-from its identity, never its position among what a node publishes (pool_report.place_gpus): the driver publishes no
+from its identity, never its position among what a node publishes (gpu_identity.place_gpus): the driver publishes no
 index, and a GPU with MIG on and no instances publishes nothing; a GPU that cannot be placed by identity freezes
 every index it may have.
 """
@@ -30,20 +30,10 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity 
     place_node_gpus,
     read_node_gpus,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import expected_layout, pool_bus_ids
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.devices import pool_bus_ids
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.gpu_identity import expected_layout
 
 Obj = Dict[str, Any]
-
-
-def slices_by_node(slices_by_pool: Dict[str, List[Obj]]) -> Dict[str, Dict[str, List[Obj]]]:
-    """{node: {pool: [slices]}} holding, for each node, exactly the slices pool_report.node_devices takes for it
-    (those with its nodeName, and those of the pool named after it), so reading 2,000 nodes stays linear."""
-    out: Dict[str, Dict[str, List[Obj]]] = {}
-    for pool, sls in slices_by_pool.items():
-        for sl in sls:
-            for key in {(sl.get("spec") or {}).get("nodeName"), pool} - {None}:
-                out.setdefault(key, {}).setdefault(pool, []).append(sl)
-    return out
 
 
 def unit_slices(pool, unit: str) -> int:
@@ -137,7 +127,7 @@ def pool_supply(pool, nodes: List[Obj], by_node, allocated) -> dict:
     """{"pool", "nodes": [node supply], "frozen": {index: ["node GPU i: claim", ...]}, "uncertain": [node names]}
     of one present pool.
 
-    Each GPU is placed at its index by identity (pool_report.place_gpus: the published index, else its PCI bus ID
+    Each GPU is placed at its index by identity (gpu_identity.place_gpus: the published index, else its PCI bus ID
     among the pool's). A GPU that could not be placed so ("maybe": the indices it may have) freezes every index it
     may have while it holds an allocated device, and its node is listed in "uncertain"."""
     ordered = sorted(nodes, key=lambda n: n["metadata"]["name"])

@@ -29,12 +29,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import parse_version
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import DRIVER, KUBELET_PLUGIN_SUFFIX, POOL_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.values import values_diff
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready
 
-GPU_DRIVER = "gpu.nvidia.com"
-PLUGIN_SUFFIX = "-kubelet-plugin"
 # helm --dry-run=server and helm get metadata, which the release step uses, came with helm 3.13
 MINIMUM_HELM = (3, 13)
 # the chart's CRDs, deleted with purge_crds when the chart cannot be read while uninstalling
@@ -118,7 +116,7 @@ def present_pool_nodes(nodes: Sequence[Mapping[str, Any]], present: Sequence[str
 
 def driver_slice_nodes(slices: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
     """spec.nodeName of every ResourceSlice the GPU driver (gpu.nvidia.com) publishes."""
-    return [(s.get("spec") or {}).get("nodeName") for s in slices if (s.get("spec") or {}).get("driver") == GPU_DRIVER]
+    return [(s.get("spec") or {}).get("nodeName") for s in slices if (s.get("spec") or {}).get("driver") == DRIVER]
 
 
 def rollout_failure(timeout: int, status: Mapping[str, Any], namespace: str) -> str:
@@ -167,7 +165,7 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def plugin_daemonset(daemonsets: Sequence[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
     for ds in daemonsets:
-        if _meta(ds).get("name", "").endswith(PLUGIN_SUFFIX):
+        if _meta(ds).get("name", "").endswith(KUBELET_PLUGIN_SUFFIX):
             return ds
     return None
 

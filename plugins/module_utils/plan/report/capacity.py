@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Capacity beyond the anchors: how many more of each device, and of each tenant's claim, fit right now.
 
-Pure: it reads what plan/report/pool_report.py reads (Nodes, the DRA driver's ResourceSlices, allocated claims).
+Pure: it reads what plan/report/pool_report.py reads (observed.py: Nodes, the DRA driver's ResourceSlices,
+allocated claims).
 The counts are fragmentation-aware: a MIG profile is counted only where a free placement for it exists
 (mig/placement.more_instances), never from free memory alone.
 
@@ -31,27 +32,24 @@ from typing import Dict, List, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import more_instances
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import pool_has_full_gpus, pool_mig_profiles
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    DRIVER,
+    PCI_BUS_ID,
+    PCIE_ROOT,
+    pool_has_full_gpus,
+    pool_mig_profiles,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.tenants import inventory_entries, template_class
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready, node_schedulable
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import (
-    GPU_DRIVER,
-    NODEGROUP_LABEL,
-    PCI_BUS_ID,
-    PCIE_ROOT,
-    _meta,
-    allocated_devices,
-    assign,
-    build_report,
-    current_slices,
-    expected_layout,
-    node_devices,
-    place_gpus,
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.devices import (
+    GpuDevice,
     pool_bus_ids,
     published_gpus,
     read_gpu_devices,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.gpu_identity import expected_layout, place_gpus
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed, meta, node_devices
 
 # gpu-<minor>-mig-<profile>-<GI profile id>-<placement start>
 _MIG = re.compile(r"^gpu-(\d+)-mig-.*-(\d+)-(\d+)$")
@@ -107,10 +105,18 @@ def _profile_size(gpu, profile: str) -> Optional[int]:
     return _PROFILE_SIZE[key]
 
 
-def read_node_gpus(pool, node_name: str, slices_by_pool, allocated) -> Tuple[Dict[int, dict], List[dict]]:
-    """The node's GPUs read once, not yet placed at an index: ({minor: GPU entry (see node_gpus)}, the node's
-    published_gpus, whose bus IDs pool_bus_ids gathers over the pool)."""
-    read = read_gpu_devices(node_devices(slices_by_pool, node_name))
+def read_node_gpus(
+    pool, node_name: str, slices_by_pool, allocated, read: Optional[List[GpuDevice]] = None
+) -> Tuple[Dict[int, dict], List[dict]]:
+    """The node's GPUs read once, not yet placed at an index: ({minor: GPU entry}, the node's published_gpus, whose
+    bus IDs pool_bus_ids gathers over the pool). `slices_by_pool`: the node's slices (Observed.node_slices; all
+    pools' do too, slower), `allocated`: Observed.allocated. A GPU entry, as the picture and the counts need it:
+    {"minor", "memory_slices" (None without MIG geometry), "full" ({"device", "claim"} or None), "instances":
+    [{"device", "profile", "slices", "claim"}] (claim None when free), "dynamic", "attributes"}; place_node_gpus
+    adds "index" and "maybe" (None, or the indices the GPU may have when it could not be placed by identity).
+    `read`: the node's devices already read (Observed.gpu_devices_of), else they are read here."""
+    if read is None:
+        read = read_gpu_devices(node_devices(slices_by_pool, node_name))
     gpu = pool.catalog_gpu
     total = gpu.mig.memory_slices if gpu is not None and gpu.mig else None
     dynamic = pool.mig.mode == "dynamic"
@@ -127,7 +133,7 @@ def read_node_gpus(pool, node_name: str, slices_by_pool, allocated) -> Tuple[Dic
                 "dynamic": dynamic,
                 "attributes": {},
             }
-        claim = allocated.get((GPU_DRIVER, owner, name))
+        claim = allocated.get((DRIVER, owner, name))
         if kind == "gpu":
             entry["full"] = {"device": name, "claim": claim}
         else:
@@ -147,8 +153,8 @@ def read_node_gpus(pool, node_name: str, slices_by_pool, allocated) -> Tuple[Dic
 
 
 def place_node_gpus(pool, read, expected=None, bus_ids=None) -> List[dict]:
-    """node_gpus from read_node_gpus' `read`, each GPU at its index by pool_report.place_gpus (`expected`: the
-    node's expected layout, default the pool's; `bus_ids`: pool_bus_ids of the pool's nodes)."""
+    """The GPU entries of read_node_gpus' `read`, each at its index by gpu_identity.place_gpus, sorted by index
+    (`expected`: the node's expected layout, default the pool's; `bus_ids`: pool_bus_ids of the pool's nodes)."""
     by_minor, published = read
     if expected is None:
         expected = expected_layout(pool)
@@ -160,18 +166,6 @@ def place_node_gpus(pool, read, expected=None, bus_ids=None) -> List[dict]:
         entry["instances"].sort(key=lambda i: (i["slices"][:1] or [99], i["profile"]))
         out.append(entry)
     return sorted(out, key=lambda e: e["index"])
-
-
-def node_gpus(pool, node_name: str, slices_by_pool, allocated, expected=None, bus_ids=None) -> List[dict]:
-    """The node's GPUs as the picture and the counts need them, by GPU index:
-    {"index", "maybe" (None, or the indices the GPU may have when it could not be placed by identity), "minor",
-    "memory_slices" (None without MIG geometry), "full" ({"device", "claim"} or None),
-    "instances": [{"device", "profile", "slices", "claim"}] (claim None when free), "dynamic", "attributes"}.
-    `bus_ids`: pool_bus_ids of the pool's nodes (without it only the node's own devices place its GPUs)."""
-    read = read_node_gpus(pool, node_name, slices_by_pool, allocated)
-    if bus_ids is None:
-        bus_ids = pool_bus_ids([read[1]])
-    return place_node_gpus(pool, read, expected, bus_ids)
 
 
 def gpu_allocatable(pool, gpu: dict) -> Dict[str, int]:
@@ -245,19 +239,19 @@ def _all_free(gpus: List[dict], unit: str) -> bool:
     return bool(devices) and not any(d["claim"] for d in devices)
 
 
-def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, root: str = "gpupool_cluster") -> dict:
+def pool_capacity(cluster, pool, nodes: List[dict], observed: Observed, root: str = "gpupool_cluster") -> dict:
     """{"allocatable": {unit: n}, "templates": [...], "nodes": {node: {"gpu_devices": [...], "allocatable": {...}}},
     "left_out": [{"node", "why"}]} for one present pool and its nodes."""
     units = offered_units(pool)
     per_node, left_out, counted = {}, [], []
-    ordered = sorted(nodes, key=lambda n: _meta(n).get("name"))
-    read = {
-        _meta(n).get("name"): read_node_gpus(pool, _meta(n).get("name"), slices_by_pool, allocated) for n in ordered
-    }
+    ordered = sorted(nodes, key=lambda n: meta(n).get("name"))
+    names = [meta(n).get("name") for n in ordered]
+    allocated = observed.allocated
+    read = {name: read_node_gpus(pool, name, {}, allocated, observed.gpu_devices_of(name)) for name in names}
     bus_ids = pool_bus_ids(r[1] for r in read.values())
     groups = assign_groups(pool, nodes) if pool.mig.mode == "static" and pool.mig.groups else {}
     for node in ordered:
-        name = _meta(node).get("name")
+        name = meta(node).get("name")
         expected = expected_layout(pool, groups[name]) if groups.get(name) is not None else None
         gpus = place_node_gpus(pool, read[name], expected, bus_ids)
         counts = [gpu_allocatable(pool, g) for g in gpus]
@@ -298,31 +292,3 @@ def pool_capacity(cluster, pool, nodes: List[dict], slices_by_pool, allocated, r
         "nodes": per_node,
         "left_out": left_out,
     }
-
-
-def report_with_capacity(
-    cluster,
-    nodes,
-    slices,
-    claims,
-    pools=None,
-    nodegroup_label=NODEGROUP_LABEL,
-    name_pattern=None,
-    root: str = "gpupool_cluster",
-    **report_options,
-) -> dict:
-    """build_report's report (`report_options` go to it), with per pool "capacity" ({"allocatable", "templates",
-    "left_out"}) and per node row "allocatable" and "gpu_devices" (each GPU's devices and slices: what the
-    picture draws)."""
-    report = build_report(cluster, nodes, slices, claims, pools, nodegroup_label, name_pattern, **report_options)
-    scope = [p for p in (pools if pools is not None else cluster.pools) if p.state == "present"]
-    assigned = assign(scope, nodes, nodegroup_label, name_pattern)[0]
-    slices_by_pool = current_slices(slices)
-    allocated = allocated_devices(claims)
-    for pool in scope:
-        capacity = pool_capacity(cluster, pool, assigned.get(pool.name, []), slices_by_pool, allocated, root)
-        rep = report["pools"][pool.name]
-        for row in rep["nodes"]:
-            row.update(capacity["nodes"].get(row["name"]) or {"gpu_devices": [], "allocatable": {}})
-        rep["capacity"] = {k: v for k, v in capacity.items() if k != "nodes"}
-    return report

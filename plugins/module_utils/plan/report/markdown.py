@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The pool report as Markdown (what playbooks/report.yml writes), with one SVG picture per pool.
 
-Pure text from the report of plan/capacity.report_with_capacity: a capacity table over the pools, then per
-pool its nodes, what more can be allocated now (per profile and per tenant template) and its mismatches.
+Pure text from the report of plan/report/pool_report.build_report (capacity=True): a capacity table over the
+pools, then per pool its nodes, what more can be allocated now (per profile and per tenant template) and its
+mismatches.
 Also the few-line capacity table the end-of-run summary shows (`capacity_lines`).
 """
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.markdown import capacity_lines
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import mismatch_lines
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.mismatches import mismatch_lines
 
 
 def _first_line(text: object) -> str:

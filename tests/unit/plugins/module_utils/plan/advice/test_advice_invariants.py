@@ -31,6 +31,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import mi
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import MIG_CONFIG_LABEL, assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 from tests.unit.plugins.module_utils.plan.advice import judge
 
 DRIVER = "gpu.nvidia.com"
@@ -379,7 +380,7 @@ def check(case: Obj) -> None:
     data = case["data"]
     cluster = model_load.load_cluster(copy.deepcopy(data))
     classes = [d.obj for d in cluster_device_classes(cluster)]
-    result = advise(cluster, copy.deepcopy(data), case["nodes"], case["slices"], case["claims"], classes, [])
+    result = advise(cluster, copy.deepcopy(data), Observed(case["nodes"], case["slices"], case["claims"], classes))
     claims = wanted(case)
     rows = {"%s/%s" % (r["namespace"], r["name"]): r for r in result["waiting"]}
     problems: List[str] = []

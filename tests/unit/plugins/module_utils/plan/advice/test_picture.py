@@ -6,8 +6,8 @@ from xml.etree import ElementTree
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.picture import change_picture
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import current_slices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import current_slices, slices_by_node
 from tests.support import advice_beds as b
 
 

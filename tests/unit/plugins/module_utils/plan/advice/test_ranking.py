@@ -6,6 +6,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import ra
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.candidates import Candidate
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 from tests.support import advice_beds as b
 
 HELD_3G_GPU0 = ("a100-0", "gpu-0-mig-3g20gb-9-4")
@@ -14,7 +15,7 @@ HELD_3G_GPU0 = ("a100-0", "gpu-0-mig-3g20gb-9-4")
 def advice_for(data, nodes, slices, claims, pods=()):
     cluster = b.load(data)
     classes = [d.obj for d in cluster_device_classes(cluster)]
-    return advise(cluster, data, nodes, slices, claims, classes, list(pods))
+    return advise(cluster, data, Observed(nodes, slices, claims, classes, list(pods)))
 
 
 def one_a100_node(max_nodes=2, gpus=2):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 from tests.support import advice_beds as b
 
 
@@ -11,7 +12,7 @@ def run(data, nodes, slices, claims, classes=None, pods=()):
     cluster = b.load(data)
     if classes is None:
         classes = [d.obj for d in cluster_device_classes(cluster)]
-    return advise(cluster, data, nodes, slices, claims, classes, list(pods))
+    return advise(cluster, data, Observed(nodes, slices, claims, classes, list(pods)))
 
 
 def reason_of(result, name):

@@ -15,10 +15,14 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import ca
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import Change, ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.evaluate import Evaluator
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import current_slices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import (
+    Observed,
+    current_slices,
+    slices_by_node,
+)
 from tests.support import advice_beds as b
 
 # a few A100-40GB layouts, each with the starts the MIG manager would give it (by hand)
@@ -75,7 +79,7 @@ def cluster_for(names, node_count, held=(), tenants=None):
 def run(data, nodes, slices, claims, pods=()):
     cluster = b.load(data)
     classes = [d.obj for d in cluster_device_classes(cluster)]
-    return advise(cluster, data, nodes, slices, claims, classes, list(pods))
+    return advise(cluster, data, Observed(nodes, slices, claims, classes, list(pods)))
 
 
 def supply_of(data, nodes, slices, claims):

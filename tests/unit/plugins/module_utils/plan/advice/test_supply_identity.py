@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply, slices_by_node
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import current_slices
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import current_slices, slices_by_node
 from tests.support import advice_beds as b
 
 TWO = dict(b.A100, nodegroup={"flavor": "g4.p2.40g", "node_count": 2, "max_node_count": 3})

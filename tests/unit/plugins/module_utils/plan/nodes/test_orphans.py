@@ -9,6 +9,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import load as 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import orphans as plan_orphans
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import pool_nodes as plan_nodes
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report import pool_report as plan_pool_report
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 
 NG = "magnum.openstack.org/nodegroup"
 POOL = "gpupool.io/pool"
@@ -122,7 +123,7 @@ def test_only_node_pools_own_cordon_is_lifted():
 
 def test_pool_report_lists_orphans_on_every_run_and_flags_a_schedulable_one():
     c = cluster()
-    report = plan_pool_report.build_report(c, NODES, [], [])
+    report = plan_pool_report.build_report(c, Observed(NODES))
     rows = {r["name"]: r for r in report["orphaned"]}
     assert sorted(rows) == ["gone-0", "l4-1", "old-0"]
     assert rows["gone-0"] == {
@@ -150,7 +151,7 @@ def test_pool_report_lists_orphans_on_every_run_and_flags_a_schedulable_one():
         "site.yml (or gpupool.core.node_pool) to cordon it"
     )
     assert "[orphaned_node] node gone-0" in plan_pool_report.summary(report)
-    limited = plan_pool_report.build_report(c, NODES, [], [], pools=[c.pool("l4")])
+    limited = plan_pool_report.build_report(c, Observed(NODES), pools=[c.pool("l4")])
     assert [r["name"] for r in limited["orphaned"]] == ["l4-1"]
 
 
@@ -159,10 +160,10 @@ def test_pool_report_lists_no_node_of_another_owner_or_of_an_undeclared_pool_wit
     theirs = node("a-0", {"gpu": "old", POOL: "old", "gpupool.io/owner": "team-a"})  # pool name shared with us
     legacy = node("b-0", {POOL: "elsewhere"})  # made before owner labels, of a pool this inventory never declared
     ours_legacy = node("old-1", {"gpu": "old", POOL: "old"})  # made before owner labels, of our absent pool
-    report = plan_pool_report.build_report(c, NODES + [theirs, legacy, ours_legacy], [], [])
+    report = plan_pool_report.build_report(c, Observed(NODES + [theirs, legacy, ours_legacy]))
     assert sorted(r["name"] for r in report["orphaned"]) == ["gone-0", "l4-1", "old-0", "old-1"]
     lost = cluster(lambda d: d.update(owner="team-b"))  # the same nodes seen by another owner: gone-0 is c1's
-    assert "gone-0" not in [r["name"] for r in plan_pool_report.build_report(lost, NODES, [], [])["orphaned"]]
+    assert "gone-0" not in [r["name"] for r in plan_pool_report.build_report(lost, Observed(NODES))["orphaned"]]
 
 
 def test_a_nodegroup_is_prunable_only_when_gpupool_provably_made_it():

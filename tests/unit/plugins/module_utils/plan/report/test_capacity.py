@@ -13,6 +13,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig import placement 
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report import capacity as plan_capacity
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report import pool_report as plan_pool_report
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 
 DRIVER = "gpu.nvidia.com"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
@@ -157,7 +158,7 @@ def static_a100(minor):
 
 
 def report(cluster, nodes, slices, claims):
-    return plan_capacity.report_with_capacity(cluster, nodes, slices, claims)
+    return plan_pool_report.build_report(cluster, Observed(nodes, slices, claims), capacity=True)
 
 
 def test_static_mig_counts_free_devices_only():

@@ -11,7 +11,14 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import 
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL, DRIVER, STATE_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report import pool_report as pr
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.devices import attribute
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.gpu_identity import (
+    expected_layout,
+    published_layout,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed, allocated_devices
 
 NG = "magnum.openstack.org/nodegroup"
 BASE = {
@@ -45,9 +52,9 @@ def node(name, labels=None, ready=True, config=None, state=None, unschedulable=F
     """A node as gpupool leaves it (the pools' default GPU taint on), unless `taints` says otherwise."""
     labels = dict(labels or {})
     if config:
-        labels[pr.CONFIG_LABEL] = config
+        labels[CONFIG_LABEL] = config
     if state:
-        labels[pr.STATE_LABEL] = state
+        labels[STATE_LABEL] = state
     spec = {"taints": [dict(t) for t in taints]}
     if unschedulable:
         spec["unschedulable"] = True
@@ -71,7 +78,7 @@ def mig_devs(gpu, index, layout):
     return out
 
 
-def rslice(node_name, devices, generation=1, driver=pr.GPU_DRIVER, name=None):
+def rslice(node_name, devices, generation=1, driver=DRIVER, name=None):
     return {
         "metadata": {"name": name or "%s-%s-%d" % (node_name, driver, generation)},
         "spec": {
@@ -122,12 +129,12 @@ def healthy():
 def test_healthy_static_pool_counts_mig_devices_by_profile_and_allocation():
     nodes, slices = healthy()
     claims = [
-        claim("ml", "train", (pr.GPU_DRIVER, "a100-0", "gpu-0-mig-3g20gb-9-4")),
-        claim("ml", "infer", (pr.GPU_DRIVER, "t4-0", "gpu-0"), ("other.example.com", "a100-1", "gpu-0-mig-x")),
+        claim("ml", "train", (DRIVER, "a100-0", "gpu-0-mig-3g20gb-9-4")),
+        claim("ml", "infer", (DRIVER, "t4-0", "gpu-0"), ("other.example.com", "a100-1", "gpu-0-mig-x")),
         {"metadata": {"namespace": "ml", "name": "pending"}, "status": {}},
     ]
     c = cluster()
-    rep = pr.build_report(c, nodes, slices, claims)
+    rep = pr.build_report(c, Observed(nodes, slices, claims))
     a = rep["pools"]["a100"]
     assert a["mismatches"] == []
     assert a["mig_devices"] == {
@@ -161,11 +168,11 @@ def kinds(rep, pool=None):
 
 def test_missing_node_and_extra_nodes():
     nodes, slices = healthy()
-    rep = pr.build_report(cluster(), [n for n in nodes if n["metadata"]["name"] != "a100-1"], slices, [])
+    rep = pr.build_report(cluster(), Observed([n for n in nodes if n["metadata"]["name"] != "a100-1"], slices))
     assert kinds(rep, "a100") == [("a100", None, "missing_nodes")]
     mm = rep["mismatches"][0]
     assert mm["expected"] == 2 and mm["found"] == 1 and "1 of the 2 nodes" in mm["message"]
-    rep = pr.build_report(cluster(), nodes + [node("t4-1", {NG: "t4"})], slices, [])
+    rep = pr.build_report(cluster(), Observed(nodes + [node("t4-1", {NG: "t4"})], slices))
     assert ("t4", None, "extra_nodes") in kinds(rep)
     assert ("t4", "t4-1", "not_published") in kinds(rep)
 
@@ -173,7 +180,7 @@ def test_missing_node_and_extra_nodes():
 def test_wrong_layout_is_compared_per_gpu_as_profile_counts():
     nodes, slices = healthy()
     other = [rslice("a100-1", mig_devs(A100, 0, {"1g.5gb": 7}) + mig_devs(A100, 1, LAYOUT), generation=2)]
-    rep = pr.build_report(cluster(), nodes, slices + other, [])
+    rep = pr.build_report(cluster(), Observed(nodes, slices + other))
     assert kinds(rep, "a100") == [("a100", "a100-1", "wrong_layout")]
     mm = rep["mismatches"][0]
     assert "GPU 0: wants MIG 2g.10gb x2 + 3g.20gb x1, publishes MIG 1g.5gb x7" in mm["message"]
@@ -188,14 +195,14 @@ def test_same_layout_at_other_placements_is_not_a_mismatch():
     moved = copy.deepcopy(slices)
     for dev in moved[0]["spec"]["devices"]:
         dev["name"] = dev["name"].rsplit("-", 1)[0] + "-9"  # other placement starts
-    rep = pr.build_report(cluster(), nodes, moved, [])
+    rep = pr.build_report(cluster(), Observed(nodes, moved))
     assert kinds(rep, "a100") == []
 
 
 def test_full_gpu_where_mig_is_wanted_and_missing_gpu():
     nodes, slices = healthy()
     slices[1] = rslice("a100-1", [gpu_dev(0)])
-    rep = pr.build_report(cluster(), nodes, slices, [])
+    rep = pr.build_report(cluster(), Observed(nodes, slices))
     msg = rep["mismatches"][0]["message"]
     assert "GPU 0: wants MIG 2g.10gb x2 + 3g.20gb x1, publishes full GPU" in msg
     assert "GPU 1: wants MIG 2g.10gb x2 + 3g.20gb x1, publishes nothing" in msg
@@ -207,7 +214,7 @@ def test_mig_on_a_pool_without_mig():
         "t4-0",
         [{"name": "gpu-0-mig-1g5gb-19-0", "attributes": {"type": {"string": "mig"}, "profile": {"string": "1g.5gb"}}}],
     )
-    rep = pr.build_report(cluster(), nodes, slices, [])
+    rep = pr.build_report(cluster(), Observed(nodes, slices))
     mm = [m for m in rep["mismatches"] if m["pool"] == "t4"][0]
     assert mm["kind"] == "wrong_layout" and "wants full GPU, publishes MIG 1g.5gb x1" in mm["message"]
     assert "mig.mode is off" in mm["message"]
@@ -217,7 +224,7 @@ def test_failed_state_wrong_label_not_ready_not_published():
     nodes, slices = healthy()
     nodes[0] = node("a100-0", {NG: "a100"}, config=CFG, state="failed")
     nodes[1] = node("a100-1", {NG: "a100"}, config="all-disabled", state="success", ready=False)
-    rep = pr.build_report(cluster(), nodes, [s for s in slices if s["spec"]["nodeName"] != "a100-1"], [])
+    rep = pr.build_report(cluster(), Observed(nodes, [s for s in slices if s["spec"]["nodeName"] != "a100-1"]))
     assert kinds(rep, "a100") == [
         ("a100", "a100-1", "node_not_ready"),
         ("a100", "a100-0", "mig_failed"),
@@ -235,7 +242,7 @@ def test_pending_layout_says_wait():
     nodes, slices = healthy()
     nodes[1] = node("a100-1", {NG: "a100"}, config=CFG, state="pending")
     slices[1] = rslice("a100-1", mig_devs(A100, 0, {"7g.40gb": 1}) + mig_devs(A100, 1, LAYOUT))
-    rep = pr.build_report(cluster(), nodes, slices, [])
+    rep = pr.build_report(cluster(), Observed(nodes, slices))
     assert "wait while nvidia.com/mig.config.state=pending" in rep["mismatches"][0]["message"]
 
 
@@ -246,10 +253,10 @@ def test_per_gpu_layouts_and_mig_on_without_instances():
     with pytest.raises(model_errors.Problems, match="the layout is empty"):
         model_load.load_cluster(copy.deepcopy(data))
     c = model_inventory.Cluster.model_validate(data)
-    assert pr.expected_layout(c.pool("a100")) == {0: {"7g.40gb": 1}}
+    assert expected_layout(c.pool("a100")) == {0: {"7g.40gb": 1}}
     nodes = healthy()[0]
     slices = [rslice(n, mig_devs(A100, 0, {"7g.40gb": 1})) for n in ("a100-0", "a100-1")]
-    rep = pr.build_report(c, nodes, slices, [], pools=[c.pool("a100")])
+    rep = pr.build_report(c, Observed(nodes, slices), pools=[c.pool("a100")])
     assert rep["mismatches"] == [] and list(rep["pools"]) == ["a100"]
     assert rep["pools"]["a100"]["mig_devices"] == {"7g.40gb": {"total": 2, "allocated": 0, "free": 2}}
 
@@ -259,7 +266,7 @@ def test_layouts_with_an_unlisted_gpu_expect_a_full_gpu():
         d["pools"][0]["mig"] = {"mode": "static", "layouts": {0: {"7g.40gb": 1}}}
 
     c = cluster(partial)
-    assert pr.expected_layout(c.pool("a100")) == {0: {"7g.40gb": 1}, 1: None}
+    assert expected_layout(c.pool("a100")) == {0: {"7g.40gb": 1}, 1: None}
 
 
 def test_v1beta1_basic_attributes_and_qualified_names():
@@ -269,7 +276,7 @@ def test_v1beta1_basic_attributes_and_qualified_names():
         attrs = {"gpu.nvidia.com/" + k: v for k, v in d["attributes"].items()}
         devs.append({"name": d["name"], "basic": {"attributes": attrs}})
     slices = [rslice(n, devs) for n in ("a100-0", "a100-1")]
-    rep = pr.build_report(cluster(), nodes, slices, [], pools=[cluster().pool("a100")])
+    rep = pr.build_report(cluster(), Observed(nodes, slices), pools=[cluster().pool("a100")])
     assert rep["mismatches"] == []
     assert rep["pools"]["a100"]["mig_devices"]["3g.20gb"]["total"] == 4
 
@@ -284,7 +291,7 @@ def test_slice_pool_spanning_several_slices_and_older_generations():
         rslice("a100-0", [gpu_dev(0), gpu_dev(1)], 2, name="old"),
         rslice("a100-1", g0 + g1, 1),
     ]
-    rep = pr.build_report(cluster(), nodes, slices, [], pools=[cluster().pool("a100")])
+    rep = pr.build_report(cluster(), Observed(nodes, slices), pools=[cluster().pool("a100")])
     assert rep["mismatches"] == []
     assert rep["pools"]["a100"]["devices"]["total"] == 12
 
@@ -294,13 +301,13 @@ def test_node_in_two_pools_and_a_pool_without_selector():
         d["pools"][2]["node_selector"] = {NG: "a100"}
 
     nodes, slices = healthy()
-    rep = pr.build_report(cluster(overlap), nodes, slices, [])
+    rep = pr.build_report(cluster(overlap), Observed(nodes, slices))
     assert ("l4", "a100-0", "node_in_two_pools") in kinds(rep)
     # load_cluster refuses a pool without nodegroup or selector; the report still says it for a shape-only model
     no_selector = model_inventory.Cluster.model_validate(
         {"name": "c", "pools": [{"name": "x", "gpu": {"model": "T4"}}]}
     )
-    rep = pr.build_report(no_selector, nodes, slices, [])
+    rep = pr.build_report(no_selector, Observed(nodes, slices))
     assert kinds(rep) == [("x", None, "no_node_selector")]
     assert "so its nodes cannot be found; add node_selector" in rep["mismatches"][0]["message"]
 
@@ -319,22 +326,22 @@ def test_dynamic_pool_has_no_expected_layout():
             ],
         }
     )
-    rep = pr.build_report(dynamic, healthy()[0], [], [])
+    rep = pr.build_report(dynamic, Observed(healthy()[0]))
     assert rep["pools"]["dyn"]["expected_layout"] is None and rep["pools"]["dyn"]["nodes"] == []
 
 
 def test_absent_pools_are_not_reported():
     c = cluster(lambda d: d["pools"][1].update(state="absent"))
     nodes, slices = healthy()
-    assert "t4" not in pr.build_report(c, nodes, slices, [])["pools"]
+    assert "t4" not in pr.build_report(c, Observed(nodes, slices))["pools"]
 
 
 def test_unpublished_everything_and_empty_scope():
     nodes = healthy()[0]
-    rep = pr.build_report(cluster(), nodes, [], [])
+    rep = pr.build_report(cluster(), Observed(nodes))
     assert sorted({m["kind"] for m in rep["mismatches"]}) == ["not_published"]
     assert "no devices published" in pr.summary(rep)
-    assert pr.summary(pr.build_report(cluster(), nodes, [], [], pools=[])) == "no pools in scope"
+    assert pr.summary(pr.build_report(cluster(), Observed(nodes), pools=[])) == "no pools in scope"
 
 
 @pytest.mark.parametrize(
@@ -349,11 +356,11 @@ def test_unpublished_everything_and_empty_scope():
     ],
 )
 def test_attribute_values(value, want):
-    assert pr._attr({"attributes": {"type": value}}, "type") == want
+    assert attribute({"attributes": {"type": value}}, "type") == want
 
 
 def test_allocated_devices():
-    got = pr.allocated_devices(
+    got = allocated_devices(
         [
             claim("a", "c1", ("d", "p", "x"), ("d", "p", "y")),
             claim("b", "c2", ("d", "p", "x")),
@@ -377,7 +384,7 @@ def _dev(name, dtype, bus=None, profile=None, **ints):
 def test_device_name_number_is_the_minor_and_pci_order_gives_the_index():
     # NVML index 0 sits on bus 0x41 and is /dev/nvidia3; index 1 (bus 0x51) is /dev/nvidia0.
     devs = [_dev("gpu-0", "gpu", "0000:51:00.0"), _dev("gpu-3-mig-7g40gb-0-0", "mig", "0000:41:00.0", "7g.40gb")]
-    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
+    assert published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
 
 
 def test_index_attribute_of_older_drivers_wins():
@@ -386,14 +393,14 @@ def test_index_attribute_of_older_drivers_wins():
         _dev("gpu-0", "gpu", "0000:41:00.0", index=1),
         _dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb", parentIndex=0),
     ]
-    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
+    assert published_layout(devs) == {0: {"7g.40gb": 1}, 1: None}
 
 
 def test_a_gpu_publishing_nothing_keeps_the_others_at_their_index():
     # GPU 0: MIG on, no instances (publishes nothing, left out of expected too); GPU 1: 7g.
     devs = [_dev("gpu-1-mig-7g40gb-0-0", "mig", "0000:51:00.0", "7g.40gb")]
-    assert pr.published_layout(devs, expected={1: {"7g.40gb": 1}}, gpus_per_node=2) == {1: {"7g.40gb": 1}}
-    assert pr.published_layout(devs) == {0: {"7g.40gb": 1}}
+    assert published_layout(devs, expected={1: {"7g.40gb": 1}}, gpus_per_node=2) == {1: {"7g.40gb": 1}}
+    assert published_layout(devs) == {0: {"7g.40gb": 1}}
 
 
 def test_a_node_without_the_pools_taint_is_a_mismatch_not_ok():
@@ -404,12 +411,12 @@ def test_a_node_without_the_pools_taint_is_a_mismatch_not_ok():
         node("t4-1", {NG: "t4"}, taints=()),
         node("t4-2", {NG: "t4"}, taints=(dict(GPU_TAINT, value="false"),)),
     ]
-    rep = pr.build_report(cluster(), nodes, [], [])
+    rep = pr.build_report(cluster(), Observed(nodes))
     missing = [m for m in rep["mismatches"] if m["kind"] == "taint_missing"]
     assert [m["node"] for m in missing] == ["t4-1", "t4-2"]
     assert "node-role.kubernetes.io/gpu=true:NoSchedule" in missing[0]["message"]
     assert "gpupool.core.node_pool" in missing[0]["message"]
     # a pool that opts out of the GPU taint expects none
     no_taint = cluster(lambda d: d["pools"][1].update(gpu_taint=False))
-    rep = pr.build_report(no_taint, [node("t4-1", {NG: "t4"}, taints=())], [], [])
+    rep = pr.build_report(no_taint, Observed([node("t4-1", {NG: "t4"}, taints=())]))
     assert not [m for m in rep["mismatches"] if m["kind"] == "taint_missing"]

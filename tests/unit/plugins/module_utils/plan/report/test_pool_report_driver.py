@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import (
-    build_report,
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.driver_state import (
     compute_domain_state,
     driver_plugin,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.pool_report import build_report
 
 CLUSTER = {
     "name": "c",
@@ -40,7 +41,7 @@ def cd(status=None):
 
 
 def report(daemonsets, compute_domains):
-    return build_report(load_cluster(CLUSTER), [], [], [], daemonsets=daemonsets, compute_domains=compute_domains)
+    return build_report(load_cluster(CLUSTER), Observed(daemonsets=daemonsets, compute_domains=compute_domains))
 
 
 def kinds(rep):
@@ -76,7 +77,7 @@ def test_compute_domain_readiness():
 
 
 def test_checks_are_skipped_without_the_reads():
-    rep = build_report(load_cluster(CLUSTER), [], [], [])
+    rep = build_report(load_cluster(CLUSTER), Observed())
     assert rep["mismatches"] == [] and rep["driver"] is None and "compute_domain" not in rep["pools"]["gb"]
 
 

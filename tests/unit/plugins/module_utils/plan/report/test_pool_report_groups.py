@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report import pool_report as pr
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 from tests.unit.plugins.module_utils.plan.report.test_pool_report import (
     A100,
     CFG,
@@ -32,7 +33,7 @@ def test_each_node_is_checked_against_its_groups_layout_and_config():
         node("a100-1", {NG: "a100"}, config=CFG, state="success"),
     ]
     slices = [rslice("a100-0", devices(SMALL)), rslice("a100-1", devices(LAYOUT))]
-    rep = pr.build_report(cluster(with_group), nodes, slices, [])
+    rep = pr.build_report(cluster(with_group), Observed(nodes, slices))
     a = rep["pools"]["a100"]
     assert a["mismatches"] == []
     rows = {row["name"]: row for row in a["nodes"]}
@@ -48,7 +49,7 @@ def test_a_group_node_still_on_the_pools_layout_is_a_mismatch_naming_the_group()
         node("a100-1", {NG: "a100"}, config=CFG, state="success"),
     ]
     slices = [rslice(n, devices(LAYOUT)) for n in ("a100-0", "a100-1")]
-    a = pr.build_report(cluster(with_group), nodes, slices, [])["pools"]["a100"]
+    a = pr.build_report(cluster(with_group), Observed(nodes, slices))["pools"]["a100"]
     kinds = {(m["node"], m["kind"]) for m in a["mismatches"]}
     assert kinds == {("a100-0", "mig_config_label"), ("a100-0", "wrong_layout")}
     label = next(m for m in a["mismatches"] if m["kind"] == "mig_config_label")
@@ -59,5 +60,5 @@ def test_a_group_node_still_on_the_pools_layout_is_a_mismatch_naming_the_group()
 
 def test_without_groups_rows_are_as_before():
     nodes = [node("a100-0", {NG: "a100"}, config=CFG, state="success")]
-    a = pr.build_report(cluster(), nodes, [rslice("a100-0", devices(LAYOUT))], [])["pools"]["a100"]
+    a = pr.build_report(cluster(), Observed(nodes, [rslice("a100-0", devices(LAYOUT))]))["pools"]["a100"]
     assert "mig_group" not in a["nodes"][0] and "expected_layout" not in a["nodes"][0]

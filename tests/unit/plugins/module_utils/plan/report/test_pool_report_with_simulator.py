@@ -6,7 +6,7 @@ pytest from the checkout, not by ansible-test, which does not ship testbed/)."""
 
 from __future__ import annotations
 
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report import pool_report as pr
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.gpu_identity import published_layout
 from testbed import dra_resourceslices, mig_tables
 
 
@@ -17,4 +17,4 @@ def test_the_dra_simulators_devices_report_by_index():
         "n", mig_tables.get("A100-40GB"), 3, {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}, minors=[2, 0, 1]
     )
     assert {d["name"].split("-mig-")[0] for d in devs} == {"gpu-2", "gpu-0", "gpu-1"}
-    assert pr.published_layout([("n", d) for d in devs]) == {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}
+    assert published_layout([("n", d) for d in devs]) == {0: {"7g.40gb": 1}, 1: None, 2: {"3g.20gb": 2}}

@@ -1,7 +1,7 @@
 """The report's renderers: the SVG picture of a pool's GPUs and the Markdown report (pure, from plain report data).
 
-The input is written out by hand in the shape plan/capacity.report_with_capacity returns, so these tests
-fail on the rendering alone; the SVG is parsed as XML to check what each shape says.
+The input is written out by hand in the shape plan/report/pool_report.build_report (capacity=True) returns, so
+these tests fail on the rendering alone; the SVG is parsed as XML to check what each shape says.
 """
 
 from __future__ import annotations
