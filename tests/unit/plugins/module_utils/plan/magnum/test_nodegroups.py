@@ -6,6 +6,8 @@ import ast
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
@@ -15,7 +17,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired i
     orphaned_nodegroups,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.nodegroups import plan_nodegroup, view
-from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.values import normalize_labels, normalize_taints
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.values import (
+    normalize_field,
+    normalize_labels,
+    normalize_taints,
+)
 
 CLUSTER = {"uuid": "c-1", "name": "k8s", "flavor_id": "m1", "labels": {"kube_tag": "v1.29", "cern_enabled": "true"}}
 
@@ -528,3 +534,52 @@ def test_orphaned_nodegroups_are_those_no_pool_declares():
         {"name": "gpu-old", "role": "worker"},
     ]
     assert orphaned_nodegroups(listing, cluster) == ["gpu-b", "gpu-old"]
+
+
+# -------------------------------------------------------------------- node labels and counts together
+LABEL_SETS = st.dictionaries(st.sampled_from(["pool", "tier", "zone"]), st.sampled_from(["a", "b"]), max_size=2)
+TAINT_SETS = st.lists(
+    st.fixed_dictionaries({"key": st.sampled_from(["gpu", "mig"]), "effect": st.sampled_from(["NoSchedule"])}),
+    max_size=2,
+    unique_by=lambda t: t["key"],
+)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(
+    start=st.sampled_from(STATES),
+    target=st.tuples(st.sampled_from([None, *VALUES]), st.sampled_from([None, *VALUES]), st.sampled_from(HIGHS)),
+    have=st.tuples(LABEL_SETS, TAINT_SETS),
+    want=st.tuples(st.none() | LABEL_SETS, st.none() | TAINT_SETS),
+)
+def test_node_labels_and_taints_ride_along_with_any_count_change(start, target, have, want):
+    """Whatever the count change, the node labels and taints asked for are sent in exactly one patch (none when
+    the nodegroup has them), every action passes Magnum's checks, and each wait expects what Magnum then shows."""
+    (c, lo, hi), (tc, tlo, thi) = start, target
+    obs = observed(node_count=c, min_node_count=lo, max_node_count=hi, node_labels=have[0], node_taints=have[1])
+    try:
+        p = plan(
+            params(node_count=tc, min_node_count=tlo, max_node_count=thi, node_labels=want[0], node_taints=want[1]), obs
+        )
+    except Problems:
+        assert not _valid(c if tc is None else tc, lo if tlo is None else tlo, hi if thi is None else thi)
+        return
+    ng = dict(obs)
+    for action in p.actions:
+        if action.kind == "resize":
+            ng = _magnum_accepts_resize(ng, action.payload["node_count"])
+        else:
+            ng = _magnum_accepts_patch(ng, action.payload)
+        assert ng is not None, (start, target, p.actions)
+        for field in ("node_labels", "node_taints"):
+            if isinstance(ng[field], str):  # a patch sends them as Python literals (Magnum literal_eval()s them)
+                ng[field] = ast.literal_eval(ng[field])
+        for key, value in action.expect["fields"].items():
+            assert normalize_field(key, ng[key]) == value, (start, target, action)
+    for field, wanted, had in (("node_labels", want[0], have[0]), ("node_taints", want[1], have[1])):
+        expected = normalize_field(field, had if wanted is None else wanted)
+        assert normalize_field(field, ng[field]) == expected
+        sent = [
+            a for a in p.actions if any(op["path"] == "/" + field for op in (a.payload if a.kind == "patch" else []))
+        ]
+        assert len(sent) == (0 if expected == normalize_field(field, had) else 1)
