@@ -50,6 +50,7 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth.apply
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes
 attributes:
   check_mode:

@@ -60,19 +60,13 @@ options:
       - The helm 3.13+ binary, a path or a name looked up on PATH.
     type: str
     default: helm
+  # wait, wait_timeout and wait_sleep come from the fragment gpupool.core.k8s_auth.wait; these say what differs.
   wait:
     description:
       - Wait until the driver's rollout is done (see the description). Skipped in check mode.
-    type: bool
     default: true
   wait_timeout:
     description: Seconds to wait for the rollout (and for helm to uninstall).
-    type: int
-    default: 600
-  wait_sleep:
-    description: Seconds between two checks while waiting.
-    type: float
-    default: 5.0
   purge_crds:
     description:
       - With O(state=absent), also delete the chart's CRDs (C(computedomains.resource.nvidia.com),
@@ -103,8 +97,10 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth
   - gpupool.core.k8s_auth.lease
   - gpupool.core.k8s_auth.pools
+  - gpupool.core.k8s_auth.wait
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes
 attributes:
   platform:

@@ -44,6 +44,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  # first: its action group membership wins over the empty one of .actiongroups (earlier fragments win)
+  - gpupool.core.attributes.nvml
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
   - ansible.builtin.action_common_attributes.actiongroups
@@ -53,12 +55,6 @@ attributes:
     support: none
   facts:
     support: full
-  action_group:
-    membership:
-    - gpupool.core.nvml
-requirements:
-  - nvidia-ml-py (C(import pynvml)) on the managed node
-  - the NVIDIA driver (C(libnvidia-ml.so.1)) on the managed node
 notes:
   - The facts are also set as C(gpupool_gpus) and C(gpupool_nvml).
   - MIG device UUIDs are only listed for compute instances that exist.

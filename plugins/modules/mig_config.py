@@ -66,6 +66,8 @@ options:
     type: str
     default: gpupool-exported
 extends_documentation_fragment:
+  # first: its action group membership wins over the empty one of .actiongroups (earlier fragments win)
+  - gpupool.core.attributes.nvml
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.actiongroups
   - gpupool.core.attributes.node
@@ -74,12 +76,7 @@ attributes:
     details: Returns the plan (the NVML calls it would make) without making any.
   diff_mode:
     details: Per GPU, MIG mode and C(profile@start) of every GPU instance, before and after.
-  action_group:
-    membership:
-    - gpupool.core.nvml
 requirements:
-  - nvidia-ml-py (C(import pynvml)) on the managed node
-  - the NVIDIA driver (C(libnvidia-ml.so.1)) on the managed node
   - root on the managed node (use C(become))
 notes:
   - GPU instances are created with their full-size compute instance only, as C(nvidia-mig-parted) does.

@@ -191,6 +191,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.actiongroups
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes
 attributes:
   action_group:

@@ -42,6 +42,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.actiongroups
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes.info
 attributes:
   action_group:

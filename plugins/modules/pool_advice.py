@@ -52,6 +52,7 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes.info
 notes:
   - Permissions needed besides the gpupool ClusterRole's node rules are C(list) of C(resourceslices),

@@ -46,6 +46,7 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth.nodes
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes.info
 attributes:
   check_mode:
@@ -237,7 +238,7 @@ orphaned:
   elements: dict
   contains:
     name:
-      description: Node name.
+      description: The orphaned node's name.
       type: str
     pool:
       description: The pool it left (its C(gpupool.io/pool) label).

@@ -66,6 +66,7 @@ extends_documentation_fragment:
   - gpupool.core.k8s_auth.pools
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes.info
 attributes:
   check_mode:

@@ -39,6 +39,7 @@ options:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - gpupool.core.attributes.controller
   - gpupool.core.attributes.info
 requirements:
   - pydantic >= 2.6
