@@ -133,12 +133,15 @@ def test_the_tarball_holds_what_a_user_runs(built):
         "plugins/modules/validate.py",
         "plugins/filter/pool_names.py",
         "roles/nodegroups/tasks/main.yml",
+        "roles/nodegroups/README.md",
         "meta/runtime.yml",
         "requirements.txt",
         "docs/rbac/gpupool-clusterrole.yaml",
         "README.md",
     ]:
         assert name in names, name
+    # AWX as code runs from a checkout and needs awx.awx, which the collection does not declare (docs/awx.md).
+    assert not [name for name in names if name == "awx" or name.startswith("awx/")]
 
 
 def test_installed_from_the_tarball_it_validates_the_example_inventory(built, tmp_path):
