@@ -28,6 +28,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum_erro
     OperationFailed,
     WaitTimeout,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.actions import Action
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import orphaned_nodegroups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.drain import (
     action_removes_nodes,
@@ -196,7 +197,7 @@ class NodegroupConverge:
                 targets.append(pruned_target(name, pool, settings))
         return kept
 
-    def kubernetes(self):
+    def kubernetes(self) -> Any:
         if self._kubernetes is None:
             self._kubernetes = self._connect_kubernetes()
         return self._kubernetes
@@ -242,7 +243,7 @@ class NodegroupConverge:
         if target.error is None:
             target.result["nodegroup"] = (nodegroup or {}) if target.state == "present" else {}
 
-    def drain_before(self, target: Target, action) -> Optional[List[str]]:
+    def drain_before(self, target: Target, action: Action) -> Optional[List[str]]:
         """Drain the nodes the action removes; returns the servers to name in a resize."""
         drain_plan = target.drain_plan
         if not drain_plan or not action_removes_nodes(action):
@@ -259,7 +260,7 @@ class NodegroupConverge:
         drain_plan["evicted"] = done["evicted"]
         return drain_plan["nodes_to_remove"]
 
-    def send(self, target: Target, action, wait: bool) -> Optional[Dict[str, Any]]:
+    def send(self, target: Target, action: Action, wait: bool) -> Optional[Dict[str, Any]]:
         """Send one action; wait for its expectation when ``wait``. Returns the nodegroup view."""
         client, observed, cluster = self.client, target.observed, self.cluster
         initial = (observed or {}).get("status")

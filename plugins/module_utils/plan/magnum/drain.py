@@ -11,26 +11,27 @@ k8s/drain.py; what it drains and names in the resize is decided here.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.actions import Action, Plan
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.drain_preview import removal_diff
 
 # {node name: (the pods a drain would evict, the GPU pods it leaves alone)}, as k8s/drain.Drain.pod_plan reads them
 PodPlans = Mapping[str, Tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]]
 
 
-def action_removes_nodes(action) -> bool:
+def action_removes_nodes(action: Action) -> bool:
     """A delete, or a resize to fewer nodes (plan/magnum/actions.Action)."""
     return action.kind == "delete" or bool(action.shrink_by)
 
 
-def removes_nodes(plan) -> bool:
+def removes_nodes(plan: Plan) -> bool:
     """Whether a nodegroup plan (plan/magnum/actions.Plan) takes nodes away: then they are drained first."""
     return any(action_removes_nodes(a) for a in plan.actions)
 
 
-def node_drain_plan(plan, nodes: Sequence[Mapping[str, Any]], pods: PodPlans, where: str) -> Dict[str, Any]:
+def node_drain_plan(plan: Plan, nodes: Sequence[Mapping[str, Any]], pods: PodPlans, where: str) -> Dict[str, Any]:
     """The drain of a plan that removes nodes: the nodegroup's Nodes (API objects) and each one's pod plan =>
     {victims, nodes_to_remove, cordon, evict, skip}. A shrink removes the nodes `plan_drain` picks and names
     them in the resize; a delete drains every node and names none (the whole nodegroup goes)."""
@@ -55,7 +56,7 @@ def removal_preview(where: str, pods: PodPlans, drain: Mapping[str, Any]) -> Dic
     )
 
 
-def server_id(node):
+def server_id(node: Mapping[str, Any]) -> Optional[str]:
     """The OpenStack server id from a Node's providerID (openstack:///<id> or openstack://<region>/<id>)."""
     provider = node.get("provider_id") or ""
     if provider.startswith("openstack://"):
@@ -84,7 +85,9 @@ def drain_candidate(node: Dict[str, Any], gpu_pods: Iterable[Dict[str, Any]]) ->
     }
 
 
-def plan_drain(nodes, remove_count, where="the nodegroup") -> Dict[str, List[Any]]:
+def plan_drain(
+    nodes: Sequence[Mapping[str, Any]], remove_count: int, where: str = "the nodegroup"
+) -> Dict[str, List[Any]]:
     """Choose which Kubernetes nodes a shrink removes and what to do to them first.
 
     nodes: [{name, provider_id, unschedulable, gpu_pods: [{namespace, name}]}] of the nodegroup.

@@ -160,7 +160,7 @@ def _count_problem(where, count, low, high, given):
     """The sentence for counts that break min <= count <= max, or None. `given`: (count, low, high) were asked
     for (else they are the current values)."""
 
-    def label(name, value, asked):
+    def label(name: str, value: Any, asked: bool) -> str:
         return "%s %s%s" % (name, value, "" if asked else " (current)")
 
     if high is not None and low > high:
@@ -348,7 +348,9 @@ class _Steps:
         self.observed, self.counts, self.where = observed, counts, where
         self.ident = observed.get("uuid") or desired["name"]
 
-    def patch(self, changes, final_low, final_high, summary=None):
+    def patch(
+        self, changes: Dict[str, Any], final_low: int, final_high: Optional[int], summary: Optional[str] = None
+    ) -> Action:
         """A patch, waited for until the bounds are (final_low, final_high) and the other changes show."""
         fields = {"min_node_count": final_low, "max_node_count": final_high}
         fields.update({k: v for k, v in changes.items() if k not in fields})
@@ -358,11 +360,11 @@ class _Steps:
             summary = "update %s: %s" % (self.where, described)
         return Action("patch", patch_ops(changes), expect, summary)
 
-    def update(self, changes):
+    def update(self, changes: Dict[str, Any]) -> Action:
         """A patch to the planned bounds."""
         return self.patch(changes, self.counts.new_low, self.counts.new_high)
 
-    def resize(self, low_now, high_now):
+    def resize(self, low_now: int, high_now: Optional[int]) -> Action:
         """The resize to the planned count, inside the bounds (low_now, high_now) Magnum then checks it against."""
         c = self.counts
         body = {"node_count": c.new_count, "nodegroup": self.ident}

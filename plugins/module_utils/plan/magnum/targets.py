@@ -16,13 +16,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.actions import Plan
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.api_rules import (
     IN_PROGRESS_STATES,
     Version,
     format_version,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import desired_from_pool, desired_state
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import drain_settings
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import DrainSettings, drain_settings
 
 
 class Target:
@@ -49,7 +50,7 @@ class Target:
     def fail(self, message: str, extra: Optional[Mapping[str, Any]] = None) -> None:
         self.error = (message, dict(extra or {}))
 
-    def planned(self, plan, check_mode: bool) -> None:
+    def planned(self, plan: Plan, check_mode: bool) -> None:
         """The plan (plan/magnum/actions.Plan) as the pool's result shows it; check mode predicts the
         nodegroup after it."""
         self.plan = plan
@@ -66,7 +67,7 @@ class Target:
         return self.wrote
 
 
-def target_drain(cluster, pool, params: Mapping[str, Any]):
+def target_drain(cluster: Any, pool: Any, params: Mapping[str, Any]) -> DrainSettings:
     """The drain of a nodegroup: the inventory's drain policy (the pool's, or the cluster's for a nodegroup no
     pool declares; none standalone, cluster None) with the drain options that were given on top."""
     policy = None if cluster is None else drain_policy(cluster, pool)
@@ -111,7 +112,7 @@ def call_targets(cluster, selected, params: Mapping[str, Any]) -> Tuple[List[Tar
     return [standalone_target(params)], {}
 
 
-def pruned_target(name: str, pool: str, settings) -> Target:
+def pruned_target(name: str, pool: str, settings: DrainSettings) -> Target:
     """The delete of an orphaned nodegroup gpupool provably made for `pool`, drained as `settings` say (the
     cluster's policy: no pool declares the nodegroup any more)."""
     return Target(name, {"name": name}, "absent", settings=settings, pruned_pool=pool)
