@@ -15,6 +15,9 @@ TLS) as plain REST. Three things the SDK does not do for us:
   429/502/503/504, not on 500: a 429 or a gateway error means the request was not carried out; and
   on failed connects/timeouts: every write here is idempotent, a repeated create shows up as 409);
 - waiting for the asynchronous status (``*_IN_PROGRESS`` -> ``*_COMPLETE`` / ``*_FAILED``).
+
+Beside it: the microversion choice (magnum_versions.py), when a wait is over (magnum_wait.py), the errors
+(magnum_errors.py).
 """
 
 from __future__ import annotations
