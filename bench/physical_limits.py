@@ -10,10 +10,11 @@ no-op reads = one LIST per kind the converge must look at (Nodes, DeviceClasses,
     size: one request can carry every item, so paging shows as overhead.
 no-op writes = 0.
 first-converge writes = one per object created (DeviceClass, ComputeDomain, the MIG ConfigMap),
-    one per pool node for its labels and taints together, and per MIG node: two when its pool's drain
-    policy is off (a cordon that also sets the MIG config label, and the uncordon once the MIG manager
-    reports success), three when it is on, as by default (the cordon; the label, which may only change
-    once the node's GPU pods are gone; the uncordon) - the cordon-aware limit.
+    one per pool node for its labels and taints together, and two per MIG node: a cordon that also sets
+    the MIG config label (and records the cordon ledger's reason), and the uncordon once the MIG manager
+    reports success - the cordon-aware limit. The drain policy changes nothing here: a node of a first
+    converge has no GPU pod to evict, so its label need not wait for a drain (mig_layout reads the node's
+    pods before the cordon to know; a node with GPU pods to evict gets its label in a third write).
 first-converge reads = the no-op reads plus one per MIG wave (one label-selected LIST, or one
     watch, observes a whole wave).
 one-pool change (one more node label on one pool) writes = one per node of that pool;
@@ -68,9 +69,9 @@ def waves(plan: ClusterPlan) -> int:
 
 
 def mig_node_writes(plan: ClusterPlan) -> int:
-    """Writes per MIG node on a first converge: 3 with the drain policy on (the default), 2 without."""
-    drain = plan.cluster.get("drain", {})
-    return 3 if drain.get("enabled", True) else 2
+    """Writes per MIG node on a first converge: the cordon with the config label, the uncordon - whatever the
+    drain policy (a first converge's node has no GPU pod to evict before its label)."""
+    return 2
 
 
 def _nodegroups(plan: ClusterPlan) -> int:

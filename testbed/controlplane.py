@@ -84,8 +84,14 @@ AUDIT_POLICY = {
     # Metadata for everything, all stages kept: RequestReceived lets the audit reader
     # know which requests are still in flight. Deletes at Request level: a DELETE
     # with a DeleteOptions body ignores ?dryRun= in the URI, so only the logged
-    # body says whether it really deleted.
-    "rules": [{"level": "Request", "verbs": ["delete", "deletecollection"]}, {"level": "Metadata"}],
+    # body says whether it really deleted. Node patches at Request level: tests read
+    # what one write carried (mig_layout's cordon with the config label and the
+    # cordon ledger's reason in the same patch).
+    "rules": [
+        {"level": "Request", "verbs": ["delete", "deletecollection"]},
+        {"level": "Request", "verbs": ["patch"], "resources": [{"group": "", "resources": ["nodes"]}]},
+        {"level": "Metadata"},
+    ],
 }
 
 

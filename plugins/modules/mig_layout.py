@@ -38,9 +38,13 @@ description:
     label is removed and set again after O(relabel_delay) seconds, because the MIG manager only acts on label
     changes."
   - "Requests: the cordon is decided from the plan's node LIST (no read per node) and sent with the node's
-    C(resourceVersion) as precondition (a node changed meanwhile is read again); without O(drain) and for a first
-    config the cordon and the config label go in one write. A wave is watched with one LIST of the nodes carrying
-    the config label per round, first after 1 s, then less and less often up to O(wait_sleep)."
+    C(resourceVersion) as precondition (a node changed meanwhile is read again). The cordon's write also carries
+    the cordon's record (C(gpupool.io/cordon-reason)) and the node's first label change: the config label when
+    nothing is to be evicted first (without O(drain), or a node with no GPU pod: with O(drain) its pods are read
+    just before the cordon to know), or the removal of the label of a config changed under the same name (the MIG
+    manager ignores an unset label). So a node that changes layout is written twice (cordon with label, uncordon),
+    a node with GPU pods to evict or a changed config three times. A wave is watched with one LIST of the nodes
+    carrying the config label per round, first after 1 s, then less and less often up to O(wait_sleep)."
   - "A node that ends in state C(failed) stops the rollout: the task fails naming the node, the nodes of later
     waves are not touched, and the failed node stays cordoned. A node already in state C(failed) for the wanted
     config holds back that pool only (no wave of it runs) unless O(retry_failed=true): the other pools roll on, then
@@ -83,7 +87,8 @@ options:
     default: 5
   relabel_delay:
     description:
-      - Seconds between removing and setting the config label again when a config changed under the same name.
+      - Seconds between removing and setting the config label again when a config changed under the same name
+        (counted from the removal: time spent draining counts).
     type: float
     default: 5
   retry_failed:

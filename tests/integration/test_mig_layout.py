@@ -118,6 +118,19 @@ def ts(event):
     return event["requestReceivedTimestamp"]
 
 
+def evictions_of(window, pod_name):
+    return [
+        e
+        for e in (window.writes(user=ADMIN, resource="pods", name=pod_name) if pod_name else [])
+        if (e.get("objectRef") or {}).get("subresource") == "eviction"
+    ]
+
+
+def patches_in_order(window, user, name):
+    """The user's patches of a node, in the order the apiserver received them (each with its logged body)."""
+    return sorted(window.select(verbs={"patch"}, user=user, resource="nodes", name=name), key=ts)
+
+
 @pytest.fixture(scope="module")
 def bed(sandbox, tmp_path_factory):
     cp = sandbox.cp
@@ -205,13 +218,28 @@ def test_first_rollout_check_mode_writes_nothing_and_predicts_the_real_diff(bed)
         assert lab["nvidia.com/mig.config"] == CONFIG and lab["nvidia.com/mig.config.state"] == "success"
         assert layouts(sandbox, name) == {0: FIRST, 1: FIRST}
         assert not node(cp, name)["spec"].get("unschedulable")  # uncordoned again
-    # writes: one ConfigMap write; per node the cordon, the label (only once the node's GPU pods are gone: the
-    # inventory's default drain policy drains, so the two cannot share a write) and the uncordon
+    # writes: one ConfigMap write; per node two patches, whatever the drain policy (the inventory's default
+    # drains, but these nodes have no GPU pod to evict): the cordon with the config label, the uncordon
     counts = h.write_counts(window, ADMIN)
-    assert counts == {("patch", "configmaps"): 1, ("patch", "nodes"): 9} or counts == {
+    assert counts == {("patch", "configmaps"): 1, ("patch", "nodes"): 6} or counts == {
         ("create", "configmaps"): 1,
-        ("patch", "nodes"): 9,
+        ("patch", "nodes"): 6,
     }, counts
+    for name in NODES:
+        cordon, uncordon = patches_in_order(window, ADMIN, name)
+        body = cordon["requestObject"]
+        # one write: the cordon, the cordon ledger's record (who, why) and the config label with its digest
+        assert body["spec"] == {"unschedulable": True}, body
+        assert body["metadata"]["labels"]["nvidia.com/mig.config"] == CONFIG
+        assert body["metadata"]["annotations"]["gpupool.io/cordoned-by"] == "mig-layout"
+        assert body["metadata"]["annotations"]["gpupool.io/cordon-reason"] == "mig-layout:%s:%s" % (POOL, CONFIG)
+        # (gpupool.io/cordon-run, which run: only a run under the run lease records it, as site.yml's do)
+        assert body["metadata"]["annotations"]["gpupool.io/mig-config-digest"] == real["pools"][POOL]["digest"]
+        assert uncordon["requestObject"]["spec"] == {"unschedulable": None}
+        assert "labels" not in uncordon["requestObject"]["metadata"]
+        # the MIG manager acted on the label of the first write, and the uncordon waited for its answer
+        sim = [ts(e) for e in node_writes(window, MIG_SIM, name)]
+        assert sim and ts(cordon) < min(sim) and max(sim) < ts(uncordon), name
     # reads: no GET per node before cordoning, the waves watched by label-selected LISTs
     node_gets = list(window.select(verbs={"get"}, user=ADMIN, resource="nodes"))
     assert node_gets == [], [e["requestURI"] for e in node_gets]
@@ -285,8 +313,20 @@ def test_layout_change_rolls_node_by_node_and_evicts_gpu_pods(bed):
         assert prev_sim and nxt_admin
         assert min(ts(e) for e in nxt_admin) > max(ts(e) for e in prev_sim), (prev, nxt)
         assert min(ts(e) for e in node_writes(window, MIG_SIM, nxt)) > min(ts(e) for e in nxt_admin)
-    # relabel: unlabel + label, plus cordon/uncordon: four patches per node
-    assert [len(node_writes(window, ADMIN, n)) for n in NODES] == [4, 4, 4]
+    # relabel: the label's removal goes with the cordon (the MIG manager ignores an unset label, so it may go
+    # before the drain), the label once the GPU pods are gone, the uncordon: three patches per node
+    assert [len(node_writes(window, ADMIN, n)) for n in NODES] == [3, 3, 3]
+    for name in NODES:
+        cordon, label, _uncordon = patches_in_order(window, ADMIN, name)
+        assert cordon["requestObject"]["spec"] == {"unschedulable": True}
+        assert cordon["requestObject"]["metadata"]["labels"] == {
+            "nvidia.com/mig.config": None,
+            "nvidia.com/mig.config.state": None,
+        }
+        assert label["requestObject"]["metadata"]["labels"]["nvidia.com/mig.config"] == CONFIG
+        pod_name = {NODES[1]: "train", NODES[2]: "infer"}.get(name)
+        for eviction in evictions_of(window, pod_name):  # the label is set again only after the GPU pod went
+            assert ts(cordon) < ts(eviction) < ts(label), name
     evictions = [
         e
         for e in window.writes(user=ADMIN, resource="pods")
