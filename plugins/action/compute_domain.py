@@ -1,21 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpupool.core.compute_domain, run in the controller (its documentation: plugins/modules/compute_domain.py)."""
+"""gpupool.core.compute_domain, run in the controller (its documentation: plugins/modules/compute_domain.py).
+
+The objects are plan/objects/compute_domains.py's, the wait for Ready k8s/compute_domains.py's."""
 
 from __future__ import annotations
 
 from ansible_collections.gpupool.core.plugins.module_utils.argument_specs import APPLY, WAIT
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import PruneScope
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.compute_domains import compute_domain_status, wait_ready
 from ansible_collections.gpupool.core.plugins.module_utils.module import KubernetesModule
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import COMPUTE_DOMAIN
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.compute_domains import cluster_compute_domains
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
-
-
-def compute_domain_status(obj):
-    return ((obj or {}).get("status") or {}).get("status")
 
 
 class ComputeDomainModule(KubernetesModule):
@@ -27,15 +25,12 @@ class ComputeDomainModule(KubernetesModule):
     )
 
     def run(self):
+        """Build the ComputeDomains (once, before any request), converge them, wait until they are Ready."""
         p = self.params
-        desired = cluster_compute_domains(self.cluster, self.pool_names)  # inventory problems before any request
-        info = {}
-        if self.engine.version(COMPUTE_DOMAIN, required=bool(desired)) is None:
-            info["api_version"] = None  # no ComputeDomain wanted and the CRD is not installed: nothing to do
-            return info
-        api_version = self.engine.api_version(COMPUTE_DOMAIN)
-        info["api_version"] = api_version
-        wanted = cluster_compute_domains(self.cluster, self.pool_names, api_version=api_version)
+        wanted = cluster_compute_domains(self.cluster, self.pool_names)  # the engine sets the served apiVersion
+        if self.engine.version(COMPUTE_DOMAIN, required=bool(wanted)) is None:
+            return {"api_version": None}  # no ComputeDomain wanted and the CRD is not installed: nothing to do
+        info = {"api_version": self.engine.api_version(COMPUTE_DOMAIN)}
         prune = PruneScope.of(self.cluster, self.pool_names) if p["prune"] else None
         self.converge(
             COMPUTE_DOMAIN,
@@ -46,44 +41,8 @@ class ComputeDomainModule(KubernetesModule):
             delete_timeout=float(p["wait_timeout"]),
         )
         if p["wait"] and self.may_wait:
-            self.wait_ready(info)
+            info["wait_log"] = wait_ready(self.engine, self.results, self.wait_for, p["wait_timeout"], p["wait_sleep"])
         return info
-
-    def wait_ready(self, info):
-        pending = [r for r in self.results if r.action not in ("deleted", "failed")]
-
-        def probe():
-            waiting = []
-            for r in pending:
-                r.object = self.engine.get(COMPUTE_DOMAIN, r.name, r.namespace)
-                if compute_domain_status(r.object) != "Ready":
-                    waiting.append(r)
-            status = "%d/%d ComputeDomain(s) Ready" % (len(pending) - len(waiting), len(pending))
-            if waiting:
-                status += "; waiting for " + ", ".join(
-                    "%s/%s (%s)" % (r.namespace, r.name, compute_domain_status(r.object) or "no status")
-                    for r in waiting
-                )
-            probe.waiting = waiting
-            return not waiting, status
-
-        result = self.wait_for("ComputeDomains", probe, self.params["wait_timeout"], self.params["wait_sleep"])
-        info["wait_log"] = result.log
-        if not result.done:
-            raise GpupoolError(
-                "%d ComputeDomain(s) not Ready after %ds: %s. Check the DRA driver's compute-domain controller and the "
-                "IMEX daemon pods in its namespace (kubectl get computedomain -A, kubectl -n <driver namespace> get "
-                "pods)"
-                % (
-                    len(probe.waiting),
-                    self.params["wait_timeout"],
-                    ", ".join(
-                        "%s/%s (status %s)" % (r.namespace, r.name, compute_domain_status(r.object) or "unset")
-                        for r in probe.waiting
-                    ),
-                ),
-                wait_log=result.log,
-            )
 
     def object_results(self):
         objects = []

@@ -48,9 +48,8 @@ class DeviceClassModule(KubernetesModule):
 
     def run(self):
         cluster, pools = self.cluster, self.pool_names
-        cluster_device_classes(cluster, pools)  # inventory problems fail before any request
+        wanted = cluster_device_classes(cluster, pools)  # once, before any request; the engine sets the apiVersion
         api_version = self.engine.api_version(DEVICE_CLASS)
-        wanted = cluster_device_classes(cluster, pools, api_version=api_version)
         info = {"api_version": api_version, "extended_resource_names": None}
         with_ext = [d for d in wanted if d.obj["spec"].get("extendedResourceName")]
         if with_ext:

@@ -32,9 +32,8 @@ class ResourceClaimTemplateModule(KubernetesModule):
         if p["namespaces"] is None and p["templates"] is None:
             return self.converge_tenants()
         scope = dict(pools=self.pool_names, namespaces=p["namespaces"] or [], templates=p["templates"])
-        cluster_resource_claim_templates(self.cluster, **scope)  # inventory problems before any request
+        wanted = cluster_resource_claim_templates(self.cluster, **scope)  # once; the engine sets the apiVersion
         api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
-        wanted = cluster_resource_claim_templates(self.cluster, api_version=api_version, **scope)
         namespaces = set(p["namespaces"] or [])
         for t in p["templates"] or []:
             namespaces.update(t.get("namespaces") or [])
@@ -56,9 +55,8 @@ class ResourceClaimTemplateModule(KubernetesModule):
                     )
                 ]
             )
-        tenant_claim_templates(self.cluster, self.pool_names)  # inventory problems before any request
+        wanted = tenant_claim_templates(self.cluster, self.pool_names)  # once; the engine sets the apiVersion
         api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
-        wanted = tenant_claim_templates(self.cluster, self.pool_names, api_version)
         prune = PruneScope.of(self.cluster, self.pool_names) if self.params["prune"] else None
         self.converge(
             RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=self.params["recreate"]
