@@ -228,7 +228,13 @@ def guard_hits(
     if confirmed:
         return []
     claimed = set(members)
-    nodes = list(nodes)
+    by_pool: Dict[
+        str, List[str]
+    ] = {}  # former pool -> its nodes not already orphans (one pass: 50 pools x 2,000 nodes)
+    for node in nodes:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if labels.get(POOL_LABEL) and labels.get(ORPHANED_LABEL) != "true":
+            by_pool.setdefault(labels[POOL_LABEL], []).append(_name(node))
     hits = []
     for index, pool in enumerate(cluster.pools):
         if (
@@ -237,9 +243,7 @@ def guard_hits(
             or (scope is not None and pool.name not in scope)
         ):
             continue
-        labelled = [
-            _name(n) for n in nodes if former_pool(n) == pool.name and node_labels_of(n).get(ORPHANED_LABEL) != "true"
-        ]
+        labelled = by_pool.get(pool.name, [])
         lost = sorted(name for name in labelled if name not in claimed)
         if lost and (len(lost) == len(labelled) or len(lost) > guard.max_share * len(labelled)):
             at = "gpupool_cluster.pools[%d]" % index

@@ -60,16 +60,42 @@ def node_matcher(pool, nodegroup_label=NODEGROUP_LABEL, name_pattern=None):
         )
 
     def match(node):
-        labels = node_labels_of(node)
+        labels = (node.get("metadata") or {}).get("labels") or {}
         if wanted is not None and all(labels.get(k) == v for k, v in wanted.items()):
             return True
         return bool(pattern is not None and pattern.search(node["metadata"]["name"]))
 
+    match.wanted, match.pattern = wanted, pattern  # match_nodes finds a label-only pool's nodes by an index
     match.describe = " or ".join(
         ([",".join("%s=%s" % kv for kv in sorted(wanted.items()))] if wanted else [])
         + (["name ~ /%s/" % pattern.pattern] if pattern else [])
     )
     return match
+
+
+def _matches(matchers, ordered):
+    """{node name: [positions in `matchers` of the pools matching it]}. A pool found by labels alone (node_matcher's
+    `wanted`, no name pattern) looks only at the nodes carrying its first label, from one index over the nodes: 50
+    pools over 2,000 nodes are 2,000 label reads, not 100,000 matcher calls."""
+    label_only = {k: sorted(m.wanted)[0] for k, (_p, m) in enumerate(matchers) if _by_labels(m)}
+    keys = set(label_only.values())
+    index = {}
+    for node in ordered if keys else ():
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        for key in keys:
+            if key in labels:
+                index.setdefault((key, labels[key]), []).append(node)
+    hits = {}
+    for position, (_pool, match) in enumerate(matchers):
+        key = label_only.get(position)
+        for node in index.get((key, match.wanted[key]), ()) if key is not None else ordered:
+            if match(node):
+                hits.setdefault(node["metadata"]["name"], []).append(position)
+    return hits
+
+
+def _by_labels(match):
+    return bool(getattr(match, "wanted", None)) and getattr(match, "pattern", None) is None
 
 
 def match_nodes(matchers, nodes):
@@ -78,12 +104,13 @@ def match_nodes(matchers, nodes):
     conflicts: [(pool name, node name, sentence)] for each further pool that matches a node already taken -
     node_pool refuses to act on those, the pool report lists them."""
     out = {pool.name: [] for pool, _match in matchers}
+    ordered = sorted(nodes, key=lambda n: n["metadata"]["name"])
+    hits = _matches(matchers, ordered)
     owner, conflicts = {}, []
-    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
+    for node in ordered:
         name = node["metadata"]["name"]
-        for pool, match in matchers:
-            if not match(node):
-                continue
+        for position in hits.get(name, ()):
+            pool = matchers[position][0]
             if name in owner:
                 conflicts.append(
                     (
