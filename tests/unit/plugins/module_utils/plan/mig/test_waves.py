@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout as plan_mig_rollout
@@ -211,3 +213,61 @@ def test_failure_message_of_the_last_wave_with_one_node_not_cordoned_by_gpupool(
     assert "kubectl -n ops logs" in text
     one = waves.failure_message(plan, entry(0, ["n0"], {}, cordoned=["n0"]), ["n0"], {"n0": "failed"}, [], 5, "ops")
     assert " n0 stays cordoned." in one
+
+
+def wave_writes(actions, idle, cordons):
+    """The node patches of one wave in the runner's order (k8s/mig_rollout.run_wave), from waves.py's decisions
+    alone: {node: [patch, ...]} (the cordon's patch is the label write it carries, {} when none)."""
+    e = entry(0, sorted(actions), dict(actions))
+    writes = {n: [] for n in e.nodes}
+    clock = iter(range(1, 1000))
+    if cordons:
+        for n in e.nodes:
+            sent = waves.cordon_write(e.actions[n], idle[n], CFG, DIGEST)
+            _ours, _changed, written = waves.after_cordon("cordoned", sent)
+            writes[n].append(sent or {})
+            if written:
+                waves.record_cordon_write(e, n, sent, float(next(clock)))
+    for n in waves.to_relabel(e):
+        writes[n].append(plan_mig_rollout.unlabel_patch())
+        e.unlabelled[n] = float(next(clock))
+    for n in waves.to_label(e):
+        writes[n].append(plan_mig_rollout.label_patch(CFG, DIGEST))
+        e.labelled[n] = float(next(clock))
+    if cordons:
+        for n in e.nodes:
+            writes[n].append("uncordon")
+    return writes
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["n0", "n1", "n2", "n3"]),
+        st.tuples(st.sampled_from([CONFIGURE, RECONFIGURE, WAIT]), st.booleans()),
+        min_size=1,
+    ),
+    st.booleans(),
+)
+def test_property_each_node_gets_its_label_once_after_a_removal_and_two_writes_when_nothing_is_to_evict(nodes, cordons):
+    actions = {n: a for n, (a, _idle) in nodes.items()}
+    idle = {n: i for n, (_a, i) in nodes.items()}
+    writes = wave_writes(actions, idle, cordons)
+    label, unlabel = plan_mig_rollout.label_patch(CFG, DIGEST), plan_mig_rollout.unlabel_patch()
+    for n, action in actions.items():
+        labels = [i for i, w in enumerate(writes[n]) if w == label]
+        removals = [i for i, w in enumerate(writes[n]) if w == unlabel]
+        if action == WAIT:  # already switching: only the cordon and the uncordon, nothing labelled
+            assert labels == [] and removals == []
+            continue
+        assert len(labels) == 1  # the config label is set exactly once
+        if action == RECONFIGURE:  # ... after exactly one removal (the MIG manager acts on changes only)
+            assert len(removals) == 1 and removals[0] < labels[0]
+        else:
+            assert removals == []
+        if cordons:
+            assert writes[n][-1] == "uncordon" and labels[0] < len(writes[n]) - 1  # labelled while cordoned
+            # the patch count: 2 for a configure with nothing to evict first, else 3 (empty cordons are cordons)
+            assert len(writes[n]) == (2 if action == CONFIGURE and idle[n] else 3), writes[n]
+            if not idle[n] and action == CONFIGURE:
+                assert labels[0] == 1  # GPU pods to evict first: the label waits for the drain, not in the cordon
