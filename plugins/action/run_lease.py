@@ -74,6 +74,7 @@ class RunLeaseModule(KubernetesModule):
         if not result.done:
             raise outcome["held"]
         outcome.pop("held", None)
+        RunCluster(p["holder"]).record(p["cluster"])  # checked in prepare(): the run's later steps need not again
         # once per run: the step that takes the lease says it, the steps under the lease do not
         newer = server_warning(self.client)
         if newer:

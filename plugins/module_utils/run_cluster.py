@@ -138,6 +138,11 @@ class RunCluster:
             self.remember(digest)
         return cluster
 
+    def record(self, data: Any) -> None:
+        """`data` was checked in full (`load_cluster`) before the run had a name: the step that names the run (the run
+        lease's take) records the verdict for the run's later steps."""
+        self.remember(data_digest(data))
+
     def forget(self) -> None:
         """The run is over: its records go."""
         if self.enabled:

@@ -160,3 +160,11 @@ def test_a_record_of_another_copy_of_the_collection_is_not_trusted(tmp_path, che
     view = shared.RunCluster(RUN, base=str(tmp_path))
     view.load(copy.deepcopy(DATA))
     assert not view.shared and len(checks) == 2
+
+
+def test_the_step_that_names_the_run_records_what_it_checked_before(tmp_path, checks):
+    model_load.load_cluster(copy.deepcopy(DATA))  # the run lease's take: checked before the run had a name
+    shared.RunCluster(RUN, base=str(tmp_path)).record(copy.deepcopy(DATA))
+    view = shared.RunCluster(RUN, base=str(tmp_path))
+    view.load(copy.deepcopy(DATA))
+    assert view.shared and checks == []
