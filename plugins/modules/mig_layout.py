@@ -88,7 +88,7 @@ options:
   relabel_delay:
     description:
       - Seconds between removing and setting the config label again when a config changed under the same name
-        (counted from the removal: time spent draining counts).
+        (counted from the removal; time spent draining counts).
     type: float
     default: 5
   retry_failed:
