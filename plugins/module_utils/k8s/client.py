@@ -36,19 +36,25 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import threading
 import time
 import traceback
 from typing import Callable, Optional
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.answers import (
+    connection_reason,
+    read_answer,
+    schema_fields,
+)
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.discovery import DiscoveryCache
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.paths import api_path, object_of
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView, kind_key
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.workers import NODE_WORKERS
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
 from ansible_collections.gpupool.core.plugins.module_utils.model.label_selector import selector_matches
 
 try:
-    from urllib.parse import quote, urlencode
+    from urllib.parse import urlencode
 except ImportError:  # pragma: no cover - Python 2 is not supported
     raise
 
@@ -75,10 +81,6 @@ ENV_FALLBACK = {
     "client_cert": "K8S_AUTH_CERT_FILE",
     "client_key": "K8S_AUTH_KEY_FILE",
 }
-RBAC_HINT = (
-    "the identity running gpupool needs the ClusterRole in docs/rbac/gpupool-clusterrole.yaml "
-    "bound to it (see docs/rbac.md)"
-)
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 GA_ONLY_GROUPS = ("", "core", "apps", "coordination.k8s.io", "policy", "apiextensions.k8s.io")
 CONTENT_JSON = "application/json"
@@ -307,7 +309,7 @@ class K8sClient:
                     continue
                 self._gave_up = K8sError(
                     "cannot reach the Kubernetes API at %s (%s %s): %s after %d attempt(s)"
-                    % (self.host, method, path, _connection_reason(exc), attempt),
+                    % (self.host, method, path, connection_reason(exc), attempt),
                     method=method,
                     path=path,
                     hint="check that the API server is up and that host/kubeconfig (%s) point at it, then rerun: "
@@ -405,17 +407,7 @@ class K8sClient:
         return self.request("GET", "/version")
 
     # ---- helpers ------------------------------------------------------------------------------
-    @staticmethod
-    def path(group, version, plural, namespace=None, name=None, subresource=None):
-        base = "/api/%s" % version if group in ("", "core") else "/apis/%s/%s" % (group, version)
-        if namespace:
-            base += "/namespaces/%s" % quote(namespace, safe="")
-        base += "/" + plural
-        if name:
-            base += "/" + quote(name, safe="")
-        if subresource:
-            base += "/" + subresource
-        return base
+    path = staticmethod(api_path)  # k8s/paths.py: the one place an API path is made
 
     def list(self, group, version, plural, namespace=None, label_selector=None, limit=None):
         """Every object of a kind (in a namespace), read now. One request, whatever the size (the physical limit
@@ -456,179 +448,18 @@ def lease_check(client, what):
         guard(what)
 
 
-def object_of(path):
-    """(view key, namespace, name, subresource) of an API path, None for what is not a resource path."""
-    parts = [p for p in path.split("?")[0].split("/") if p]
-    if parts[:1] == ["api"] and len(parts) >= 3:
-        group, rest = "", parts[2:]
-    elif parts[:1] == ["apis"] and len(parts) >= 4:
-        group, rest = parts[1], parts[3:]
-    else:
-        return None
-    namespace = None
-    if len(rest) >= 3 and rest[0] == "namespaces":
-        namespace, rest = rest[1], rest[2:]
-    if not rest:
-        return None
-    plural, name = rest[0], rest[1] if len(rest) > 1 else None
-    subresource = rest[2] if len(rest) > 2 else None
-    return kind_key(group, plural), namespace, name, subresource
-
-
-DISCOVERY_TTL = 300.0
-
-
-class DiscoveryCache:
-    """The API versions each group serves, shared by the module runs of one playbook run.
-
-    Every task of a playbook is its own process, so without it each module that needs resource.k8s.io
-    discovers it again. One small JSON file per API server address under the temp directory
-    (``gpupool-discovery-<uid>/``, mode 0700) keeps served versions for DISCOVERY_TTL seconds, as kubectl
-    keeps its discovery cache: API versions change with upgrades, not between two tasks. Only groups that
-    are served are kept. A cache that cannot be read or written is no cache (discovery as without it);
-    GPUPOOL_DISCOVERY_CACHE=off switches it off.
-    """
-
-    def __init__(self, host, directory=None, ttl=DISCOVERY_TTL, clock=time.time):
-        import hashlib
-        import tempfile
-
-        self.enabled = os.environ.get("GPUPOOL_DISCOVERY_CACHE", "on").lower() not in ("0", "off", "false", "no")
-        base = directory or os.path.join(tempfile.gettempdir(), "gpupool-discovery-%d" % os.getuid())
-        self.directory = base
-        self.path = os.path.join(base, hashlib.sha256(host.encode("utf-8")).hexdigest()[:24] + ".json")
-        self.ttl = ttl
-        self._clock = clock
-
-    def _load(self):
-        try:
-            with open(self.path) as f:
-                data = json.load(f)
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
-
-    def get(self, group):
-        if not self.enabled:
-            return None
-        entry = self._load().get(group)
-        if not isinstance(entry, dict) or self._clock() - float(entry.get("at", 0)) > self.ttl:
-            return None
-        versions = entry.get("versions")
-        return list(versions) if isinstance(versions, list) and versions else None
-
-    def put(self, group, versions):
-        if not self.enabled:
-            return
-        try:
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            data = self._load()
-            data[group] = {"versions": list(versions), "at": self._clock()}
-            tmp = "%s.%d.tmp" % (self.path, os.getpid())
-            with open(tmp, "w") as f:
-                json.dump(data, f)
-            os.replace(tmp, self.path)  # atomic: a concurrent reader sees the old or the new file
-        except OSError:
-            pass
-
-    def forget(self, group):
-        """Drop a group the server turned out not to serve any more (a CRD deleted within the TTL)."""
-        if not self.enabled:
-            return
-        data = self._load()
-        if data.pop(group, None) is None:
-            return
-        try:
-            tmp = "%s.%d.tmp" % (self.path, os.getpid())
-            with open(tmp, "w") as f:
-                json.dump(data, f)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
-
-
-def _connection_reason(exc):
-    text = str(exc)
-    for marker in (
-        "Connection refused",
-        "Connection reset",
-        "timed out",
-        "Name or service not known",
-        "certificate verify failed",
-        "No route to host",
-    ):
-        if marker.lower() in text.lower():
-            return marker.lower()
-    return text[:300]
-
-
-# What an API server says about a field its schema lacks: server-side apply builds a typed object from the schema
-# (".spec.extendedResourceName: field not declared in schema", HTTP 500 - kubernetes-dra-versions.md, seen on 1.32),
-# strict field validation answers 400 'unknown field "spec.x"'.
-_NOT_DECLARED = re.compile(r"(\.[\w.\[\]=\-/\\\"]*\w\]?):\s*field not declared in schema")
-_UNKNOWN_FIELD = re.compile(r'unknown field \\?"([^"\\]+)\\?"')
-
-
-def schema_fields(raw):
-    """The field paths an error answer says the server's schema lacks ([] for any other answer)."""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw or "")
-    fields = _NOT_DECLARED.findall(text)
-    if not fields and "strict decoding error" in text:
-        fields = ["." + f.lstrip(".") for f in _UNKNOWN_FIELD.findall(text)]
-    return list(dict.fromkeys(fields))
-
-
 def _error(method, path, status, reason, raw, client):
-    try:
-        body = json.loads(raw.decode("utf-8")) if raw else {}
-    except ValueError:
-        body = {"message": raw.decode("utf-8", "replace")[:500]}
-    message = body.get("message") or ("%s %s" % (status, reason))
-    hint = ""
-    cls = K8sError
-    fields = schema_fields(raw) if status in (400, 422, 500) else []
-    if fields:
-        return FieldNotInSchema(
-            "the API server at %s does not know %s (%s %s, HTTP %d: %s): %s newer than this cluster's Kubernetes "
-            "release"
-            % (
-                client.host,
-                ", ".join(fields),
-                method,
-                path,
-                status,
-                message,
-                "the field is" if len(fields) == 1 else "the fields are",
-            ),
-            fields=fields,
-            status=status,
-            reason=body.get("reason") or reason,
-            method=method,
-            path=path,
-            body=body,
-            hint="an answer about the server's schema, not a server in trouble: leave out the inventory setting "
-            "that needs the field, or upgrade the cluster (docs/compatibility.md lists what each release lacks)",
-        )
-    if status == 401:
-        message = "the API server at %s rejected the credentials (401 Unauthorized) for %s %s" % (
-            client.host,
-            method,
-            path,
-        )
-        hint = "check the user/token in %s" % (client.source or "the kubeconfig")
-    elif status == 403:
-        hint = RBAC_HINT
-    elif status == 404:
-        cls = NotFound
-    elif status == 409:
-        cls = Conflict
-    elif status in RETRY_STATUS:
-        message = "%s (HTTP %d, still failing after retries)" % (message, status)
-        hint = (
-            "the API server at %s is overloaded or failing; wait until it recovers (or raise request_retries "
-            "and request_timeout), then rerun: the run stopped there and a rerun continues from what is in the "
-            "cluster" % client.host
-        )
+    """The K8sError (or subclass) of an error answer (k8s/answers.py reads it)."""
+    answer = read_answer(method, path, status, reason, raw, client.host, client.source, status in RETRY_STATUS)
+    cls = {"schema": FieldNotInSchema, "not_found": NotFound, "conflict": Conflict}.get(answer.kind, K8sError)
+    extra = {"fields": answer.fields} if answer.kind == "schema" else {}
     return cls(
-        message, status=status, reason=body.get("reason") or reason, method=method, path=path, body=body, hint=hint
+        answer.message,
+        status=status,
+        reason=answer.reason,
+        method=method,
+        path=path,
+        body=answer.body,
+        hint=answer.hint,
+        **extra,
     )

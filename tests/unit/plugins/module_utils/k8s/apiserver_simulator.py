@@ -13,7 +13,7 @@ test_nodegroup.py. It models what the steps meet in a real API server, no more:
 - a new resourceVersion per stored change, a uid and creationTimestamp at creation.
 It does not run admission, schema validation (unknown fields are kept), controllers, kubelets or the scheduler:
 nothing becomes Ready, no pod is created from a DaemonSet, no ComputeDomain or ResourceClaim gets a status unless a
-test writes it (`put`) or plays the controller (`reactions`). Paths are parsed with the client's own parser (k8s/client.py object_of), not a copy.
+test writes it (`put`) or plays the controller (`reactions`). Paths are parsed with the client's own parser (k8s/paths.py object_of), not a copy.
 Integration tests (tests/integration/) run the steps against a real kube-apiserver.
 """
 
@@ -24,7 +24,8 @@ import json
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sClient, object_of
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sClient
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.paths import object_of
 from tests.unit.plugins.module_utils.k8s.kube_api_simulator import merge_patch
 
 HOST = "https://apiserver.simulated:6443"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import object_of
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.paths import object_of
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView, kind_key
 
 NODES = kind_key("", "nodes")

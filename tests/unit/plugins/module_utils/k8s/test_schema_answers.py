@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.answers import schema_fields
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
     FieldNotInSchema,
     K8sClient,
     K8sError,
-    schema_fields,
 )
 
 SSA_500 = {
