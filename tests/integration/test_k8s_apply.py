@@ -19,6 +19,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine impo
     PruneScope,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError, connect
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.node_writes import converge_node
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.plan import kinds as plan_kinds
@@ -387,7 +388,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
             for node in nodes:
                 labels = {} if release else plan_nodes.desired_node_labels(pool, node, ka_owned(node))
                 taints = [] if release else plan_nodes.desired_node_taints(pool)
-                out.append(e.converge_node(node, labels, taints, pool=pool.name))
+                out.append(converge_node(e, node, labels, taints, pool=pool.name))
             return out
 
         mark = control_plane.audit.mark()
@@ -412,7 +413,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
 
         # a second module labelling nodes with its own field manager leaves node_pool's labels and taints
         mig = engine(control_plane, field_manager="gpupool-mig")
-        res = mig.converge_node(mig.get(plan_kinds.NODE, "apply-node-0"), {"nvidia.com/mig.config": "all-1g.5gb"})
+        res = converge_node(mig, mig.get(plan_kinds.NODE, "apply-node-0"), {"nvidia.com/mig.config": "all-1g.5gb"})
         assert res.action == "updated"
         node = h.core(control_plane).read_node("apply-node-0")
         assert node.metadata.labels["nvidia.com/mig.config"] == "all-1g.5gb"
@@ -427,7 +428,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         stale = e.get(plan_kinds.NODE, "apply-node-1")
         control_plane.kubectl("label", "node", "apply-node-1", "late=1")
         mark = control_plane.audit.mark()
-        res = e.converge_node(stale, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
+        res = converge_node(e, stale, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
         assert res.action == "updated"
         codes = [ev["responseStatus"]["code"] for ev in control_plane.audit.since(mark).writes(user=ADMIN)]
         assert codes == [409, 200]  # the stale patch, retried after a GET (labels and taints in one patch)
@@ -445,7 +446,7 @@ def test_nodes_labels_and_taints_keep_what_others_set(control_plane):
         # a node deleted after the LIST is not re-created by the label apply
         gone = e.get(plan_kinds.NODE, "apply-node-1")
         h.delete_nodes(control_plane, ["apply-node-1"])
-        res = engine(control_plane).converge_node(gone, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
+        res = converge_node(engine(control_plane), gone, {"gpupool.io/pool": "apply-np"}, [], pool="apply-np")
         assert res.action == "vanished"
         assert control_plane.kubectl("get", "node", "apply-node-1", check=False).returncode != 0
     finally:

@@ -105,3 +105,18 @@ def read_answer(
             "cluster" % host
         )
     return Answer(kind, message, hint, reason, body, [])
+
+
+def missing_api_hint(kind: Any) -> str:
+    """What to do about a kind (plan/kinds.py) the API server does not serve."""
+    if kind.group == "resource.k8s.io":
+        return (
+            "Dynamic Resource Allocation needs Kubernetes >= 1.34 (resource.k8s.io/v1), or 1.32/1.33 with the "
+            "DynamicResourceAllocation feature gate and the resource.k8s.io beta APIs enabled"
+        )
+    if kind.group == "resource.nvidia.com":
+        return (
+            "install the ComputeDomain CRD (the NVIDIA DRA driver chart with resources.computeDomains.enabled=true "
+            "installs it) before converging ComputeDomains"
+        )
+    return "check the cluster's Kubernetes version"

@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 import time
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.answers import missing_api_hint
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
     CONTENT_APPLY,
     CONTENT_MERGE,
@@ -19,11 +19,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
-from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
-    gpupool_label_keys,
-    node_patch,
-)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import (
     LEGACY,
     adopted_message,
@@ -41,9 +36,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownershi
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ssa_compare import (
     diff_view,
     differences,
-    label_owners,
     needs_apply,
-    node_view,
     strip,
 )
 
@@ -215,7 +208,7 @@ class ApplyEngine:
             raise K8sError(
                 "the API server does not serve %s (%s, versions %s)"
                 % (kind.kind, kind.group or "core", ", ".join(kind.versions)),
-                hint=_missing_api_hint(kind),
+                hint=missing_api_hint(kind),
             )
         return v
 
@@ -497,106 +490,9 @@ class ApplyEngine:
         text = err.describe()
         return text if res.ref in text else "%s: %s" % (ref, text)
 
-    # ---- nodes -----------------------------------------------------------------------------------------
-    def converge_node(self, node, labels, taints=None, pool=None, attempts=5):
-        """Make gpupool's labels on one Node exactly `labels` and gpupool's taints exactly `taints` (None:
-        leave taints alone), keeping everyone else's: ONE JSON merge patch per node that differs (labels,
-        taints and the annotations recording gpupool's keys together), none for a node already right.
-
-        The patch carries the resourceVersion the node was read at: a node changed meanwhile (409) is read
-        again and the patch recomputed; a node deleted meanwhile is reported as vanished, never re-created.
-        Returns a Result whose before/after are node_view()s. `decide_node` + `send_node`, in one call.
-        """
-        res, patch, reasons = self.decide_node(node, labels, taints, pool)
-        if patch is not None:
-            self.send_node(res, node, labels, taints, patch, reasons, attempts)
-        return res
-
-    def decide_node(self, node, labels, taints=None, pool=None):
-        """(Result, patch, reasons) for one Node as read: no request. patch None: the node is right already (the
-        Result is final). Raises K8sError for a label another field manager owns (see _refuse_label_conflicts)."""
-        res = Result("Node", node["metadata"]["name"], None, pool)
-        res.before, res.after = node_view(node), node_view(node)  # two: a cordon changes one of them
-        patch, reasons = node_patch(node, labels, taints, self.field_manager)
-        if patch is not None and not self.force_conflicts:
-            self._refuse_label_conflicts(node, patch, pool)
-        return res, patch, reasons
-
-    def send_node(self, res, node, labels, taints, patch, reasons, attempts=5):
-        """Send a patch `decide_node` made (thread-safe: it only touches `res`); a 409 reads the node again and
-        decides anew, up to `attempts` times. Fills `res` in."""
-        name, pool = node["metadata"]["name"], res.pool
-        for attempt in range(attempts):
-            try:
-                out = self.merge_patch(NODE, name, patch)
-            except NotFound:
-                res.action, res.notes = "vanished", ["node was deleted meanwhile"]
-                return res
-            except Conflict:
-                if attempt + 1 == attempts:
-                    raise K8sError(
-                        "Node %s kept changing while gpupool updated its labels and taints (%d attempts)"
-                        % (name, attempts),
-                        hint="rerun; if it persists, find the controller rewriting the node",
-                    )
-                current = self.get(NODE, name)
-                if current is None:
-                    res.action, res.notes = "vanished", ["node was deleted meanwhile"]
-                    return res
-                patch, reasons = node_patch(current, labels, taints, self.field_manager)
-                if patch is not None and not self.force_conflicts:
-                    self._refuse_label_conflicts(current, patch, pool)
-                if patch is None:
-                    res.after = node_view(current)
-                    break
-                continue
-            res.after, res.notes = node_view(out), reasons
-            break
-        res.changed = res.before != res.after
-        res.action = "updated" if res.changed else "unchanged"
-        return res
-
-    def _refuse_label_conflicts(self, node, patch, pool):
-        """A label another field manager set to another value is not taken over silently (as server-side apply
-        would refuse it): the same sentence as an apply conflict, unless force_conflicts."""
-        live = (node.get("metadata") or {}).get("labels") or {}
-        owned = gpupool_label_keys(node, self.field_manager)
-        clashes = []
-        for key, value in sorted(((patch.get("metadata") or {}).get("labels") or {}).items()):
-            if value is None or key in owned or live.get(key) in (None, value):
-                continue
-            for manager in label_owners(node, key, self.field_manager):
-                clashes.append("metadata.labels.%s=%s owned by field manager %r" % (key, live[key], manager))
-        if clashes:
-            ref = "Node %s%s" % (node["metadata"]["name"], " (pool %s)" % pool if pool else "")
-            raise K8sError(
-                "%s: %s, not by %r. Another tool manages these labels; gpupool will not take them over "
-                "silently. Either stop managing them there, or rerun with force_conflicts: true to make "
-                "gpupool set them" % (ref, "; ".join(clashes), self.field_manager),
-                status=409,
-            )
-
-
-def _missing_api_hint(kind):
-    if kind.group == "resource.k8s.io":
-        return (
-            "Dynamic Resource Allocation needs Kubernetes >= 1.34 (resource.k8s.io/v1), or 1.32/1.33 with the "
-            "DynamicResourceAllocation feature gate and the resource.k8s.io beta APIs enabled"
-        )
-    if kind.group == "resource.nvidia.com":
-        return (
-            "install the ComputeDomain CRD (the NVIDIA DRA driver chart with resources.computeDomains.enabled=true "
-            "installs it) before converging ComputeDomains"
-        )
-    return "check the cluster's Kubernetes version"
-
 
 def results_summary(results):
     counts = {}
     for r in results:
         counts[r.action] = counts.get(r.action, 0) + 1
     return counts
-
-
-def dumps(obj):
-    return json.dumps(obj, sort_keys=True)

@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ConvergeError, Result
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.node_writes import decide_node, send_node
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.workers import NODE_WORKERS, run_bounded
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
@@ -140,7 +141,7 @@ class NodePoolRunner:
         """Decide every node here, send the writes through the bounded workers, record them in node order."""
         for w in writes:
             try:
-                w.res, w.patch, w.reasons = self.engine.decide_node(w.node, w.labels, w.taints, pool=w.pool)
+                w.res, w.patch, w.reasons = decide_node(self.engine, w.node, w.labels, w.taints, pool=w.pool)
             except K8sError as err:
                 w.error = err
         run_bounded([(lambda w=w: self._send(w)) for w in writes if w.sends], self.workers)
@@ -163,7 +164,7 @@ class NodePoolRunner:
         """In a worker: the node's patch (re-decided on a 409), then its cordon; refusals are kept, not raised."""
         if w.error is None and w.patch is not None:
             try:
-                self.engine.send_node(w.res, w.node, w.labels, w.taints, w.patch, w.reasons)
+                send_node(self.engine, w.res, w.node, w.labels, w.taints, w.patch, w.reasons)
             except K8sError as err:
                 w.error = err
         if w.cordon is not None:
