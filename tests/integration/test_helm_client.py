@@ -13,7 +13,8 @@ import uuid
 import pytest
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s import client as k8s_client
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import ChartRef, Helm, HelmError, apply_crds
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.crds import apply_crds
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import ChartRef, Helm, HelmError
 from testbed.controlplane import ADMIN_USER
 
 CHART = "dra-driver-nvidia-gpu"

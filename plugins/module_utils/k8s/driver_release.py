@@ -18,13 +18,8 @@ import datetime
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import METADATA_ONLY, resolve_params
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import (
-    PENDING,
-    ChartRef,
-    Helm,
-    HelmError,
-    apply_crds,
-)
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.crds import apply_crds
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm import PENDING, ChartRef, Helm, HelmError
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import (
     CERT_MANAGER_CRDS,
     line_for,

@@ -20,9 +20,7 @@ A helm child is stopped gently: when the step is cancelled (SIGTERM, Ctrl-C) whi
 SIGTERM and up to `STOP_GRACE` seconds to record the release as failed (an upgrade killed outright
 stays pending-upgrade), then SIGKILL.
 
-`apply_crds` server-side applies the chart's CRDs (``helm show crds``) before an install or upgrade:
-Helm installs ``crds/`` only on the first install and never upgrades them (docs/upgrade.md of the
-driver: "kubectl apply the CRDs first").
+What helm's output means, in a sentence, is k8s/helm_messages.py's; the chart's CRDs are applied by k8s/crds.py.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -38,10 +35,10 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm_messages import readable
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
 
-FIELD_MANAGER = "gpupool"
 REDACTED = "********"
 DEFAULT_TIMEOUT = 600.0  # seconds a helm command may run on top of its own --timeout
 STOP_GRACE = 20.0  # seconds helm gets after SIGTERM to record a cancelled operation before SIGKILL
@@ -470,101 +467,3 @@ class Helm:
                 return False
             raise
         return True
-
-
-# ---- errors as sentences ---------------------------------------------------------------------------
-_EXECUTION = re.compile(r"execution error at \((?P<where>[^)]*)\):\s*(?P<msg>.*)", re.S)
-_NO_KIND = re.compile(r'no matches for kind "(?P<kind>[^"]+)" in version "(?P<version>[^"]+)"')
-
-
-def readable(output: str) -> "tuple[str, str]":
-    """(message, hint) from helm's output: the chart's own failure text, or what went wrong."""
-    text = output.strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    error_lines = [ln for ln in lines if ln.startswith("Error:")]
-    first = error_lines[-1] if error_lines else (lines[-1] if lines else "no output")
-    if first.startswith("Error: "):
-        start = len("Error: ")
-        first = first[start:]
-    match = _EXECUTION.search(text)
-    if match:
-        message = " ".join(match.group("msg").split())
-        template = match.group("where").split(":")[0]
-        return (
-            "the chart refused the values (%s): %s" % (template, message),
-            "fix dra_driver.values (or the pool settings they come from) as the chart says",
-        )
-    missing = sorted(set(_NO_KIND.findall(text)))
-    if missing:
-        versions = sorted({version for _kind, version in missing})
-        kinds = ", ".join("%s (%s)" % (kind, version) for kind, version in missing)
-        hint = ""
-        if any(v.startswith("cert-manager.io/") for v in versions):
-            hint = (
-                "the chart's webhook needs cert-manager: install cert-manager (its CRDs) first, or set "
-                "dra_driver.values.webhook.enabled=false"
-            )
-        return ("the cluster does not know the kind(s) %s: their CRDs are not installed" % kinds, hint)
-    if "another operation (install/upgrade/rollback) is in progress" in text:
-        return (
-            first,
-            "a previous helm run was interrupted; check `helm history` and roll back or uninstall the pending revision",
-        )
-    if "context deadline exceeded" in text or "timed out waiting for the condition" in text:
-        return (
-            "the release did not become ready in time (%s)" % first,
-            "check the driver's pods (kubectl -n <namespace> get pods) and the kubelet-plugin DaemonSet; "
-            "a pool node the plugin cannot run on (taints, affinity) or a crashing container keeps it unready",
-        )
-    if "chart requires kubeVersion" in text:
-        return (first, "the cluster's Kubernetes version is older than the chart supports")
-    if re.search(r"\b(401|403)\b|unauthorized|denied", text, re.I) and ("registry" in text or "oci" in text):
-        return (first, "check the registry credentials (dra_driver registry username/password)")
-    if re.search(r"\b(401|403)\b|unauthorized", text, re.I) and ("repo" in text or "index.yaml" in text):
-        return (first, "check the chart repository's credentials (the dra_driver step's registry_username/password)")
-    if "not found" in first and ("chart" in first or "version" in first or "manifest" in first):
-        return (first, "check dra_driver.chart and dra_driver.version (and the repository, if any)")
-    return (first, "")
-
-
-# ---- CRDs ------------------------------------------------------------------------------------------
-def apply_crds(client: Any, crds: Sequence[Dict[str, Any]], dry_run: bool = False) -> List[Dict[str, Any]]:
-    """Server-side apply each CRD (field manager gpupool, force: the chart's CRDs win over whoever
-    applied them before, as `kubectl apply` in the driver's upgrade docs would). `client` is a
-    k8s client with request(method, path, query, body, content_type). Returns one entry per CRD:
-    {"name", "changed"} (changed: the stored object's resourceVersion moved, or it is new)."""
-    results = []
-    for crd in crds:
-        name = crd["metadata"]["name"]
-        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s" % name
-        before = _get(client, path)
-        query = {"fieldManager": FIELD_MANAGER, "force": "true"}
-        if dry_run:
-            query["dryRun"] = "All"
-        after = client.request("PATCH", path, query=query, body=crd, content_type="application/apply-patch+yaml")
-        changed = before is None or (before.get("metadata") or {}).get("resourceVersion") != (
-            after.get("metadata") or {}
-        ).get("resourceVersion")
-        if dry_run and before is not None:
-            # A dry run does not bump resourceVersion: compare what would be stored instead.
-            changed = _strip(before) != _strip(after)
-        results.append({"name": name, "changed": bool(changed)})
-    return results
-
-
-def _get(client: Any, path: str) -> Optional[Dict[str, Any]]:
-    try:
-        return client.request("GET", path)
-    except Exception as exc:  # the client's NotFound: no import of the client module here
-        if getattr(exc, "status", None) == 404:
-            return None
-        raise
-
-
-def _strip(obj: Dict[str, Any]) -> Dict[str, Any]:
-    meta = {
-        k: v
-        for k, v in (obj.get("metadata") or {}).items()
-        if k not in ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid")
-    }
-    return {"metadata": meta, "spec": obj.get("spec")}
