@@ -447,3 +447,71 @@ def test_a_failed_node_holds_back_only_its_own_pool(sandbox, tmp_path):
         sandbox.mig.clear_faults()
         for name in nodes:
             sandbox.nodes.remove_node(name)
+
+
+def test_a_new_node_with_a_gpu_pod_gets_its_label_only_after_the_drain(sandbox, tmp_path):
+    """The config label goes with the cordon only when the node has nothing to evict (its pods are read just before
+    the cordon): a node running a GPU pod is cordoned, drained, then labelled - three patches, the eviction between
+    the first two - while its idle neighbour in the same wave takes two."""
+    cp = sandbox.cp
+    from kubernetes import client
+
+    pool, nodes = "miglay-busy", ["miglay-busy-0", "miglay-busy-1"]
+    for name in nodes:
+        sandbox.nodes.register_node(name, FLAVOR, nodegroup=pool)
+    core = client.CoreV1Api(cp.api_client())
+    h.ensure_namespace(cp, NS)
+    core.create_namespaced_pod(
+        NS,
+        {
+            "metadata": {"name": "busy-train"},
+            "spec": {
+                "nodeName": nodes[0],
+                "containers": [
+                    {"name": "c", "image": "registry.example/app:1", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+                ],
+                "tolerations": [{"operator": "Exists"}],
+            },
+        },
+    )
+    inventory = cluster(sandbox, FIRST, max_unavailable=2)
+    inventory["pools"] = [
+        {
+            "name": pool,
+            "nodegroup": {"name": pool, "flavor": FLAVOR, "node_count": 2},
+            "gpu": {"model": "A100-40GB", "per_node": 2},
+            "mig": {"mode": "static", "layout": copy.deepcopy(FIRST)},
+        }
+    ]
+    play = h.GpupoolPlay(cp, tmp_path, inventory)
+    try:
+        (res,), _out, window = play.run([task(prune=False, drain_grace_period=0)])
+        assert not res.get("failed"), res.get("msg")
+        assert [w["nodes"] for w in res["waves"]] == [nodes]  # one wave: both nodes side by side
+        assert res["waves"][0]["evicted"] == [NS + "/busy-train"]
+        config = "gpupool-" + pool
+        busy, idle = (patches_in_order(window, ADMIN, name) for name in nodes)
+        assert [len(busy), len(idle)] == [3, 2]
+        cordon, label, _uncordon = busy
+        assert cordon["requestObject"]["spec"] == {"unschedulable": True}
+        assert "labels" not in cordon["requestObject"]["metadata"]  # the GPU pod still ran: no label yet
+        assert cordon["requestObject"]["metadata"]["annotations"]["gpupool.io/cordon-reason"] == (
+            "mig-layout:%s:%s" % (pool, config)
+        )
+        assert label["requestObject"]["metadata"]["labels"]["nvidia.com/mig.config"] == config
+        (eviction,) = evictions_of(window, "busy-train")
+        assert ts(cordon) < ts(eviction) < ts(label)
+        assert idle[0]["requestObject"]["metadata"]["labels"]["nvidia.com/mig.config"] == config
+        for name in nodes:
+            assert layouts(sandbox, name) == {0: FIRST, 1: FIRST}
+            assert not node(cp, name)["spec"].get("unschedulable")
+    finally:
+        from kubernetes.client.rest import ApiException
+
+        try:  # evicted by a passing run; still there when the run failed before its drain
+            core.delete_namespaced_pod("busy-train", NS, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        for name in nodes:
+            sandbox.nodes.remove_node(name)
