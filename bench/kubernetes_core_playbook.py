@@ -92,7 +92,7 @@ def objects(plan: ClusterPlan, cluster_data: dict) -> dict:
     configs = mig_rollout.desired_configs(static)
     if configs:
         doc, names, _changes = mig_rollout.merge_document(
-            mig_parted.parse_document(None), {n: c["entries"] for n, c in configs.items()}, []
+            mig_parted.parse_document(None), {n: c.entries for n, c in configs.items()}, []
         )
         mm = cluster.mig_manager
         out["config_maps"].append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from typing import Dict
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import (
     SpecError,
@@ -35,7 +36,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     mig_config_name,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import pool_placements
-from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import Before, NodeRow, PoolPlan
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout_data import (
+    Before,
+    DesiredConfig,
+    NodeRow,
+    PoolPlan,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready
 
 BUILTIN_CONFIG = "all-disabled"
@@ -83,9 +89,9 @@ def pool_config(pool, group=None):
     return name, doc["mig-configs"][name]
 
 
-def desired_configs(pools, root="gpupool_cluster"):
-    """{config name: {"pools": [pool names], "entries": [...], "digest": str}} for the static-MIG pools and their
-    MIG groups (a group's config is <pool's config>-<group>).
+def desired_configs(pools, root="gpupool_cluster") -> Dict[str, DesiredConfig]:
+    """{config name: DesiredConfig (entries, digest, pool names)} for the static-MIG pools and their MIG groups (a
+    group's config is <pool's config>-<group>).
 
     Config names are label values and shared only with identical entries: the model's rule
     (model/mig_configs.py), run here too so the builder is safe on its own."""
@@ -98,9 +104,9 @@ def desired_configs(pools, root="gpupool_cluster"):
         for group in groups + pool.group_names():
             name, entries = pool_config(pool, group)
             if name in out:
-                out[name]["pools"].append(pool.name)
+                out[name].pools.append(pool.name)
                 continue
-            out[name] = {"pools": [pool.name], "entries": entries, "digest": config_digest(entries)}
+            out[name] = DesiredConfig(entries=entries, digest=config_digest(entries), pools=[pool.name])
     return out
 
 

@@ -14,6 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 
+@dataclass
+class DesiredConfig:
+    """One MIG config this run wants in the MIG manager's ConfigMap: its mig-parted entries, their digest (recorded on
+    each node switched to it) and the pools (or MIG groups' pools) that use it."""
+
+    entries: List[dict]
+    digest: str
+    pools: List[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class Before:
     """A node's MIG labels and digest as the plan read them."""

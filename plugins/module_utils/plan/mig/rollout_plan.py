@@ -112,7 +112,7 @@ class RolloutPlan:
     @property
     def desired(self) -> Dict[str, List[dict]]:
         """{config name: mig-parted entries} this run writes."""
-        return {name: config["entries"] for name, config in self.configs.items()}
+        return {name: config.entries for name, config in self.configs.items()}
 
     @property
     def config_paths(self) -> Dict[str, str]:
@@ -179,7 +179,7 @@ class RolloutPlan:
         return plan_pool(
             pool.name,
             name,
-            self.configs[name]["digest"],
+            self.configs[name].digest,
             nodes,
             self.mig_manager.max_unavailable,
             config_changed=name in changed_configs,

@@ -131,9 +131,9 @@ def test_desired_configs_digest_and_skips_non_static_pools():
     c = cluster()
     got = plan_mig_rollout.desired_configs(c.pools)
     assert sorted(got) == ["gpupool-a100", "gpupool-h100"]
-    assert got["gpupool-a100"]["pools"] == ["a100"]
-    assert got["gpupool-a100"]["digest"] == plan_mig_rollout.config_digest(got["gpupool-a100"]["entries"])
-    assert len(got["gpupool-a100"]["digest"]) == 16
+    assert got["gpupool-a100"].pools == ["a100"]
+    assert got["gpupool-a100"].digest == plan_mig_rollout.config_digest(got["gpupool-a100"].entries)
+    assert len(got["gpupool-a100"].digest) == 16
 
 
 def test_absent_pools_have_no_config():
@@ -155,7 +155,7 @@ def test_shared_config_name_needs_identical_layouts():
         d["pools"].append(extra)
 
     got = plan_mig_rollout.desired_configs(cluster(same).pools)
-    assert got["shared"]["pools"] == ["a100", "a100b"]
+    assert got["shared"].pools == ["a100", "a100b"]
 
     data = copy.deepcopy(BASE)
     same(data)

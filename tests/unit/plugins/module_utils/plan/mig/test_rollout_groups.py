@@ -57,7 +57,7 @@ def node(name, config=None, digest=None):
 
 def converged(r, assignment):
     """Nodes as a finished rollout leaves them: each labelled with its config and that config's digest."""
-    return [node(name, config, r.configs[config]["digest"]) for name, config in sorted(assignment.items())]
+    return [node(name, config, r.configs[config].digest) for name, config in sorted(assignment.items())]
 
 
 def test_a_group_has_its_own_config_beside_the_pools():
@@ -131,7 +131,7 @@ def test_shrinking_the_group_returns_one_node_to_the_pools_layout():
 
 def test_a_failed_node_in_the_group_holds_back_the_whole_pool():
     r = rollout()
-    failed = node("n-0", GROUP, r.configs[GROUP]["digest"])
+    failed = node("n-0", GROUP, r.configs[GROUP].digest)
     failed["metadata"]["labels"][model_names.STATE_LABEL] = "failed"
     r.plan_pools({"a100": [failed, node("n-1"), node("n-2")]}, set())
     assert [p.waves for p in r.plans] == [[], []]
@@ -164,8 +164,7 @@ def test_property_only_nodes_whose_config_changes_move_and_a_rollout_converges(l
     r = two_groups(sizes)
     names = ["n-%d" % i for i in range(len(labels))]
     nodes = [
-        node(name, label, r.configs[label]["digest"] if label in r.configs else "x")
-        for name, label in zip(names, labels)
+        node(name, label, r.configs[label].digest if label in r.configs else "x") for name, label in zip(names, labels)
     ]
     r.plan_pools({"a100": nodes}, set())
     rows = {row.name: (plan.config_name, row) for plan in r.plans for row in plan.nodes}

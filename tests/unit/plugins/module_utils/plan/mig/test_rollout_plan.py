@@ -109,7 +109,7 @@ def test_the_plan_knows_its_static_pools_and_their_configs():
     r = rollout()
     assert [p.name for p in r.static] == ["a100", "h100"]
     assert sorted(r.configs) == ["gpupool-a100", "gpupool-h100"]
-    assert r.desired == {name: config["entries"] for name, config in r.configs.items()}
+    assert r.desired == {name: config.entries for name, config in r.configs.items()}
     assert r.config_map == {
         "name": "gpupool-mig-parted-config",
         "namespace": "gpu-operator",
@@ -168,7 +168,7 @@ def test_skipped_reasons():
 
 def test_plan_pools_lists_every_pool_in_scope_and_plans_the_static_ones():
     r = rollout()
-    digest = r.configs["gpupool-a100"]["digest"]
+    digest = r.configs["gpupool-a100"].digest
     assigned = {
         "a100": [
             node("a-0", config="gpupool-a100", state="success", digest=digest),
@@ -209,7 +209,7 @@ def test_a_changed_config_switches_nodes_that_have_its_label_but_no_digest():
 
 
 def test_retry_failed_reconfigures_a_failed_node_instead_of_blocking():
-    digest = rollout().configs["gpupool-a100"]["digest"]
+    digest = rollout().configs["gpupool-a100"].digest
     failed = node("a-0", config="gpupool-a100", state="failed", digest=digest)
     r = rollout()
     r.plan_pools({"a100": [failed, node("a-1")], "h100": [node("h-0", gpu="h100")]}, set())
