@@ -211,6 +211,20 @@ def test_gpu_pods_reads_only(clock):
     assert api.writes() == []
 
 
+def test_idle_says_whether_a_drain_has_nothing_to_evict_or_wait_for_reading_only(clock):
+    """mig_layout sends a node's config label with its cordon only when the node is idle."""
+    leaving = pod("leaving", "n2")
+    leaving["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # a GPU pod still terminating: not idle
+    api = KubeApiSimulator(
+        error,
+        nodes=[node("n0"), node("n1"), node("n2"), node("n3")],
+        pods=[pod("train", "n0"), pod("web", "n1", gpu=False), pod("dcgm", "n1", daemonset=True), leaving],
+    )
+    d = drain(api, clock)
+    assert [d.idle(n) for n in ("n0", "n1", "n2", "n3")] == [False, True, False, True]
+    assert api.writes() == []
+
+
 def test_when_budget_blocks_fail_stops_at_the_first_refusal_without_waiting(clock):
     api = KubeApiSimulator(error, nodes=[node("n0")], pods=[pod("train", "n0"), pod("zeta", "n0")])
     api.budget_refusals[("ml", "train")] = 1
