@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
-
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL, mig_config_name
 
 Obj = Dict[str, Any]
 
@@ -31,7 +29,7 @@ def _name(node: Obj) -> str:
 
 
 def _label(node: Obj) -> Optional[str]:
-    return ((node.get("metadata") or {}).get("labels") or {}).get(MIG_CONFIG_LABEL)
+    return ((node.get("metadata") or {}).get("labels") or {}).get(CONFIG_LABEL)
 
 
 def assign_groups(pool, nodes: List[Obj]) -> Dict[str, Optional[str]]:

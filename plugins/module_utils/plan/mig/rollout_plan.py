@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy import drain_policy
 from ansible_collections.gpupool.core.plugins.module_utils.model.mig_configs import static_pools
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_config_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL, mig_config_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig import rollout_text as plan_rollout_text
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
@@ -48,7 +48,7 @@ class RolloutOptions(NamedTuple):
     retry_failed: bool = False
     prune: bool = True
     limited: bool = False  # the pools option limits the run to some pools
-    nodegroup_label: Optional[str] = "magnum.openstack.org/nodegroup"
+    nodegroup_label: Optional[str] = NODEGROUP_LABEL
     name_pattern: Optional[str] = None
 
     @classmethod

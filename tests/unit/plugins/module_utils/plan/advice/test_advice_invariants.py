@@ -27,9 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL as MIG_CONFIG_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import mig_class_name, mig_config_name
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.advise import advise
-from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import MIG_CONFIG_LABEL, assign_groups
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.device_classes import cluster_device_classes
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
 from tests.unit.plugins.module_utils.plan.advice import judge

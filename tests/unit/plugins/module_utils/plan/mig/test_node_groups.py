@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.model import load as model_load
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CONFIG_LABEL as MIG_CONFIG_LABEL
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import (
-    MIG_CONFIG_LABEL,
     assign_groups,
     members,
 )
