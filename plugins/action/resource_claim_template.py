@@ -12,6 +12,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.module import Kuberne
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import RESOURCE_CLAIM_TEMPLATE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.claim_templates import (
     cluster_resource_claim_templates,
+    in_served_version,
     tenant_claim_templates,
 )
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
@@ -32,8 +33,9 @@ class ResourceClaimTemplateModule(KubernetesModule):
         if p["namespaces"] is None and p["templates"] is None:
             return self.converge_tenants()
         scope = dict(pools=self.pool_names, namespaces=p["namespaces"] or [], templates=p["templates"])
-        wanted = cluster_resource_claim_templates(self.cluster, **scope)  # once; the engine sets the apiVersion
+        wanted = cluster_resource_claim_templates(self.cluster, **scope)  # built once, before any request
         api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
+        wanted = in_served_version(wanted, api_version)  # v1beta1 (Kubernetes 1.32) spells requests flat
         namespaces = set(p["namespaces"] or [])
         for t in p["templates"] or []:
             namespaces.update(t.get("namespaces") or [])
@@ -55,8 +57,9 @@ class ResourceClaimTemplateModule(KubernetesModule):
                     )
                 ]
             )
-        wanted = tenant_claim_templates(self.cluster, self.pool_names)  # once; the engine sets the apiVersion
+        wanted = tenant_claim_templates(self.cluster, self.pool_names)  # built once, before any request
         api_version = self.engine.api_version(RESOURCE_CLAIM_TEMPLATE)
+        wanted = in_served_version(wanted, api_version)
         prune = PruneScope.of(self.cluster, self.pool_names) if self.params["prune"] else None
         self.converge(
             RESOURCE_CLAIM_TEMPLATE, wanted, prune=prune, immutable=("spec",), recreate=self.params["recreate"]

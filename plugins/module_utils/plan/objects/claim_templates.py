@@ -10,6 +10,9 @@ load_cluster); the module's options are checked here, by the same model rules, a
 
 from __future__ import annotations
 
+import copy
+from typing import List
+
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import select_pools
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import POOL_LABEL
@@ -39,16 +42,10 @@ def resource_claim_template(
     owner=None,
 ):
     """One ResourceClaimTemplate: one request for `count` devices of `device_class` (owner: gpupool.io/owner)."""
-    version = api_version.split("/")[-1]
     exact = {"deviceClassName": device_class, "allocationMode": allocation_mode}
     if allocation_mode == "ExactCount":
         exact["count"] = int(count)
-    req = {"name": request}
-    if version == "v1beta1":
-        req.update(exact)  # v1beta1: the request is flat (no `exactly`)
-    else:
-        req["exactly"] = exact
-    devices = {"requests": [req]}
+    devices = {"requests": [_spelled({"name": request, "exactly": exact}, api_version)]}
     if match_attribute:
         devices["constraints"] = [{"requests": [request], "matchAttribute": match_attribute}]
     if config:
@@ -59,6 +56,28 @@ def resource_claim_template(
         "metadata": {"name": name, "namespace": namespace, "labels": ownership_labels(pool_name, owner)},
         "spec": {"metadata": {"labels": {POOL_LABEL: pool_name}}, "spec": {"devices": devices}},
     }
+
+
+def _spelled(request: dict, api_version: str) -> dict:
+    """A request as `api_version` spells it: flat in v1beta1, under `exactly` in v1beta2 and v1."""
+    fields = dict(request.get("exactly") or {})
+    fields.update((k, v) for k, v in request.items() if k not in ("name", "exactly"))
+    if api_version.split("/")[-1] == "v1beta1":
+        return dict(fields, name=request["name"])
+    return {"name": request["name"], "exactly": fields}
+
+
+def in_served_version(wanted: List[Desired], api_version: str) -> List[Desired]:
+    """The templates built once, spelled as the API server serves them (its apiVersion and request shape): the
+    build checks and decides before any request, discovery then says which version is served."""
+    out = []
+    for desired in wanted:
+        obj = copy.deepcopy(desired.obj)
+        obj["apiVersion"] = api_version
+        devices = obj["spec"]["spec"]["devices"]
+        devices["requests"] = [_spelled(r, api_version) for r in devices["requests"]]
+        out.append(desired._replace(obj=obj))
+    return out
 
 
 def build_templates(cluster, entries, pools=None, api_version="resource.k8s.io/v1", root="gpupool_cluster"):

@@ -18,6 +18,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import load as 
 from ansible_collections.gpupool.core.plugins.module_utils.model import names as model_names
 from ansible_collections.gpupool.core.plugins.module_utils.model import pool_settings as model_pool_settings
 from ansible_collections.gpupool.core.plugins.module_utils.plan import kinds as plan_kinds
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import Desired
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import pool_nodes as plan_nodes
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import cel as plan_cel
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects import claim_templates as plan_claim_templates
@@ -380,6 +381,17 @@ def test_v1beta1_templates_are_flat():
     ]
     obj = plan_claim_templates.resource_claim_template("x", "ns", "p", "cls", "resource.k8s.io/v1beta2")
     assert "exactly" in obj["spec"]["spec"]["devices"]["requests"][0]
+
+
+def test_templates_built_once_are_spelled_as_the_served_version():
+    """The step builds its templates once (v1) before any request, then spells them as discovery says."""
+    built = [Desired(plan_claim_templates.resource_claim_template("x", "ns", "p", "cls", count=3), "p", "at", {})]
+    flat = plan_claim_templates.in_served_version(built, "resource.k8s.io/v1beta1")
+    assert flat[0].obj == plan_claim_templates.resource_claim_template(
+        "x", "ns", "p", "cls", "resource.k8s.io/v1beta1", 3
+    )
+    assert plan_claim_templates.in_served_version(built, "resource.k8s.io/v1")[0].obj == built[0].obj
+    assert "exactly" in built[0].obj["spec"]["spec"]["devices"]["requests"][0]  # the build itself is left as it was
 
 
 @pytest.mark.parametrize(
