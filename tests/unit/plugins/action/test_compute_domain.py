@@ -26,7 +26,8 @@ CLUSTER = {
 }
 
 
-def run(cluster=CLUSTER, **args):
+def run(cluster=None, **args):
+    cluster = CLUSTER if cluster is None else cluster  # the module's inventory unless a test gives its own
     args.setdefault("wait", False)
     return run_action(compute_domain, cluster=copy.deepcopy(cluster), **CONNECTION, **args)
 

@@ -46,7 +46,8 @@ def cluster(api, *names):
     return api
 
 
-def run(cluster=CLUSTER, **args):
+def run(cluster=None, **args):
+    cluster = CLUSTER if cluster is None else cluster  # the module's inventory unless a test gives its own
     return run_action(mig_layout, cluster=copy.deepcopy(cluster), **CONNECTION, **dict(FAST, **args))
 
 

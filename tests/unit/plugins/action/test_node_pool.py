@@ -38,7 +38,8 @@ def nodes(api, *names, labels=None):
     return api
 
 
-def run(cluster=CLUSTER, **args):
+def run(cluster=None, **args):
+    cluster = CLUSTER if cluster is None else cluster  # the module's inventory unless a test gives its own
     args.setdefault("wait", False)
     return run_action(node_pool, cluster=copy.deepcopy(cluster), **CONNECTION, **args)
 

@@ -19,7 +19,8 @@ CLUSTER = {
 }
 
 
-def run(cluster=CLUSTER, **args):
+def run(cluster=None, **args):
+    cluster = CLUSTER if cluster is None else cluster  # the module's inventory unless a test gives its own
     return run_action(resource_claim_template, cluster=copy.deepcopy(cluster), **CONNECTION, **args)
 
 

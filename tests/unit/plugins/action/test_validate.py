@@ -22,7 +22,8 @@ CLUSTER = {
 }
 
 
-def run(cluster=CLUSTER, **args):
+def run(cluster=None, **args):
+    cluster = CLUSTER if cluster is None else cluster  # the module's inventory unless a test gives its own
     return run_action(validate, cluster=copy.deepcopy(cluster), **args)
 
 
