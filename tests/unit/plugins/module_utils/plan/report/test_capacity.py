@@ -14,6 +14,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model import load as 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report import capacity as plan_capacity
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report import pool_report as plan_pool_report
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
+from tests.support.advice_beds import PROFILES
 
 DRIVER = "gpu.nvidia.com"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
@@ -46,15 +47,7 @@ BASE = {
         }
     ],
 }
-# A100-40GB placements (NVIDIA MIG user guide, -lgipp): profile -> (GI profile id, memory slices)
-A100 = {
-    "1g.5gb": (19, 1),
-    "1g.10gb": (15, 2),
-    "2g.10gb": (14, 2),
-    "3g.20gb": (9, 4),
-    "4g.20gb": (5, 4),
-    "7g.40gb": (0, 8),
-}
+# A100-40GB placement starts (NVIDIA MIG user guide, -lgipp)
 A100_STARTS = {
     "1g.5gb": range(7),
     "1g.10gb": (0, 2, 4, 6),
@@ -63,6 +56,7 @@ A100_STARTS = {
     "4g.20gb": (0,),
     "7g.40gb": (0,),
 }
+A100 = {profile: PROFILES[profile] for profile in A100_STARTS}  # (GI profile id, memory slices): advice_beds'
 
 
 def load(mutate=None):
