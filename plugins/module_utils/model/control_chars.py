@@ -1,20 +1,23 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpupool.core contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Control characters anywhere in an inventory's names, labels, selectors and paths, refused before anything else.
+"""Control and invisible characters anywhere in an inventory's names, labels, selectors, flavors and paths, refused
+before anything else.
 
 YAML lets them in without a word: a block scalar (``name: |``) keeps its trailing newline, a double-quoted "\\t" is a
 tab. A pool named "gpu-t4\\n" passes no Kubernetes or Magnum check, and a node_selector value "t4\\n" matches no node,
 so every node of the pool would be orphaned and cordoned. Every string and key of the inventory is checked here,
 once, with a message that names the character and the fix, except the free-form subtrees (chart values, the
 Magnum cloud dict, which may hold a password) and CEL selectors, where a newline or a tab is only whitespace.
+Invisible characters (a no-break or zero-width space, a bidi control: lookalikes.is_invisible) are refused the same
+way: a flavor 'g4.p2.40g' with a trailing U+00A0 looks right and is "not found" by Magnum in the middle of a run.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Dict, List, Sequence, Tuple, Union
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import FREE_FORM
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import FREE_FORM, invisible_problem
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import control_problem
 
 Loc = Tuple[Union[str, int], ...]
@@ -49,7 +52,7 @@ def control_character_problems(
         if isinstance(value, dict):
             for key, item in value.items():
                 if isinstance(key, str):
-                    why = control_problem(key, "key")
+                    why = control_problem(key, "key") or invisible_problem(key, "key")
                     if why:
                         report(loc + (key,), "the key " + why)
                 if key in FREE_FORM:
@@ -62,6 +65,8 @@ def control_character_problems(
             why = control_problem(value, "CEL expression", CEL_WHITESPACE) if cel else control_problem(value, what)
             if why:
                 report(loc, why)
+            elif invisible_problem(value, what):
+                report(loc, invisible_problem(value, what))
 
     walk(data, (), False, "value")
     return problems, parents

@@ -17,7 +17,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy im
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, Pool
-from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import scan
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import lookalike_of, scan
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import EXAMPLES, pydantic_problems
@@ -134,10 +134,11 @@ def select_pools(cluster, names=None, root="gpupool_cluster"):
             [
                 (
                     "pools",
-                    "pool(s) %s not in %s.pools; known pools: %s%s"
+                    "pool(s) %s not in %s.pools%s; known pools: %s%s"
                     % (
                         ", ".join(repr(n) for n in unknown),
                         root,
+                        lookalike_of(unknown[0], known),
                         inline(unknown[0], known),
                         below("known pools", unknown[0], known),
                     ),
