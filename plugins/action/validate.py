@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.advisories import semantic_warnings
 from ansible_collections.gpupool.core.plugins.module_utils.model.bounds import MAX_DEPTH, nesting_depth
@@ -46,19 +46,17 @@ class ValidateModule(GpupoolModule):
 class ActionModule(StepAction):
     step = ValidateModule
 
-    def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    def step_args(self, task_vars: Dict[str, Any]) -> Dict[str, Any]:
         """Without `cluster`, the cluster is the host's variable `var_name`, read here: its nesting is checked before
         ansible-core templates it, whose recursion stops at about 200 levels with "Recursive loop detected" about
         an argument called `cluster`, naming neither the key nor the depth. The model names both (bounds.py)."""
         args = dict(self._task.args)
-        if "cluster" not in args and task_vars is not None:
-            name = args.get("var_name") or "gpupool_cluster"
-            if name in task_vars:
-                raw = task_vars[name]
-                # too deep: the model refuses the raw data with its key path, nothing templates it
-                args["cluster"] = raw if nesting_depth(raw) > MAX_DEPTH else self._templar.template(raw)
-                self._task.args = args
-        return super().run(tmp, task_vars)
+        name = args.get("var_name") or "gpupool_cluster"
+        if "cluster" not in args and name in task_vars:
+            raw = task_vars[name]
+            # too deep: the model refuses the raw data with its key path, and nothing templates it
+            args["cluster"] = raw if nesting_depth(raw) > MAX_DEPTH else self._templar.template(raw)
+        return args
 
     def file_problems(self, task_vars: Dict[str, Any]) -> List[Tuple[str, str]]:
         """A key written twice in one mapping of the inventory's files (ansible.cfg lets ansible-core load `<<` merge

@@ -50,12 +50,6 @@ def too_many(count: int, limit: int, what: str, fix: str) -> str:
 def size_problems(data: dict, root: str, path_of: Callable[[str, Sequence[Union[str, int]]], str]) -> List[Problem]:
     """The counts of the raw inventory data over their bounds (lists that are not lists are left to the model)."""
     out: List[Problem] = []
-    values = expanded_count(data)
-    if values > MAX_EXPANDED_VALUES:  # aliases expanded: the model would copy every one
-        return [(root, expanded_problem(values, counted_all=False))]
-    deep = depth_problem(data, root, path_of)
-    if deep:
-        return deep
     pools = data.get("pools")
     if isinstance(pools, list) and len(pools) > MAX_POOLS:
         out.append(
@@ -70,6 +64,12 @@ def size_problems(data: dict, root: str, path_of: Callable[[str, Sequence[Union[
             )
         )
         return out  # each pool's own lists are not looked at: the file is not what its author meant
+    values = expanded_count(data)
+    if values > MAX_EXPANDED_VALUES:  # aliases expanded: the model would copy every one
+        return [(root, expanded_problem(values, counted_all=False))]
+    deep = depth_problem(data, root, path_of)
+    if deep:
+        return deep
     for index, pool in enumerate(pools if isinstance(pools, list) else []):
         if not isinstance(pool, dict):
             continue
@@ -121,8 +121,8 @@ def _node_count(pool: object) -> int:
         return 0
     for key in ("max_node_count", "node_count"):
         value = nodegroup.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_NODES_PER_POOL:
+            return value  # a pool over its own bound is refused by the model, at its own key
     return 0
 
 
