@@ -31,6 +31,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes impo
 from ansible_collections.gpupool.core.plugins.module_utils.model.strict import BaseModel
 from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_duplicates import (
     MERGE_TAG,
+    _entry_name,
     _Loader,
     _render,
     yaml,
@@ -159,12 +160,14 @@ def _walk(node, loc: List[str], file: str, found: List[YamlTrap], seen: Set[int]
             _walk(value_node, loc + [label], file, found, seen)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
+            name = _entry_name(loc[-1] if loc else None, item)  # a pool's name, as the model's paths show it
+            at = "[%d]" % index + (" (%s)" % name if name else "")
             if isinstance(item, yaml.ScalarNode):
                 trap = _trap(item, "", False)
                 if trap:
-                    found.append(YamlTrap(file, item.start_mark.line + 1, _render(loc + ["[%d]" % index]), trap))
+                    found.append(YamlTrap(file, item.start_mark.line + 1, _render(loc + [at]), trap))
                 continue
-            _walk(item, loc + ["[%d]" % index], file, found, seen)
+            _walk(item, loc + [at], file, found, seen)
 
 
 def _trap(node, key: str, in_boolean_map: bool) -> Optional[str]:
