@@ -33,7 +33,7 @@ CEL_KEYS = ("selectors",)
 CEL_WHITESPACE = "\n\r\t"
 # Values no syntax rule checks (Nova and Magnum names, NVML product names): a look-alike character there is refused
 # here, naming it (elsewhere the key's own rule refuses it and lookalikes.scan adds the same note).
-UNCHECKED_NAMES = ("flavor", "image", "role", "cluster", "product_names")
+UNCHECKED_NAMES = ("flavor", "image", "role", "cluster", "product_names", "labels")
 
 
 def control_character_problems(
@@ -60,6 +60,7 @@ def control_character_problems(
             for key, item in value.items():
                 if isinstance(key, str):
                     why = control_problem(key, "key") or invisible_problem(key, "key")
+                    why = why or (unchecked and not key.isascii() and describe_chars(key)) or None
                     if why:
                         report(loc + (key,), "the key " + why)
                 if key in FREE_FORM:
@@ -69,7 +70,7 @@ def control_character_problems(
                     loc + (key,),
                     key in CEL_KEYS,
                     "name" if str(key).endswith("name") else "value",
-                    key in UNCHECKED_NAMES,
+                    unchecked or key in UNCHECKED_NAMES,  # a Magnum labels map: its keys and values
                 )
         elif isinstance(value, list):
             for index, item in enumerate(value):

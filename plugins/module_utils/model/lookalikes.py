@@ -180,7 +180,8 @@ def ascii_fold(text: str) -> str:
 
 
 def scan(data: object, root: str, path_of) -> Dict[str, str]:
-    """{path: note} for every key, and every string value under a key called name, with non-ASCII characters.
+    """{path: note} for every key and every string value (outside the free-form subtrees) with non-ASCII
+    characters.
 
     path_of(root, loc) renders an inventory path the way shape errors do, so a note can join the problem
     reported at the same path."""
@@ -201,20 +202,17 @@ def scan(data: object, root: str, path_of) -> Dict[str, str]:
                         notes[path_of(root, loc + (key,))] = "The key " + note + "."
                 if key in FREE_FORM:
                     continue
-                if isinstance(item, str) and key in (
-                    "name",
-                    "config_name",
-                    "namespace",
-                    "model",
-                    "channel_template",
-                    "release_name",
-                ):
+                if isinstance(item, str):
                     note = describe(item)
                     if note:
                         notes[path_of(root, loc + (key,))] = "The value " + note + "."
                 walk(item, loc + (key,))
         elif isinstance(value, list):
             for index, item in enumerate(value):
+                if isinstance(item, str):
+                    note = describe(item)
+                    if note:
+                        notes[path_of(root, loc + (index,))] = "The value " + note + "."
                 walk(item, loc + (index,))
 
     walk(data, ())
