@@ -31,9 +31,9 @@ Problem = Tuple[str, str]
 # characters are not.
 CEL_KEYS = ("selectors",)
 CEL_WHITESPACE = "\n\r\t"
-# Values no syntax rule checks (Nova and Magnum names, NVML product names): a look-alike character there is refused
+# Values no syntax rule checks (Nova and Magnum names, GPU models the catalog matches loosely, NVML product names): a look-alike character there is refused
 # here, naming it (elsewhere the key's own rule refuses it and lookalikes.scan adds the same note).
-UNCHECKED_NAMES = ("flavor", "image", "role", "cluster", "product_names", "labels")
+UNCHECKED_NAMES = ("flavor", "image", "role", "cluster", "model", "product_names", "labels")
 
 
 def control_character_problems(
