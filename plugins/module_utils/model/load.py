@@ -43,6 +43,8 @@ def load_cluster(data, root: str = "gpupool_cluster") -> Cluster:
         raise Problems(too_big)
     notes = scan(data, root, path_of)
     controls, parents = control_character_problems(data, root, path_of)
+    # a character refused on its own already says what the note would
+    notes = {path: note for path, note in notes.items() if path not in parents}
     try:
         cluster = Cluster.model_validate(data)
     except ValidationError as err:
