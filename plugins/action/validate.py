@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.advisories import semantic_warnings
-from ansible_collections.gpupool.core.plugins.module_utils.model.bounds import MAX_DEPTH, nesting_depth
+from ansible_collections.gpupool.core.plugins.module_utils.model.bounds import EXPANDED, MAX_DEPTH, nesting_depth
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
 from ansible_collections.gpupool.core.plugins.module_utils.model.normalized import normalized_result
@@ -32,6 +32,8 @@ class ValidateModule(GpupoolModule):
         """The model's checks, after the problems of the inventory's own files (a key written twice: YAML kept its last
         value only, so the model's problems may follow from the value it dropped); both are said together."""
         before = list(getattr(self.host, "file_problems", ()))
+        if any(EXPANDED in message for _path, message in before):
+            raise Problems(before)  # the model would copy every value of it first, and say the same
         try:
             cluster = load_cluster(self.params["cluster"], root=self.params["var_name"])
         except Problems as exc:

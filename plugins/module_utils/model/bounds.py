@@ -126,15 +126,15 @@ def _node_count(pool: object) -> int:
     return 0
 
 
+EXPANDED = "values once YAML aliases are expanded"  # in every expansion problem's message
+
+
 def expanded_problem(count: int, counted_all: bool = True) -> str:
     """Why data of `count` values (aliases expanded) is refused; counted_all=False: counting stopped at `count`."""
+    held = "%d" % count if counted_all else "more than %d" % MAX_EXPANDED_VALUES
     return (
-        "the data holds %s values once YAML aliases are expanded; gpupool reads at most %d (200 full pools are "
-        "about 20,000): an anchor that holds aliases of other anchors multiplies, check the aliases (*name)"
-        % (
-            ("%d" if counted_all else "more than %d") % (count if counted_all else MAX_EXPANDED_VALUES),
-            MAX_EXPANDED_VALUES,
-        )
+        "the data holds %s %s; gpupool reads at most %d (200 full pools are about 20,000): an anchor that holds "
+        "aliases of other anchors multiplies, check the aliases (*name)" % (held, EXPANDED, MAX_EXPANDED_VALUES)
     )
 
 
