@@ -64,12 +64,11 @@ def size_problems(data: dict, root: str, path_of: Callable[[str, Sequence[Union[
             )
         )
         return out  # each pool's own lists are not looked at: the file is not what its author meant
-    values = expanded_count(data)
+    values, depth = expanded_count(data)
     if values > MAX_EXPANDED_VALUES:  # aliases expanded: the model would copy every one
         return [(root, expanded_problem(values, counted_all=False))]
-    deep = depth_problem(data, root, path_of)
-    if deep:
-        return deep
+    if depth > MAX_DEPTH:
+        return depth_problem(data, root, path_of)
     for index, pool in enumerate(pools if isinstance(pools, list) else []):
         if not isinstance(pool, dict):
             continue
@@ -183,20 +182,22 @@ def _last_key(loc: Sequence[Union[str, int]]) -> int:
     return keys[-1] if keys else 0
 
 
-def expanded_count(data: object, limit: int = MAX_EXPANDED_VALUES) -> int:
-    """How many values `data` holds (keys, scalars, lists, mappings), counting a shared object each time it is
-    reached, as a copy would; stops counting a little past `limit`, so a bomb costs milliseconds."""
-    count = 0
-    stack = [data]
-    while stack and count <= limit:
-        item = stack.pop()
+def expanded_count(data: object, limit: int = MAX_EXPANDED_VALUES) -> Tuple[int, int]:
+    """(how many values `data` holds: keys, scalars, lists, mappings, a shared object counted each time it is
+    reached, as a copy would; how deep it nests). One pass; stops a little past `limit` values or MAX_DEPTH
+    levels, so a bomb costs milliseconds."""
+    count = deepest = 0
+    stack = [(data, 0)]
+    while stack and count <= limit and deepest <= MAX_DEPTH:
+        item, depth = stack.pop()
         count += 1
+        deepest = max(deepest, depth)
         if isinstance(item, dict):
             count += len(item)
-            stack.extend(item.values())
+            stack.extend((value, depth + 1) for value in item.values())
         elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return count
+            stack.extend((value, depth + 1) for value in item)
+    return count, deepest
 
 
 def nodes_problem(value: int) -> str:
