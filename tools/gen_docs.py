@@ -24,10 +24,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig import name_lists
 from ansible_collections.gpupool.core.plugins.module_utils.mig import placement as mig_placement
 from ansible_collections.gpupool.core.plugins.module_utils.model import bounds as model_bounds
 from ansible_collections.gpupool.core.plugins.module_utils.model import checks as model_checks
+from ansible_collections.gpupool.core.plugins.module_utils.model import control_chars as model_control_chars
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import gates as model_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
 from ansible_collections.gpupool.core.plugins.module_utils.model import strict as model_strict
+from ansible_collections.gpupool.core.plugins.module_utils.model import yaml_traps as model_yaml_traps
 
 
 def _type_name(ann):
@@ -177,6 +179,32 @@ def inventory_md():
         "gets depends on the PyYAML release (6.0.2 takes the first, as the YAML merge specification says; "
         "6.0.4 the last): write the key itself instead of relying on the order.",
         "",
+        "## Read as written: what YAML 1.1 reads otherwise",
+        "",
+        "ansible-core reads inventories with a YAML 1.1 reader, so some plain (unquoted) values are not what they "
+        "look like. In `gpupool_cluster` (outside the free-form `dra_driver.values` and `magnum.cloud`), "
+        "`gpupool.core.validate` refuses each with its file, line and key, and the form to write:",
+        "",
+        "| written | YAML 1.1 reads | write instead |",
+        "|---|---|---|",
+        "| `node_count: 010` | the octal number 8 | `10`, or `'010'` for text |",
+        "| `timeout: 1:30` | the base-60 number 90 | `90`, or `'1:30'` for text |",
+        "| `example.com/gpu: on` where text is expected | the boolean true (label value `True`) | `'on'` |",
+        "| a tab inside a plain value | the tab, inside the value | spaces |",
+        "",
+        "`yes`/`no`/`on`/`off` stay booleans where the model expects one (%s, and the values of %s)."
+        % (
+            ", ".join("`%s`" % k for k in sorted(model_yaml_traps.BOOLEAN_KEYS)),
+            ", ".join("`%s`" % k for k in sorted(model_yaml_traps.BOOLEAN_MAPS)),
+        ),
+        "",
+        "The same reading counts the data as the model will see it, aliases expanded: a few hundred bytes whose "
+        "anchors hold aliases of anchors expand to hundreds of thousands of values. More than %d values, or "
+        "nesting deeper than %d levels, is refused with that bound, before anything copies the data (the "
+        "collection's playbooks let `gpupool.core.validate` read `gpupool_cluster` itself, so even data too deep "
+        "for ansible-core's templating is refused with its key path)."
+        % (model_bounds.MAX_EXPANDED_VALUES, model_bounds.MAX_DEPTH),
+        "",
         "## Checks beyond types",
         "",
         "`gpupool.core.validate` (the first task of `site.yml`) runs every check below; the modules run the "
@@ -201,13 +229,21 @@ def inventory_md():
         "- No key or string of the inventory holds a control character (a newline, a tab, NUL, DEL), except the "
         "free-form `dra_driver.values` and `magnum.cloud` and the newlines and tabs of CEL selectors. A name written "
         "as a YAML block scalar (`name: |`) keeps its trailing newline: write it on one line (or use `|-`).",
+        "- Nor an invisible character: a no-break, zero-width or other non-ASCII space, a soft hyphen, a bidi "
+        "control (a flavor pasted with a trailing U+00A0 is 'not found' by Magnum mid-run). A look-alike letter "
+        "or dash (Cyrillic а, U+2011) is refused in the values no syntax rule checks (%s); elsewhere the key's "
+        "rule refuses it. Each message names the character, its code point and position, and the text to write; "
+        "a name that differs from a known one only by such characters says so."
+        % ", ".join("`%s`" % k for k in model_control_chars.UNCHECKED_NAMES),
         "- Bounds, checked before anything else: at most %d pools, %d nodes per pool (node_count, min_node_count, "
-        "max_node_count: Kubernetes' limit for a whole cluster), %d extra DeviceClasses per pool, %d tenants, %d "
+        "max_node_count: Kubernetes' limit for a whole cluster) and %d in all, %d extra DeviceClasses per pool, "
+        "%d tenants, %d "
         "templates per tenant; gpupool reads YAML files (the pools inventory source, the files validate checks) of "
         "at most %d MiB."
         % (
             model_bounds.MAX_POOLS,
             model_bounds.MAX_NODES_PER_POOL,
+            model_bounds.MAX_NODES_PER_CLUSTER,
             model_bounds.MAX_EXTRA_CLASSES,
             model_bounds.MAX_TENANTS,
             model_bounds.MAX_TEMPLATES,

@@ -27,10 +27,13 @@ options:
   cluster:
     description:
       - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}).
+      - Left out, the step reads the host's variable named O(var_name) itself, and checks how deep it nests before
+        ansible-core templates it (ansible-core's templating fails on data nested about 200 levels deep, naming
+        neither the key nor the depth); the collection's playbooks leave it out.
       - See the collection's C(docs/inventory.md) for every key.
       - A value that is not a mapping is refused by the model with the expected shape.
     type: raw
-    required: true
+    required: false
   var_name:
     description:
       - Name used at the start of every error path, so messages point at the inventory variable.

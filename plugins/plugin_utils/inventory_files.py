@@ -29,6 +29,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_duplicates
     find_duplicate_keys,
     too_large,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_traps import YamlTrap, find_yaml_traps
 
 # ansible-core's YAML_FILENAME_EXTENSIONS, with '' first: a name without extension may be a directory or a file.
 VARS_EXTENSIONS = ("", ".yml", ".yaml", ".json")
@@ -126,12 +127,15 @@ def shown(path: str, start: Optional[str] = None) -> str:
     return path if relative.startswith("..") else relative
 
 
-def keys_written_twice(files: Iterable[str], read: Callable[[str], str]) -> List[Union[DuplicateKey, TooLarge]]:
-    """Every key written twice in one mapping of these files (model.yaml_duplicates), and every file too large to
+def keys_written_twice(
+    files: Iterable[str], read: Callable[[str], str]
+) -> List[Union[DuplicateKey, TooLarge, YamlTrap]]:
+    """Every key written twice in one mapping of these files (model.yaml_duplicates), every scalar YAML 1.1 reads
+    otherwise than written and data past the expansion bound (model.yaml_traps), and every file too large to
     read (model.bounds.MAX_FILE_BYTES); `read` gives a file's
     text (ansible-core's loader decrypts vaulted files). A file that cannot be read is skipped: ansible-core
     has read it already, or says why it cannot."""
-    out: List[Union[DuplicateKey, TooLarge]] = []
+    out: List[Union[DuplicateKey, TooLarge, YamlTrap]] = []
     for path in files:
         try:
             big = too_large(shown(path), os.path.getsize(path))
@@ -145,4 +149,5 @@ def keys_written_twice(files: Iterable[str], read: Callable[[str], str]) -> List
         except Exception:  # noqa: BLE001 - see above: ansible-core reports unreadable files itself
             continue
         out += find_duplicate_keys(str(text), shown(path))
+        out += find_yaml_traps(str(text), shown(path))
     return out

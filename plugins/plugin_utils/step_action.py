@@ -201,12 +201,16 @@ class StepAction(ActionBase):
         with cancellable():
             return run_step(
                 self.step,
-                self._task.args,
+                self.step_args(task_vars),
                 check_mode=bool(self._task.check_mode),
                 diff_mode=bool(self._task.diff),
                 name=str(task_vars.get("inventory_hostname") or ""),
                 file_problems=self.file_problems(task_vars),
             )
+
+    def step_args(self, task_vars: Dict[str, Any]) -> Dict[str, Any]:
+        """The step's options: the task's arguments (validate adds the cluster it reads from the host's variables)."""
+        return self._task.args
 
     def file_problems(self, task_vars: Dict[str, Any]) -> List[Tuple[str, str]]:
         """(path, message) of what only the controller can see in the inventory's own files, handed to the step as

@@ -205,3 +205,62 @@ def test_a_key_written_twice_is_refused_with_its_file_and_line(tmp_path):
     ]
     assert "pool(s) valid" not in res.stdout
     assert all(len(line) <= LINE_LIMIT for line in result["msg"].splitlines())
+
+
+# ---- inventory files read as written: YAML 1.1's octal, base 60, on/off, tabs, and an alias bomb ---------------
+
+AS_WRITTEN = CORPUS / "as-written"
+VALID_AS_WRITTEN = Path(ROOT) / "tests" / "data" / "valid" / "as-written"
+
+
+def test_inventory_files_are_read_as_written_by_a_real_site_run_that_requests_nothing(
+    control_plane, magnum, tmp_path
+):
+    """Each file of tests/data/malformed/as-written is a host's real host_vars file (never re-dumped: a dump would
+    write 8 for 010); one site.yml run refuses every host at the file, line and key of the scalar, with the form
+    to write, and sends not one request to Kubernetes or Magnum."""
+    kubeconfig = control_plane.mint_kubeconfig(USER, ["system:masters"])
+    inv = tmp_path / "inv"
+    cases = {}
+    hosts = {}
+    for path in sorted(AS_WRITTEN.glob("*.yml")):
+        text = path.read_text()
+        cases[path.stem] = dict(re.findall(r"^# expect-(path|says): (.+)$", text, re.M))
+        text = text.replace("KUBECONFIG", str(kubeconfig)).replace("CLOUD", json.dumps(magnum.cloud_config()))
+        (inv / "host_vars" / path.stem).mkdir(parents=True)
+        (inv / "host_vars" / path.stem / "gpupool.yml").write_text(text)
+        hosts[path.stem] = {"ansible_connection": "local", "ansible_python_interpreter": h.PYTHON}
+    assert len(cases) >= 5 and all(set(e) == {"path", "says"} for e in cases.values()), cases
+    (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": hosts}}}}))
+    mark = control_plane.audit.mark()
+    res = run_playbook(
+        str(Path(ROOT) / "playbooks" / "site.yml"),
+        str(inv),
+        tmp_path,
+        env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_FORKS": "8"},
+    )
+    window = control_plane.audit.since(mark)
+    assert res.rc != 0
+    failed = {
+        host: json.loads(body)
+        for host, body in re.findall(r"^fatal: \[([^\]]+)\]: FAILED! => (\{.*\})$", res.stdout, re.M)
+    }
+    wrong = []
+    for name, expect in cases.items():
+        problems = (failed.get(name) or {}).get("problems") or []
+        here = [p for p in problems if p["path"].endswith("gpupool.yml" + expect["path"])]
+        if not here or expect["says"] not in here[0]["message"]:
+            wrong.append((name, expect, problems[:3]))
+    assert wrong == []
+    assert window.select(user=USER, include_dry_run=True) == []  # not even a read
+    assert magnum.magnum_requests() == []
+    assert all(res.recap[name]["failed"] == 1 and res.recap[name]["changed"] == 0 for name in cases), res.recap
+
+
+def test_the_same_yaml_forms_where_they_mean_what_they_say_are_accepted(tmp_path):
+    """The valid twins: on/off under feature gates and booleans, a quoted '010' and 'on' where text is meant."""
+    for path in sorted(VALID_AS_WRITTEN.glob("*.yml")):
+        inv = written(tmp_path / path.stem, path.read_text())
+        res = run_playbook(VALIDATE, str(inv), tmp_path)
+        assert res.rc == 0, path.name + res.stdout + res.stderr
+        assert "pool(s) valid" in res.stdout

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 from collections import namedtuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import (
@@ -145,6 +146,14 @@ def _engine_reason(model, layout, field, need, have):
 def _hint(model, name):
     """Why a profile name is unknown: usually another GPU's name for the same slice count."""
     names = [p.name for p in model.mig.profiles]
+    # Names copied from a node's resources or a ResourceSlice ('nvidia.com/mig-3g.20gb', 'mig-1g.5gb', the
+    # MIG_CONFIG_DEVICE style 'MIG 3g.20gb'): the profile is what follows the prefix.
+    bare = re.sub(r"\A(?:nvidia\.com/)?(?:mig[-_ ]|MIG[-_ ])", "", name.strip())
+    if bare != name and bare in names:
+        return " (did you mean %r? write the profile name without the %r prefix)" % (
+            bare,
+            name[: len(name) - len(bare)],
+        )
     same_size = [n for n in names if n.split(".")[0] == name.split(".")[0] and "+" not in n]
     owners = sorted(k for k in gpu_keys() if find_gpu(k).mig and profile_by_name(find_gpu(k), name))
     if owners and same_size:

@@ -12,6 +12,12 @@ Every bound is far above what a real site writes and far below what would make a
 * MAX_EXTRA_CLASSES 64 per pool: extra DeviceClasses are hand-written CEL filters; each is an object the API
   server and the scheduler evaluate for every claim.
 * MAX_TENANTS 500 and MAX_TEMPLATES 500 per tenant: a namespace per team and a template per class they use.
+* MAX_EXPANDED_VALUES 100,000 values (keys, scalars, lists and mappings) in a gpupool_cluster once YAML aliases
+  are expanded: 200 full pools with their tenants are about 20,000. A file of a few kilobytes whose anchors hold
+  aliases of anchors expands to millions (each level multiplies) and took seconds to copy at every step.
+* MAX_NODES_PER_CLUSTER 5,000 nodes over all pools: Kubernetes' scalability limit for a whole cluster.
+* MAX_DEPTH 40 levels of nesting (a pool's deepest setting is 6 levels down, chart values rarely 10 more):
+  ansible-core's templating stops at about 200 levels with "Recursive loop detected" about the whole argument.
 * MAX_FILE_BYTES 10 MiB for a YAML file gpupool reads itself (the gpupool.core.pools inventory source and its
   cluster_files, the host's variable files the validate step checks for keys written twice): 200 full pools
   are about 200 KB.
@@ -30,6 +36,9 @@ MAX_EXTRA_CLASSES = 64
 MAX_TENANTS = 500
 MAX_TEMPLATES = 500
 MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_EXPANDED_VALUES = 100_000
+MAX_NODES_PER_CLUSTER = 5000
+MAX_DEPTH = 40
 
 Problem = Tuple[str, str]
 
@@ -55,6 +64,11 @@ def size_problems(data: dict, root: str, path_of: Callable[[str, Sequence[Union[
             )
         )
         return out  # each pool's own lists are not looked at: the file is not what its author meant
+    values, depth = expanded_count(data)
+    if values > MAX_EXPANDED_VALUES:  # aliases expanded: the model would copy every one
+        return [(root, expanded_problem(values, counted_all=False))]
+    if depth > MAX_DEPTH:
+        return depth_problem(data, root, path_of)
     for index, pool in enumerate(pools if isinstance(pools, list) else []):
         if not isinstance(pool, dict):
             continue
@@ -68,6 +82,16 @@ def size_problems(data: dict, root: str, path_of: Callable[[str, Sequence[Union[
                     too_many(len(extra), MAX_EXTRA_CLASSES, "extra DeviceClasses", "merge classes that select alike"),
                 )
             )
+    nodes = sum(_node_count(pool) for pool in (pools if isinstance(pools, list) else []))
+    if nodes > MAX_NODES_PER_CLUSTER:
+        out.append(
+            (
+                path_of(root, ("pools",)),
+                "the pools' nodegroups ask for %d nodes in all; one cluster holds at most %d (Kubernetes' "
+                "scalability limit): check the node_count values, or split the pools over several clusters"
+                % (nodes, MAX_NODES_PER_CLUSTER),
+            )
+        )
     tenants = data.get("tenants")
     if isinstance(tenants, list) and len(tenants) > MAX_TENANTS:
         out.append(
@@ -87,6 +111,93 @@ def size_problems(data: dict, root: str, path_of: Callable[[str, Sequence[Union[
                     )
                 )
     return out
+
+
+def _node_count(pool: object) -> int:
+    """The nodes a raw pool's nodegroup asks for at most (max_node_count, else node_count); 0 when not a number."""
+    nodegroup = pool.get("nodegroup") if isinstance(pool, dict) else None
+    if not isinstance(nodegroup, dict):
+        return 0
+    for key in ("max_node_count", "node_count"):
+        value = nodegroup.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_NODES_PER_POOL:
+            return value  # a pool over its own bound is refused by the model, at its own key
+    return 0
+
+
+EXPANDED = "values once YAML aliases are expanded"  # in every expansion problem's message
+
+
+def expanded_problem(count: int, counted_all: bool = True) -> str:
+    """Why data of `count` values (aliases expanded) is refused; counted_all=False: counting stopped at `count`."""
+    held = "%d" % count if counted_all else "more than %d" % MAX_EXPANDED_VALUES
+    return (
+        "the data holds %s %s; gpupool reads at most %d (200 full pools are about 20,000): an anchor that holds "
+        "aliases of other anchors multiplies, check the aliases (*name)" % (held, EXPANDED, MAX_EXPANDED_VALUES)
+    )
+
+
+def nesting_depth(data: object, limit: int = MAX_DEPTH) -> int:
+    """How deep `data` nests (a scalar is 0, a list of scalars 1), without recursion; stops at `limit` + 1."""
+    deepest = 0
+    stack = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return depth
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, depth + 1) for value in item)
+    return deepest
+
+
+def depth_problem(data: object, root: str, path_of: Callable[[str, Sequence[Union[str, int]]], str]) -> List[Problem]:
+    """The first key path below which `data` nests deeper than MAX_DEPTH, with the depth and the fix."""
+    stack: List[Tuple[object, Tuple[Union[str, int], ...]]] = [(data, ())]
+    while stack:
+        item, loc = stack.pop()
+        if len(loc) > MAX_DEPTH:
+            at = loc[: len([p for p in loc if isinstance(p, str)]) and _last_key(loc) + 1]
+            return [
+                (
+                    path_of(root, at),
+                    "nests more than %d levels deep below this key; gpupool reads at most %d (a pool's deepest "
+                    "setting is 6 levels down): check for a list or mapping pasted into itself"
+                    % (MAX_DEPTH, MAX_DEPTH),
+                )
+            ]
+        if isinstance(item, dict):
+            stack.extend((value, loc + (key,)) for key, value in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, loc + (index,)) for index, value in enumerate(item))
+    return []
+
+
+def _last_key(loc: Sequence[Union[str, int]]) -> int:
+    """The index in `loc` of its first key below the pool level where the nesting starts: the last string key
+    before the run of list indexes and keys that goes too deep, at most 4 levels in."""
+    keys = [i for i, part in enumerate(loc[:4]) if isinstance(part, str)]
+    return keys[-1] if keys else 0
+
+
+def expanded_count(data: object, limit: int = MAX_EXPANDED_VALUES) -> Tuple[int, int]:
+    """(how many values `data` holds: keys, scalars, lists, mappings, a shared object counted each time it is
+    reached, as a copy would; how deep it nests). One pass; stops a little past `limit` values or MAX_DEPTH
+    levels, so a bomb costs milliseconds."""
+    count = deepest = 0
+    stack = [(data, 0)]
+    while stack and count <= limit and deepest <= MAX_DEPTH:
+        item, depth = stack.pop()
+        count += 1
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, depth + 1) for value in item)
+    return count, deepest
 
 
 def nodes_problem(value: int) -> str:

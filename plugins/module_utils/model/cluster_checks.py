@@ -14,6 +14,7 @@ import difflib
 from typing import List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import lookalike_of
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import DNS_LABEL_RULE, has_control, is_dns_label
 
 
@@ -51,7 +52,7 @@ def orphan_guard_problems(cluster, root: str) -> List[Tuple[str, str]]:
         out.append(
             (
                 "%s.orphan_guard.confirm_pools[%d]" % (root, index),
-                "%s is not a pool of this inventory; %s" % (cut(name), fix),
+                "%s is not a pool of this inventory%s; %s" % (cut(name), lookalike_of(name, names), fix),
             )
         )
     return out

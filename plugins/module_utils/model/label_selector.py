@@ -17,10 +17,10 @@ import re
 from typing import Dict, List, NamedTuple, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
-    LABEL_KEY_RULE,
     LABEL_VALUE_RULE,
     is_label_key,
     is_label_value,
+    label_key_rule,
 )
 
 
@@ -55,7 +55,7 @@ def _split(text: str) -> List[str]:
 
 def _key(key: str, part: str) -> str:
     if not is_label_key(key):
-        raise ValueError("%r in %r is not a label key: use %s" % (key, part.strip(), LABEL_KEY_RULE))
+        raise ValueError("%r in %r is not a label key: use %s" % (key, part.strip(), label_key_rule(key)))
     return key
 
 

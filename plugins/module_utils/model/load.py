@@ -17,7 +17,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.drain_policy im
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.inventory import Cluster, Pool
-from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import scan
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import lookalike_of, scan
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import nodegroup_name
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import EXAMPLES, pydantic_problems
@@ -43,6 +43,8 @@ def load_cluster(data, root: str = "gpupool_cluster") -> Cluster:
         raise Problems(too_big)
     notes = scan(data, root, path_of)
     controls, parents = control_character_problems(data, root, path_of)
+    # a character refused on its own already says what the note would
+    notes = {path: note for path, note in notes.items() if path not in parents}
     try:
         cluster = Cluster.model_validate(data)
     except ValidationError as err:
@@ -134,10 +136,11 @@ def select_pools(cluster, names=None, root="gpupool_cluster"):
             [
                 (
                     "pools",
-                    "pool(s) %s not in %s.pools; known pools: %s%s"
+                    "pool(s) %s not in %s.pools%s; known pools: %s%s"
                     % (
                         ", ".join(repr(n) for n in unknown),
                         root,
+                        lookalike_of(unknown[0], known),
                         inline(unknown[0], known),
                         below("known pools", unknown[0], known),
                     ),

@@ -99,7 +99,7 @@ def ascii_twin(char: str) -> Optional[str]:
     return folded if folded else None
 
 
-def describe(text: str) -> Optional[str]:
+def describe_chars(text: str) -> Optional[str]:
     """A sentence naming the non-ASCII characters of `text`, or None when it is ASCII."""
     parts = []
     for position, char in enumerate(text):
@@ -122,17 +122,76 @@ def describe(text: str) -> Optional[str]:
     return "%r contains %s%s" % (text, ", ".join(parts), hint)
 
 
+def is_invisible(char: str) -> bool:
+    """A character that shows as nothing or as a plain space but is not one: format characters (zero-width spaces
+    and joiners, the byte-order mark, the soft hyphen, bidi embedding/override/isolate controls: Unicode category
+    Cf) and every space separator other than U+0020 (the no-break space pasted from a web page or a spreadsheet,
+    the thin and ideographic spaces: Zs). Neither Kubernetes nor Magnum/Nova accept one in a name, a label or a
+    flavor (Nova refuses a name with leading or trailing whitespace; a flavor with a trailing U+00A0 is simply
+    "not found", in the middle of a run)."""
+    category = unicodedata.category(char)
+    return category == "Cf" or (category == "Zs" and char != " ")
+
+
+def invisible_problem(text: str, what: str = "value") -> Optional[str]:
+    """Why `text` is refused for an invisible character (naming each with its code point and position, and the
+    text to write instead), or None when it has none."""
+    found = [(i, c) for i, c in enumerate(text) if is_invisible(c)]
+    if not found:
+        return None
+    parts = [
+        "an invisible U+%04X %s at position %d" % (ord(c), unicodedata.name(c, "format character"), i + 1)
+        for i, c in found[:3]
+    ]
+    more = " and %d more" % (len(found) - 3) if len(found) > 3 else ""
+    fixed = "".join(" " if unicodedata.category(c) == "Zs" else "" if is_invisible(c) else c for c in text).strip()
+    them = "it" if len(found) == 1 else "them"
+    return "%r contains %s%s (pasted text carries them): remove %s; write the %s as %r" % (
+        text,
+        ", ".join(parts),
+        more,
+        them,
+        what,
+        fixed,
+    )
+
+
+def lookalike_of(given: object, names) -> str:
+    """'' or, when `given` reads as one of `names` but differs from it by look-alike or invisible characters,
+    a sentence that names each such character with its code point: "pool 'gpu-а100' not in pools; known pools:
+    gpu-a100" shows two names a person cannot tell apart."""
+    if not isinstance(given, str) or given.isascii():
+        return ""
+    folded = ascii_fold(given).replace(" ", "") if any(is_invisible(c) for c in given) else ascii_fold(given)
+    for name in names:
+        if str(name) == folded and str(name) != given:
+            odd = [(i, c) for i, c in enumerate(given) if ord(c) >= 128]
+            told = ", ".join(
+                "U+%04X %s at position %d" % (ord(c), unicodedata.name(c, "an unnamed character"), i + 1)
+                for i, c in odd[:3]
+            )
+            return " (%r looks like %r but holds %s; retype it in ASCII)" % (given, str(name), told)
+    return ""
+
+
 def ascii_fold(text: str) -> str:
     """`text` with look-alikes replaced by their ASCII twins (for did-you-mean comparisons)."""
     return "".join(c if ord(c) < 128 else (ascii_twin(c) or c) for c in text)
 
 
 def scan(data: object, root: str, path_of) -> Dict[str, str]:
-    """{path: note} for every key, and every string value under a key called name, with non-ASCII characters.
+    """{path: note} for every key and every string value (outside the free-form subtrees) with non-ASCII
+    characters.
 
     path_of(root, loc) renders an inventory path the way shape errors do, so a note can join the problem
     reported at the same path."""
     notes: Dict[str, str] = {}
+
+    def describe(text: str) -> Optional[str]:
+        # invisible characters are refused on their own, with the text to write (control_chars.py)
+        if all(ord(c) < 128 or is_invisible(c) for c in text):
+            return None
+        return describe_chars(text)
 
     def walk(value, loc):
         if isinstance(value, dict):
@@ -143,20 +202,17 @@ def scan(data: object, root: str, path_of) -> Dict[str, str]:
                         notes[path_of(root, loc + (key,))] = "The key " + note + "."
                 if key in FREE_FORM:
                     continue
-                if isinstance(item, str) and key in (
-                    "name",
-                    "config_name",
-                    "namespace",
-                    "model",
-                    "channel_template",
-                    "release_name",
-                ):
+                if isinstance(item, str):
                     note = describe(item)
                     if note:
                         notes[path_of(root, loc + (key,))] = "The value " + note + "."
                 walk(item, loc + (key,))
         elif isinstance(value, list):
             for index, item in enumerate(value):
+                if isinstance(item, str):
+                    note = describe(item)
+                    if note:
+                        notes[path_of(root, loc + (index,))] = "The value " + note + "."
                 walk(item, loc + (index,))
 
     walk(data, ())

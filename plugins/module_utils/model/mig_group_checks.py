@@ -60,6 +60,30 @@ def _group_problems(pool, at: str, k: int) -> List[Tuple[str, str]]:
     return out
 
 
+def preferred_twice(cluster, root: str) -> List[Tuple[str, str]]:
+    """A node named in `prefer` of groups of two pools: a node is in one pool, so one of the two preferences
+    can never be followed, silently. (Within one pool, two groups may both prefer a node: the first takes it.)"""
+    out = []
+    first = {}  # node -> (pool name, path of its first mention)
+    for pool in cluster.pools:
+        at = pool_path(root, pool)
+        for k, group in enumerate(pool.mig.groups or []):
+            for j, node in enumerate(group.prefer or []):
+                here = "%s.mig.groups[%d].prefer[%d]" % (at, k, j)
+                if node not in first:
+                    first[node] = (pool.name, here)
+                elif first[node][0] != pool.name:
+                    out.append(
+                        (
+                            here,
+                            "node %r is also preferred by pool %r (%s); a node belongs to one pool, so one of the "
+                            "two preferences would do nothing: keep it in the pool whose node selector or "
+                            "nodegroup it is in" % (node, first[node][0], first[node][1]),
+                        )
+                    )
+    return out
+
+
 def mig_group_problems(cluster, root: str) -> List[Tuple[str, str]]:
     """mig.groups: static mode only, each group a valid layout, unique names, at most the nodegroup's nodes."""
     out = []
@@ -68,6 +92,16 @@ def mig_group_problems(cluster, root: str) -> List[Tuple[str, str]]:
         if not groups:
             continue
         at = pool_path(root, pool)
+        gpu = pool.catalog_gpu
+        if gpu is not None and not gpu.mig:
+            out.append(
+                (
+                    at + ".mig.groups",
+                    "%s has no MIG, so its nodes cannot carry MIG groups; remove mig.groups (a pool of a "
+                    "MIG-capable GPU, such as A100 or H100, can have them)" % gpu.key,
+                )
+            )
+            continue
         if pool.mig.mode != "static":
             out.append(
                 (
@@ -99,4 +133,4 @@ def mig_group_problems(cluster, root: str) -> List[Tuple[str, str]]:
                     % (wanted, pool.nodegroup.node_count),
                 )
             )
-    return out
+    return out + preferred_twice(cluster, root)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Literal, Optional, Pattern, Union
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
@@ -17,11 +18,11 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.strict import (
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
     COMPUTE_CAPABILITY,
-    LABEL_KEY_RULE,
     LABEL_VALUE_RULE,
     QUANTITY,
     is_label_key,
     is_label_value,
+    label_key_rule,
 )
 
 
@@ -46,7 +47,7 @@ class Taint(Strict):
     @classmethod
     def _key(cls, v):
         if not is_label_key(v):
-            raise ValueError("%s is not a valid taint key: use %s" % (cut(v), LABEL_KEY_RULE))
+            raise ValueError("%s is not a valid taint key: use %s" % (cut(v), label_key_rule(v)))
         return v
 
     @field_validator("value")
@@ -79,6 +80,10 @@ class Nodegroup(Strict):
     )
 
 
+# A line of `nvidia-smi -L`: "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5f6e...)"; its MIG lines start with "MIG".
+SMI_LIST_LINE = re.compile(r"\A\s*(?:GPU \d+|MIG [^:]*Device \d+):\s*(?P<name>[^(]*?)\s*(?:\(UUID: [^)]*\))?\s*\Z")
+
+
 class Gpu(Strict):
     """The pool's GPU."""
 
@@ -96,9 +101,9 @@ class Gpu(Strict):
     product_names: Optional[List[str]] = Field(
         None,
         min_length=1,
-        description="The productName values the DRA driver publishes for these GPUs (what "
-        "nvidia-smi -L prints); replaces the catalog's list in DeviceClass selectors, for boards whose name the "
-        "catalog does not know.",
+        description="The productName values the DRA driver publishes for these GPUs (the name alone, as "
+        "`nvidia-smi --query-gpu=name --format=csv,noheader` prints it, e.g. 'NVIDIA A100-SXM4-40GB'); replaces the "
+        "catalog's list in DeviceClass selectors, for boards whose name the catalog does not know.",
     )
 
     @field_validator("product_names")
@@ -106,6 +111,13 @@ class Gpu(Strict):
     def _names(cls, v):
         if v is not None and any(not isinstance(n, str) or not n.strip() for n in v):
             raise ValueError("product names must be non-empty strings such as 'NVIDIA H100 80GB HBM3'")
+        for index, name in enumerate(v or []):
+            pasted = SMI_LIST_LINE.match(name)
+            if pasted:
+                raise ValueError(
+                    "entry %d, %s, is a line of `nvidia-smi -L`, not a product name: write %r (the DRA driver publishes "
+                    "the name alone as productName)" % (index, cut(name), pasted.group("name").strip())
+                )
         return v
 
 

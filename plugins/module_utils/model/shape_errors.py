@@ -204,6 +204,34 @@ def _bound_message(error) -> str:
     return ""
 
 
+# Keys whose value is a number of seconds: a duration written with a unit ('45m') is told in seconds.
+SECONDS_KEYS = ("timeout", "wait_timeout", "interval_seconds", "relabel_delay", "duration")
+_DURATION = re.compile(
+    r"\A\s*([0-9]+(?:\.[0-9]+)?)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hours?|d|days?)\s*\Z", re.I
+)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration_hint(key: str, value: object) -> str:
+    """'; drain.timeout is in seconds: write 2700 for 45m' when a duration was written with a unit."""
+    if key not in SECONDS_KEYS or not isinstance(value, str):
+        return ""
+    match = _DURATION.match(value)
+    if not match:
+        return "; %s is a number of seconds, e.g. `%s: 900` for 15 minutes" % (key, key)
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)[0].lower()]
+    return "; %s is a number of seconds without a unit: write `%s: %d` for %s" % (key, key, seconds, value.strip())
+
+
+def _bound_hint(loc, error) -> str:
+    """What a person meant by a value out of bounds, when it is a known idiom: -1 for "no limit"."""
+    key = str(loc[-1]) if loc else ""
+    value = error.get("input")
+    if key.startswith("max_") and isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        return '; there is no -1 for "no limit": leave %s out for no limit' % key
+    return ""
+
+
 def pydantic_problems(err, root: str, data: object = None, model=Cluster) -> List[Tuple[str, str]]:
     """(path, message) for every error of a pydantic ValidationError raised on the raw inventory `data`
     (validated as `model`: the Cluster, or a part such as a ClaimTemplate given on its own)."""
@@ -227,7 +255,7 @@ def pydantic_problems(err, root: str, data: object = None, model=Cluster) -> Lis
         elif kind == "literal_error":
             problems.append([path, _literal_message(error)])
         elif _bound_message(error):
-            problems.append([path, _bound_message(error)])
+            problems.append([path, _bound_message(error) + _bound_hint(loc, error)])
         elif kind == "value_error":
             problems.append([path, str((error.get("ctx") or {}).get("error") or error["msg"])])
         else:
@@ -235,5 +263,6 @@ def pydantic_problems(err, root: str, data: object = None, model=Cluster) -> Lis
             text = error["msg"].replace("Input should be", "must be").replace("Value error, ", "")
             problems.append([path, "%s; %s" % (text, got(error.get("input")))])
     for loc, entry in type_problem.items():
-        entry[1] = _type_message(entry[1], loc, _value_at(data, loc), model)
+        value = _value_at(data, loc)
+        entry[1] = _type_message(entry[1], loc, value, model) + _duration_hint(str(loc[-1]) if loc else "", value)
     return [(entry[0], entry[1]) for entry in problems]

@@ -12,10 +12,10 @@ from __future__ import annotations
 from ansible_collections.gpupool.core.plugins.module_utils.model.bounds import MAX_NODES_PER_POOL, nodes_problem
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
-    LABEL_KEY_RULE,
     LABEL_VALUE_RULE,
     is_label_key,
     is_label_value,
+    label_key_rule,
 )
 
 try:
@@ -54,7 +54,7 @@ class Strict(BaseModel):
 def checked_labels(value):
     for key, val in (value or {}).items():
         if not is_label_key(str(key)):
-            raise ValueError("%s is not a valid Kubernetes label key: use %s" % (cut(key), LABEL_KEY_RULE))
+            raise ValueError("%s is not a valid Kubernetes label key: use %s" % (cut(key), label_key_rule(key)))
         if not is_label_value(str(val)):
             raise ValueError("label %s=%s: values are %s" % (key, cut(val), LABEL_VALUE_RULE))
     return {str(k): str(v) for k, v in (value or {}).items()}

@@ -80,6 +80,24 @@ LABEL_KEY_RULE = (
 )
 
 
+def label_key_rule(text: object) -> str:
+    """LABEL_KEY_RULE, led by what is wrong with `text` when it is a length: a 300-character prefix looks like any
+    other mistake in a message that does not say the limit."""
+    if isinstance(text, str):
+        prefix, _, name = text.rpartition("/")
+        if len(prefix) > 253:
+            return "a prefix of at most 253 characters (this one has %d), then '/' and a name: %s" % (
+                len(prefix),
+                LABEL_KEY_RULE,
+            )
+        if len(name) > 63:
+            return "a name of at most 63 characters after the prefix (this one has %d): %s" % (
+                len(name),
+                LABEL_KEY_RULE,
+            )
+    return LABEL_KEY_RULE
+
+
 def is_dns_label(text: str) -> bool:
     return isinstance(text, str) and len(text) <= 63 and bool(DNS_LABEL.fullmatch(text))
 

@@ -14,6 +14,7 @@ from typing import List, Sequence, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import lookalike_of
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import tenant_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
     DNS_LABEL_RULE,
@@ -60,8 +61,14 @@ def claim_template_problems(cluster, entries: Sequence[TemplateEntry], root: str
             out.append(
                 (
                     at + ".pool",
-                    "pool %r not in %s.pools; known pools: %s%s"
-                    % (template.pool, root, inline(template.pool, known), below("known pools", template.pool, known)),
+                    "pool %r not in %s.pools%s; known pools: %s%s"
+                    % (
+                        template.pool,
+                        root,
+                        lookalike_of(template.pool, known),
+                        inline(template.pool, known),
+                        below("known pools", template.pool, known),
+                    ),
                 )
             )
             continue

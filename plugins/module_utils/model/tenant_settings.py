@@ -10,7 +10,10 @@ from typing import List, Literal, Optional
 from ansible_collections.gpupool.core.plugins.module_utils.model.describe import cut
 from ansible_collections.gpupool.core.plugins.module_utils.model.pool_settings import Sharing
 from ansible_collections.gpupool.core.plugins.module_utils.model.strict import Field, Strict, field_validator
-from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import LABEL_KEY_RULE, is_label_key
+from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
+    is_label_key,
+    label_key_rule,
+)
 
 
 class ClaimTemplate(Strict):
@@ -50,7 +53,7 @@ class ClaimTemplate(Strict):
         if v is not None and not is_label_key(v):
             raise ValueError(
                 "%s is not a qualified attribute name such as resource.kubernetes.io/pcieRoot (%s)"
-                % (cut(v), LABEL_KEY_RULE)
+                % (cut(v), label_key_rule(v))
             )
         return v
 

@@ -16,6 +16,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model.gpu_checks import missing_profile_message
+from ansible_collections.gpupool.core.plugins.module_utils.model.lookalikes import lookalike_of
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import ClassName, device_class_names
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import template_path, tenant_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.shape_errors import pydantic_problems
@@ -105,8 +106,13 @@ def template_class(cluster, template: ClaimTemplate) -> Tuple[Optional[ClassName
         known = [p.name for p in cluster.pools]
         return None, (
             ".pool",
-            "pool %r not in the cluster's pools; known pools: %s%s"
-            % (template.pool, inline(template.pool, known), below("known pools", template.pool, known)),
+            "pool %r not in the cluster's pools%s; known pools: %s%s"
+            % (
+                template.pool,
+                lookalike_of(template.pool, known),
+                inline(template.pool, known),
+                below("known pools", template.pool, known),
+            ),
         )
     classes = device_class_names(pool)
     if template.device_class and template.mig_profile:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
@@ -24,6 +24,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.errors import (
     fit_lines,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.load import load_cluster
+from ansible_collections.gpupool.core.plugins.module_utils.model.paths import inventory_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_duplicates import too_large
 from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
 from ansible_collections.gpupool.core.plugins.plugin_utils.inventory_files import keys_written_twice
@@ -431,3 +432,35 @@ def test_a_control_character_anywhere_is_refused_before_anything_else(leaf, char
         load_cluster(data)
     _path, message = err.value.problems[0]
     assert "ends with a newline" in message or "(U+%04X)" % ord(char) in message, err.value.render()
+
+
+# Invisible characters (Unicode Cf and non-ASCII Zs) and letters or dashes that look like ASCII ones.
+INVISIBLE = ["\u00a0", "\u200b", "\u200d", "\u2060", "\ufeff", "\u202e", "\u2066", "\u00ad", "\u3000", "\u2009"]
+LOOK_ALIKE = ["\u0430", "\u043e", "\u0435", "\u0441", "\u0440", "\u0456", "\u2011", "\u2013", "\u03bf", "\u0391"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(LEAVES), st.sampled_from(INVISIBLE + LOOK_ALIKE), st.integers(min_value=0, max_value=40))
+def test_an_invisible_or_look_alike_character_in_any_name_is_refused_at_its_key_path(leaf, char, at):
+    """Whatever key or string of a valid inventory gets an invisible or a look-alike character, the model refuses
+    it, with a problem at that key's path (or at the mapping or list that holds it), naming the code point."""
+    data = copy.deepcopy(RICH_DATA)
+    loc, text = leaf
+    parent = data
+    for part in loc[:-1]:
+        parent = parent[part]
+    if text is None:  # a key
+        key = loc[-1]
+        spot = at % (len(key) + 1)
+        new = key[:spot] + char + key[spot:]
+        parent[new] = parent.pop(key)
+        loc = loc[:-1] + (new,)
+    else:
+        spot = at % (len(text) + 1)
+        parent[loc[-1]] = text[:spot] + char + text[spot:]
+    with pytest.raises(Problems) as err:
+        load_cluster(data)
+    paths = [POOL_NAME.sub(r"\1", p) for p, _m in err.value.problems]
+    wanted = {POOL_NAME.sub(r"\1", inventory_path("gpupool_cluster", loc[:n], data)) for n in (len(loc), len(loc) - 1)}
+    assert wanted & set(paths), (wanted, err.value.render())
+    assert "U+%04X" % ord(char) in err.value.render() or "unknown key" in err.value.render(), err.value.render()
