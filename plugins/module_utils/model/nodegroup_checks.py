@@ -103,10 +103,10 @@ def nodegroup_name_problems(cluster, root: str) -> List[Tuple[str, str]]:
 
 
 def nodegroup_owner_problems(cluster, root: str) -> List[Tuple[str, str]]:
-    """The owner label is gpupool's to set on the nodegroups it creates (Magnum label gpupool.io/owner, fixed at
-    create: docs/concurrency.md, "Owners: Magnum nodegroups"); an inventory that sets it itself could give a
-    nodegroup to another owner, or give every nodegroup made by hand the cluster's (a nodegroup without labels
-    copies the cluster's)."""
+    """No Magnum labels of the inventory set gpupool.io/owner: gpupool sets it on the nodegroups it creates."""
+    # Set by hand it could give a nodegroup to another owner, or the cluster's owner to every nodegroup made by
+    # hand (a nodegroup created without labels copies the cluster's); docs/concurrency.md, "Owners: Magnum
+    # nodegroups".
     out = []
     why = (
         "%s is the Magnum label gpupool sets to the inventory's owner (gpupool_cluster.owner, default its name) on "
