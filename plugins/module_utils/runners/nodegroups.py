@@ -112,9 +112,10 @@ class NodegroupConverge:
         if inventory is not None:
             orphaned = orphaned_nodegroups(listing, inventory)
             if orphaned and inventory.magnum.prune_nodegroups:
-                orphaned = self.prune(orphaned, targets, prune_settings, inventory.owner_id)
-            for name in orphaned:
-                self.warn(orphan_warning(name, self.cluster))
+                orphaned = self.prune(orphaned, targets, prune_settings, inventory.owner_id)  # warns what it keeps
+            else:
+                for name in orphaned:
+                    self.warn(orphan_warning(name, self.cluster))
         cluster = dict(self.client.get_cluster(self.cluster)) if needs_cluster(targets, listed) else {}
         cluster["name"] = self.cluster
         for target in targets:

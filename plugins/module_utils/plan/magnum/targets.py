@@ -132,10 +132,11 @@ def must_settle(observed: Optional[Mapping[str, Any]], wait: bool, may_wait: boo
 # ---- messages ------------------------------------------------------------------------------------------------
 def orphan_warning(name: str, cluster_name: str) -> str:
     return (
-        "Magnum nodegroup %s of cluster %s belongs to no pool of the inventory (a removed pool?). It "
-        "was left as it is and its nodes stay cordoned and tainted (gpupool.core.node_pool): delete "
-        "it with a pool of that nodegroup and state: absent, set "
-        "gpupool_cluster.magnum.prune_nodegroups: true, or declare it again" % (name, cluster_name)
+        "Magnum nodegroup %s of cluster %s belongs to no pool of the inventory (a removed pool, or another "
+        "inventory's?). It was left as it is, and the nodes of a removed pool stay cordoned and tainted "
+        "(gpupool.core.node_pool): delete it with a pool of that nodegroup and state: absent, set "
+        "gpupool_cluster.magnum.prune_nodegroups: true (it deletes only this inventory's own nodegroups), or "
+        "declare it again" % (name, cluster_name)
     )
 
 
