@@ -60,6 +60,7 @@ class NodegroupModule(MagnumPoolModule):
         super().__init__(host)
         self.targets, self.skipped, self.orphaned, self.client = [], {}, None, None
         self.kubernetes = None  # the Kubernetes client that holds the run lease (with run_lease)
+        self.converge = None
 
     def execute(self):
         result = super().execute()
@@ -87,7 +88,7 @@ class NodegroupModule(MagnumPoolModule):
             self.kubernetes = k8s_connect(p, inventory)
             self.keep_run_lease(self.kubernetes)
             self.client.write_guard = self.kubernetes.write_guard
-        converge = NodegroupConverge(
+        converge = self.converge = NodegroupConverge(
             self.client,
             p["cluster"] if inventory is None else inventory.magnum.cluster,
             kubernetes=lambda: self.kubernetes or k8s_connect(p, inventory),
@@ -113,6 +114,7 @@ class NodegroupModule(MagnumPoolModule):
             diff_mode=self.diff_mode,
             version=client.version if client is not None else None,
             events=client.events if client is not None else (),
+            left=self.converge.left if self.converge is not None else None,
         )
 
 

@@ -38,7 +38,9 @@ options:
     description:
       - The cluster's GPU-pool description, usually C({{ gpupool_cluster }}); its pools' C(nodegroup) sections say
         what each nodegroup should be (the model's defaults apply, for example C(node_count=1)). The Magnum labels
-        of a new nodegroup are C(magnum.labels) overlaid with the pool's C(nodegroup.labels).
+        of a new nodegroup are C(magnum.labels) overlaid with the pool's C(nodegroup.labels), plus
+        C(gpupool.io/owner) set to the inventory's owner; C(nodegroup.adopt) lets a pool manage an existing
+        nodegroup without that label.
       - Or, standalone, the name or uuid of the Magnum cluster; then O(name) and the other flat options describe one
         nodegroup, and options left out keep what Magnum has.
     type: raw
@@ -210,10 +212,15 @@ notes:
     when the nodegroup was created.
   - "A nodegroup of a pool removed from the inventory is not deleted by default: it is listed in RV(orphaned) with a
     warning, and gpupool.core.node_pool keeps its nodes cordoned and tainted. With
-    C(gpupool_cluster.magnum.prune_nodegroups: true) it is drained (the cluster's drain policy) and deleted, if
-    gpupool can tell it made it: its C(node_labels) carry C(gpupool.io/pool) (set at creation from microversion
-    1.14), or every node of it carries C(gpupool.io/pool=<nodegroup>). Setting the pool's C(state) to V(absent)
-    deletes it in any case."
+    C(gpupool_cluster.magnum.prune_nodegroups: true) it is drained (the cluster's drain policy) and deleted if its
+    owner label is this inventory's (below); another owner's, or one with no owner, is listed in RV(left) and in
+    C(--diff) and left as it is. Setting the pool's C(state) to V(absent) deletes it when it is the pool's."
+  - "Owners: a nodegroup created with the inventory carries the Magnum label C(gpupool.io/owner) set to
+    C(gpupool_cluster.owner) (default its C(name)); Magnum keeps nodegroup labels and no PATCH can change them.
+    A pool changes (resizes, patches, drains, deletes) only a nodegroup with its owner's label, or one without
+    any owner label when the pool's C(nodegroup.adopt) is true (a nodegroup made before this version, or by hand);
+    otherwise that pool fails, naming the owner, and nothing of that nodegroup is touched. Standalone use changes
+    only nodegroups without the label. See the collection's docs/concurrency.md, Owners: Magnum nodegroups."
   - "From microversion 1.14 a pool's nodegroup gives its nodes the pool's taints and labels from birth
     (C(node_taints), and C(node_labels) with C(gpupool.io/pool=<pool>) plus the pool's C(node_labels) that kubelet
     may set), so no pod lands on a new GPU node before gpupool.core.node_pool runs; older servers get them from
@@ -354,6 +361,14 @@ pruned:
   returned: with the inventory as O(cluster) and every pool in scope
   type: dict
   sample: {gpu-old: {name: gpu-old, pool: gpu-old, changed: true, actions: [{action: delete}], drain: {}}}
+left:
+  description:
+    - With C(gpupool_cluster.magnum.prune_nodegroups), the nodegroups no pool declares that are not this
+      inventory's to prune (another owner's, or one without an owner label), each with the plan's line for it, also
+      shown by C(--diff). Nothing of them is read from Kubernetes, drained or deleted.
+  returned: when prune_nodegroups leaves a nodegroup
+  type: dict
+  sample: {gpu-t4: "leave nodegroup 'gpu-t4' of cluster 'k8s-prod': owned by 'team-a'"}
 nodegroup:
   description:
     - Standalone. The nodegroup as Magnum shows it after the change (an empty dict after a delete).

@@ -555,3 +555,30 @@ def test_absent_pool_is_drained_then_deleted_on_a_real_apiserver(magnum_factory,
                 core.delete_node(name)
             except client.exceptions.ApiException:
                 pass
+
+
+def test_the_owner_rides_in_the_labels_magnum_keeps_and_an_unowned_nodegroup_is_adopted_only_on_purpose(magnum):
+    """#32 against the emulator (Magnum's label rules: labels fixed at create, /labels not patchable). A pool's new
+    nodegroup carries gpupool.io/owner with the cluster's labels kept; a nodegroup made by hand (no owner label) is
+    left by a pool until the pool adopts it; a standalone task never resizes the inventory's nodegroup."""
+    assert ng_task(magnum, name="gpu-hand", flavor="g4.p2.40g", node_count=1)["changed"]
+    cluster = inventory(magnum, pool("gpu-a"), pool("gpu-hand", node_count=2), labels={"nvidia_gpu_enabled": True})
+    magnum.clear_requests()
+    first = run(nodegroup, cluster=cluster)
+    assert first["failed"] and first["pools"]["gpu-a"]["changed"], first
+    labels = first["pools"]["gpu-a"]["nodegroup"]["labels"]
+    assert labels["gpupool.io/owner"] == "emu" and labels["kube_tag"] == "v1.29.2", labels
+    assert "it has no owner (no Magnum label gpupool.io/owner" in first["pools"]["gpu-hand"]["msg"]
+    assert "adopt: true in the nodegroup of pool gpu-hand" in first["pools"]["gpu-hand"]["msg"]
+    assert [m for m, p in magnum_writes(magnum) if "gpu-hand" in p or m != "POST"] == []
+    assert magnum.nodegroup("k8s", "gpu-hand")["node_count"] == 1
+
+    cluster["pools"][1]["nodegroup"]["adopt"] = True
+    adopted = run(nodegroup, cluster=cluster)
+    assert "failed" not in adopted and adopted["pools"]["gpu-hand"]["changed"], adopted
+    assert magnum.nodegroup("k8s", "gpu-hand")["node_count"] == 2
+    assert "gpupool.io/owner" not in magnum.nodegroup("k8s", "gpu-hand")["labels"]  # Magnum cannot add it
+
+    magnum.clear_requests()
+    standalone = ng_task(magnum, name="gpu-a", node_count=3)
+    assert standalone["failed"] and "it is owned by 'emu'" in standalone["msg"] and magnum_writes(magnum) == []

@@ -35,6 +35,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.mig_group_check
 from ansible_collections.gpupool.core.plugins.module_utils.model.nodegroup_checks import (
     node_lookup_problems,
     nodegroup_name_problems,
+    nodegroup_owner_problems,
     nodegroup_size_problems,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
@@ -95,6 +96,7 @@ CHECKS: List[Check] = [
     empty_cluster_problems,
     nodegroup_size_problems,
     nodegroup_name_problems,
+    nodegroup_owner_problems,
     node_lookup_problems,
     gpu_model_problems,
     mig_layout_problems,

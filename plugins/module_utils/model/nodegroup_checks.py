@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.claims import Claims
-from ansible_collections.gpupool.core.plugins.module_utils.model.names import NODEGROUP_LABEL, nodegroup_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    NODEGROUP_LABEL,
+    OWNER_LABEL,
+    nodegroup_name,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
     LABEL_VALUE_RULE,
@@ -95,6 +99,25 @@ def nodegroup_name_problems(cluster, root: str) -> List[Tuple[str, str]]:
                     % (name, root, pool_label(clash.holder._index, clash.holder.name)),
                 )
             )
+    return out
+
+
+def nodegroup_owner_problems(cluster, root: str) -> List[Tuple[str, str]]:
+    """No Magnum labels of the inventory set gpupool.io/owner: gpupool sets it on the nodegroups it creates."""
+    # Set by hand it could give a nodegroup to another owner, or the cluster's owner to every nodegroup made by
+    # hand (a nodegroup created without labels copies the cluster's); docs/concurrency.md, "Owners: Magnum
+    # nodegroups".
+    out = []
+    why = (
+        "%s is the Magnum label gpupool sets to the inventory's owner (gpupool_cluster.owner, default its name) on "
+        "the nodegroups it creates; remove it from these labels (to manage a nodegroup made without it, set the "
+        "pool's nodegroup.adopt: true)" % OWNER_LABEL
+    )
+    if cluster.magnum is not None and OWNER_LABEL in cluster.magnum.labels:
+        out.append(("%s.magnum.labels.%s" % (root, OWNER_LABEL), why))
+    for pool in cluster.pools:
+        if pool.nodegroup is not None and OWNER_LABEL in pool.nodegroup.labels:
+            out.append(("%s.nodegroup.labels.%s" % (pool_path(root, pool), OWNER_LABEL), why))
     return out
 
 

@@ -73,6 +73,13 @@ class Nodegroup(Strict):
         default_factory=dict, description="Magnum labels, merged over the cluster's labels."
     )
     merge_labels: bool = Field(True, description="Without it Magnum drops every cluster label.")
+    adopt: bool = Field(
+        False,
+        description="Manage this pool's existing nodegroup although it carries no owner label (Magnum label "
+        "`gpupool.io/owner`): one made before gpupool recorded owners in Magnum, or by hand. Magnum cannot add a label "
+        "to an existing nodegroup, so keep it while that nodegroup lives. Never takes another owner's nodegroup; "
+        "see docs/concurrency.md.",
+    )
 
     _v_int32 = field_validator("docker_volume_size")(classmethod(lambda cls, v: within_int32(v)))
     _v_nodes = field_validator("node_count", "min_node_count", "max_node_count")(

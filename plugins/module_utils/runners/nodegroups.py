@@ -11,7 +11,8 @@ Magnum reads of one call, in order: one list of the cluster's nodegroups (its re
 microversion: no version request), the cluster only when a nodegroup is to be created (Magnum fills its
 flavor, image and labels from it), then one full view of each listed nodegroup in scope - the list view is
 abbreviated (no min/max_node_count, labels, node_labels, node_taints: reference magnum-nodegroups.md §1),
-so comparing them needs it - and of each orphaned one when prune_nodegroups is on. Writes and waits follow,
+so comparing them needs it - and of each orphaned one when prune_nodegroups is on (its labels say whose it is:
+only this owner's are pruned, plan/magnum/ownership.py). Writes and waits follow,
 nodegroup by nodegroup; a nodegroup that fails does not stop the others.
 """
 
@@ -28,6 +29,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.openstack.magnum_erro
     OperationFailed,
     WaitTimeout,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum import ownership
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.actions import Action
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.desired import orphaned_nodegroups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.drain import (
@@ -46,7 +48,6 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.targets i
     pruned_target,
     target_drain,
     undrained_removal_warning,
-    unproven_orphan_warning,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.orphans import nodegroup_pool
@@ -96,6 +97,7 @@ class NodegroupConverge:
         self._kubernetes = None
         self._drains: Dict[Target, Drain] = {}
         self.run_holder = run  # this run's identity, recorded with every cordon (the cordon ledger)
+        self.left: Dict[str, str] = {}  # nodegroups no pool declares that are not this owner's: {name: why}
 
     def run(self, targets: List[Target], inventory=None, prune_settings=None) -> Optional[List[str]]:
         """Plan every target, then (not in check mode) apply each one that planned. `inventory`: the cluster
@@ -110,9 +112,10 @@ class NodegroupConverge:
         if inventory is not None:
             orphaned = orphaned_nodegroups(listing, inventory)
             if orphaned and inventory.magnum.prune_nodegroups:
-                orphaned = self.prune(orphaned, targets, prune_settings)
-            for name in orphaned:
-                self.warn(orphan_warning(name, self.cluster))
+                orphaned = self.prune(orphaned, targets, prune_settings, inventory.owner_id)  # warns what it keeps
+            else:
+                for name in orphaned:
+                    self.warn(orphan_warning(name, self.cluster))
         cluster = dict(self.client.get_cluster(self.cluster)) if needs_cluster(targets, listed) else {}
         cluster["name"] = self.cluster
         for target in targets:
@@ -176,25 +179,35 @@ class NodegroupConverge:
         target.result["drain"] = target.drain_plan
         target.preview = removal_preview(target.what, pods, target.drain_plan)
 
-    def prune(self, orphaned: Sequence[str], targets: List[Target], settings) -> List[str]:
-        """With magnum.prune_nodegroups: a delete (after a drain) of each orphaned nodegroup gpupool provably made
-        (plan/nodes/orphans.nodegroup_pool); returns the others, which stay orphaned."""
+    def prune(self, orphaned: Sequence[str], targets: List[Target], settings, owner: str) -> List[str]:
+        """With magnum.prune_nodegroups: a delete (after a drain) of each orphaned nodegroup of this owner (its
+        Magnum label gpupool.io/owner, plan/magnum/ownership.py); another owner's is left and said so (`left`),
+        one of no owner too, with a warning, and stays orphaned (returned)."""
+        kept, ours = [], []
+        for name in orphaned:
+            found = self.client.get_nodegroup(self.cluster, name) or {"name": name}
+            judged = ownership.verdict(found, owner)
+            if judged == ownership.OURS:
+                ours.append(found)
+                continue
+            self.left[name] = ownership.leave_text(name, self.cluster, ownership.owner_of(found))
+            if judged == ownership.UNOWNED:
+                kept.append(name)
+                self.warn(ownership.unowned_orphan_warning(name, self.cluster))
+        if not ours:
+            return kept
         try:
             nodes = self.kubernetes().list("", "v1", "nodes")
         except K8sError as exc:
             raise GpupoolError(
-                "gpupool_cluster.magnum.prune_nodegroups is on, but the nodes that tell which orphaned nodegroups "
-                "gpupool made cannot be read: %s. Nothing was changed; fix the Kubernetes connection "
-                "(gpupool_cluster.kubeconfig, context) or turn prune_nodegroups off" % exc.describe()
+                "gpupool_cluster.magnum.prune_nodegroups is on, but the nodes of the orphaned nodegroups to drain "
+                "cannot be read: %s. Nothing was changed; fix the Kubernetes connection (gpupool_cluster.kubeconfig, "
+                "context) or turn prune_nodegroups off" % exc.describe()
             ) from None
-        kept = []
-        for name in orphaned:
-            pool = nodegroup_pool(self.client.get_nodegroup(self.cluster, name) or {"name": name}, nodes)
-            if pool is None:
-                kept.append(name)
-                self.warn(unproven_orphan_warning(name, self.cluster))
-            else:
-                targets.append(pruned_target(name, pool, settings))
+        for found in ours:
+            # the pool it was made for, for the result (its node_labels or its nodes; else its own name)
+            pool = nodegroup_pool(found, nodes) or found["name"]
+            targets.append(pruned_target(found["name"], pool, settings, owner))
         return kept
 
     def kubernetes(self) -> Any:

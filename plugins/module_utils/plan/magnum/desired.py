@@ -41,6 +41,10 @@ def desired_state(params: Mapping[str, Any]) -> Dict[str, Any]:
         "role": params.get("role"),
         "node_labels": normalize_labels(params.get("node_labels")),
         "node_taints": normalize_taints(params.get("node_taints")),
+        # standalone use has no owner: it creates nodegroups without the owner label and changes only those
+        # (plan/magnum/ownership.py), never one an inventory owns
+        "owner": None,
+        "adopt": False,
     }
     for field in COUNT_FIELDS:
         if desired[field] is not None and desired[field] < 0:
@@ -65,6 +69,9 @@ def desired_from_pool(cluster: Any, pool: Any) -> Dict[str, Any]:
     (``magnum.labels``) are sent under them when the nodegroup is created, and a later change of one of them
     is reported as drift, not refused (Magnum cannot relabel an existing nodegroup, and refusing would stop
     every pool of the cluster for one cluster-wide setting).
+    Owner: the inventory's (gpupool_cluster.owner, default its name), set as the Magnum label gpupool.io/owner on a
+    nodegroup it creates; only a nodegroup carrying it, or an unowned one the pool adopts, is changed
+    (plan/magnum/ownership.py).
     Node labels and taints: the pool's, given to its nodes from birth (plan/nodes.birth_node_labels and
     birth_node_taints) where the server speaks microversion 1.14; `plan_nodegroup` drops them on older servers
     (``node_labels_if_supported``) instead of refusing, and node_pool sets them after the join there."""
@@ -86,7 +93,17 @@ def desired_from_pool(cluster: Any, pool: Any) -> Dict[str, Any]:
         "node_labels": normalize_labels(birth_node_labels(pool)),
         "node_taints": normalize_taints(birth_node_taints(pool)),
         "node_labels_if_supported": True,
+        "owner": cluster.owner_id,  # the Magnum label gpupool.io/owner of the nodegroups it creates
+        "adopt": group.adopt,
+        "adopt_at": _adopt_at(pool),
     }
+
+
+def _adopt_at(pool: Any) -> str:
+    """The key path of the pool's adopt setting, for the refusal that names it."""
+    index = getattr(pool, "_index", None)
+    at = "" if index is None else " (gpupool_cluster.pools[%d].nodegroup.adopt)" % index
+    return "adopt: true in the nodegroup of pool %s%s" % (pool.name, at)
 
 
 def orphaned_nodegroups(listing: Iterable[Dict[str, Any]], cluster: Any) -> List[str]:

@@ -11,7 +11,10 @@ Magnum rules the plan follows (see docs/modules/nodegroup.md and the Magnum sour
 - PATCH validates ``min <= node_count <= max`` with the *current* node_count, resize checks the new
   count against the *current* bounds, so the order of resize and patch matters;
 - 0 nodes need microversion 1.10, node labels and taints 1.14 (plan/magnum/api_rules.py);
-- ``labels`` without ``merge_labels`` replace every cluster label on the new nodegroup.
+- ``labels`` without ``merge_labels`` replace every cluster label on the new nodegroup;
+- a nodegroup gpupool creates carries its owner in ``labels`` (``gpupool.io/owner``, which Magnum keeps and no
+  PATCH changes), and only a nodegroup of this owner, or an unowned one the pool adopts, is changed
+  (plan/magnum/ownership.py).
 
 The desired state comes from plan/magnum/desired.py, values are compared in plan/magnum/values.py's form; the
 client negotiates the microversion and waits for each action's ``expect`` (openstack/magnum_versions.py,
@@ -23,6 +26,8 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, NamedTuple, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Problems
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import OWNER_LABEL
+from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum import ownership
 from ansible_collections.gpupool.core.plugins.module_utils.plan.magnum.actions import (
     NODE_FIELDS,
     Action,
@@ -70,8 +75,8 @@ def view(nodegroup: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     return {f: normalize_field(f, nodegroup[f]) for f in VIEW_FIELDS if f in nodegroup}
 
 
-def _sent_labels(desired):
-    """The labels a create sends: the inventory's cluster-wide labels under the pool's own (None: send none)."""
+def _task_labels(desired):
+    """The labels the task asks for: the inventory's cluster-wide labels under the pool's own (None: none)."""
     if desired["labels"] is None and not desired.get("cluster_labels"):
         return None
     sent = dict(desired.get("cluster_labels") or {})
@@ -79,11 +84,26 @@ def _sent_labels(desired):
     return sent
 
 
+def _sent_labels(desired):
+    """The labels a create sends: the task's, and the owner label (plan/magnum/ownership.py) when there is an
+    owner - the one field Magnum keeps that no PATCH can change (None: send none)."""
+    labels = _task_labels(desired)
+    if desired.get("owner"):
+        labels = dict(labels or {}, **{OWNER_LABEL: desired["owner"]})
+    return labels
+
+
+def _merges(desired):
+    """Whether a create sends merge_labels: as asked, and always when the owner label is all it sends (without
+    labels Magnum copies the cluster's; the owner label alone must not drop them)."""
+    return bool(desired["merge_labels"]) or _task_labels(desired) is None
+
+
 def _expected_labels(desired, cluster_labels):
     labels = _sent_labels(desired)
     if labels is None:
         return dict(cluster_labels)
-    if desired["merge_labels"]:
+    if _merges(desired):
         merged = dict(cluster_labels)
         merged.update(labels)
         return merged
@@ -106,6 +126,12 @@ def plan_nodegroup(
     version = tuple(version)
     where = _where(desired, cluster)
     before = view(observed)
+    if observed is not None:
+        # before anything else, for every kind of action: another owner's nodegroup, or one of none not adopted,
+        # is left as it is (plan/magnum/ownership.py)
+        refused = ownership.refusal(desired, observed, where)
+        if refused:
+            raise Problems(refused)
     if state == "absent":
         return _plan_absent(observed, before, where)
     if desired.get("node_labels_if_supported") and version < NODE_LABELS_VERSION:
@@ -206,7 +232,7 @@ def _plan_create(desired, cluster, version, where):
     body.update((f, desired[f]) for f in CREATE_FIELDS if desired.get(f) is not None)
     if _sent_labels(desired) is not None:
         body["labels"] = _sent_labels(desired)
-        if desired["merge_labels"]:
+        if _merges(desired):
             # The CLI only sends merge_labels when true, "to avoid breaking older APIs".
             body["merge_labels"] = True
     after = {
@@ -241,7 +267,7 @@ def _label_problem(desired, have, inherited):
             return None
         changes = "; ".join("%s: %r -> %r" % (k, have.get(k), v) for k, v in sorted(wrong.items()))
         return "labels %s differ (%s)" % (", ".join(sorted(wrong)), changes)
-    extra = sorted(set(have) - set(desired["labels"]) - set(inherited))
+    extra = sorted(set(have) - set(desired["labels"]) - set(inherited) - {OWNER_LABEL})
     wrong = sorted(k for k, v in desired["labels"].items() if have.get(k) != v)
     detail = []
     if wrong:

@@ -112,10 +112,10 @@ def call_targets(cluster, selected, params: Mapping[str, Any]) -> Tuple[List[Tar
     return [standalone_target(params)], {}
 
 
-def pruned_target(name: str, pool: str, settings: DrainSettings) -> Target:
-    """The delete of an orphaned nodegroup gpupool provably made for `pool`, drained as `settings` say (the
-    cluster's policy: no pool declares the nodegroup any more)."""
-    return Target(name, {"name": name}, "absent", settings=settings, pruned_pool=pool)
+def pruned_target(name: str, pool: str, settings: DrainSettings, owner: Optional[str] = None) -> Target:
+    """The delete of an orphaned nodegroup of `owner` made for `pool`, drained as `settings` say (the cluster's
+    policy: no pool declares the nodegroup any more). Its plan checks the owner again (plan/magnum/ownership.py)."""
+    return Target(name, {"name": name, "owner": owner, "adopt": False}, "absent", settings=settings, pruned_pool=pool)
 
 
 def needs_cluster(targets: Sequence[Target], listed: Mapping[str, Any]) -> bool:
@@ -132,18 +132,11 @@ def must_settle(observed: Optional[Mapping[str, Any]], wait: bool, may_wait: boo
 # ---- messages ------------------------------------------------------------------------------------------------
 def orphan_warning(name: str, cluster_name: str) -> str:
     return (
-        "Magnum nodegroup %s of cluster %s belongs to no pool of the inventory (a removed pool?). It "
-        "was left as it is and its nodes stay cordoned and tainted (gpupool.core.node_pool): delete "
-        "it with a pool of that nodegroup and state: absent, set "
-        "gpupool_cluster.magnum.prune_nodegroups: true, or declare it again" % (name, cluster_name)
-    )
-
-
-def unproven_orphan_warning(name: str, cluster_name: str) -> str:
-    return (
-        "Magnum nodegroup %s of cluster %s is not pruned although prune_nodegroups is on: gpupool cannot "
-        "tell that it made it (no gpupool.io/pool in its node_labels, and not every node of it carries "
-        "gpupool.io/pool=%s). Delete it yourself if it belonged to a removed pool" % (name, cluster_name, name)
+        "Magnum nodegroup %s of cluster %s belongs to no pool of the inventory (a removed pool, or another "
+        "inventory's?). It was left as it is, and the nodes of a removed pool stay cordoned and tainted "
+        "(gpupool.core.node_pool): delete it with a pool of that nodegroup and state: absent, set "
+        "gpupool_cluster.magnum.prune_nodegroups: true (it deletes only this inventory's own nodegroups), or "
+        "declare it again" % (name, cluster_name)
     )
 
 
@@ -176,9 +169,11 @@ def step_result(
     diff_mode: bool,
     version: Optional[Version] = None,
     events: Sequence[str] = (),
+    left: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """The task result, also of a failed or cancelled call (what was done until then); `version`: the microversion
-    the client negotiated, if it did."""
+    the client negotiated, if it did; `left`: the nodegroups no pool declares that prune leaves, not this owner's
+    ({name: the plan's line}), shown in --diff too."""
     for target in targets:
         target.result["changed"] = target.changed(check_mode)
         if target.error is not None:
@@ -196,8 +191,10 @@ def step_result(
     if orphaned is not None:
         out["orphaned"] = orphaned
         out["pruned"] = {t.key: dict(t.result, pool=t.pruned_pool) for t in targets if t.pruned_pool is not None}
+    if left:
+        out["left"] = dict(left)
     if diff_mode:
-        out["diff"] = []
+        out["diff"] = [{"prepared": line + "\n"} for _name, line in sorted((left or {}).items())]
         for target in targets:
             if target.plan is not None and target.plan.changed:
                 out["diff"].append(_diff(target))

@@ -12,10 +12,10 @@ labels and taints on it, adds ``gpupool.io/orphaned=true`` and cordons it (annot
 pool claims it again (adopted: the orphan label goes and node_pool's own cordon is lifted), when its nodegroup is
 deleted, or when node_pool runs with ``release_orphans`` (the old behaviour: labels, taints and cordon removed).
 
-A Magnum nodegroup no pool declares is gpupool's, and so may be pruned, only when gpupool can prove it made it:
-its ``node_labels`` carry the pool label (Magnum >= 1.14, set at creation), or every Kubernetes node of it
-carries ``gpupool.io/pool=<nodegroup name>`` (a pool named like its nodegroup, labelled by node_pool). Any other
-nodegroup is someone else's and is only reported.
+A Magnum nodegroup no pool declares may be pruned only when it is this inventory's: its Magnum label
+``gpupool.io/owner`` names this owner (plan/magnum/ownership.py; a nodegroup of another owner or of none is left and
+reported). ``nodegroup_pool`` then only names the pool it was made for: its ``node_labels`` carry the pool label
+(Magnum >= 1.14, set at creation), or every Kubernetes node of it carries ``gpupool.io/pool=<nodegroup name>``.
 """
 
 from __future__ import annotations
@@ -185,7 +185,8 @@ def orphan_message(row: Dict[str, Any]) -> str:
 
 # ---- nodegroups -------------------------------------------------------------------------------------------------
 def nodegroup_pool(nodegroup: Dict[str, Any], nodes: Iterable[Node]) -> Optional[str]:
-    """The pool gpupool created a Magnum nodegroup for, or None when gpupool cannot prove the nodegroup is its own.
+    """The pool gpupool created a Magnum nodegroup for, or None when neither its node_labels nor its nodes say it
+    (whose the nodegroup is, its owner label says: plan/magnum/ownership.py).
 
     nodegroup: Magnum's full view (node_labels from microversion 1.14); nodes: the cluster's Kubernetes Nodes."""
     pool = (nodegroup.get("node_labels") or {}).get(POOL_LABEL)

@@ -717,15 +717,25 @@ A = "5d12f6fd-0000-4f5e-9b8c-00000000000a"
 B = "5d12f6fd-0000-4f5e-9b8c-00000000000b"
 
 
+OWNER = "gpupool.io/owner"
+
+
+def mine(**kw):
+    """A nodegroup the inventory k8s-gpu created: its owner in its Magnum labels."""
+    out = ng(**kw)
+    out["labels"] = dict(out["labels"] or {}, **{OWNER: "k8s-gpu"})
+    return out
+
+
 def test_one_call_converges_every_pool_with_one_list(api):
     # gpu-a exists and matches (model defaults: node_count 1, min 0, role worker), gpu-b is missing
-    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "cern_enabled": "true"}))
+    existing(api, mine(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "cern_enabled": "true"}))
     api.post(
         MAGNUM + "/clusters/%s/nodegroups" % C,
         status_code=202,
-        json=ng(uuid=B, name="gpu-b", status="CREATE_IN_PROGRESS"),
+        json=mine(uuid=B, name="gpu-b", status="CREATE_IN_PROGRESS"),
     )
-    api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=1))
+    api.get(ng_url(B), json=mine(uuid=B, name="gpu-b", node_count=1))
     result = run_pools(inventory(pool("gpu-a"), pool("gpu-b")))
     assert result["changed"] is True and "failed" not in result, result
     assert result["pools"]["gpu-a"]["changed"] is False and result["pools"]["gpu-a"]["actions"] == []
@@ -739,14 +749,23 @@ def test_one_call_converges_every_pool_with_one_list(api):
         if r.method == "GET" and "/nodegroups/" in r.path and not r.path.endswith(B)
     ] == ["gpu-a"]
     (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
-    assert post.json() == {"name": "gpu-b", "flavor_id": "g1", "node_count": 1, "min_node_count": 0, "role": "worker"}
+    assert post.json() == {
+        "name": "gpu-b",
+        "flavor_id": "g1",
+        "node_count": 1,
+        "min_node_count": 0,
+        "role": "worker",
+        # the owner, in the one field Magnum keeps and no PATCH changes; merged, so the cluster's labels stay
+        "labels": {OWNER: "k8s-gpu"},
+        "merge_labels": True,
+    }
     assert result["orphaned"] == []
 
 
 def test_pool_inventory_with_nothing_to_do_writes_nothing(api):
     existing(
         api,
-        ng(
+        mine(
             uuid=A,
             name="gpu-a",
             node_count=2,
@@ -760,9 +779,9 @@ def test_pool_inventory_with_nothing_to_do_writes_nothing(api):
 
 
 def test_a_failing_pool_does_not_hide_or_block_the_others(api):
-    existing(api, ng(uuid=A, name="gpu-a", flavor_id="g1"), ng(uuid=B, name="gpu-b", node_count=1))
+    existing(api, mine(uuid=A, name="gpu-a", flavor_id="g1"), mine(uuid=B, name="gpu-b", node_count=1))
     api.post(MAGNUM + "/clusters/%s/actions/resize" % C, status_code=202, json={"uuid": CID})
-    api.get(ng_url(B), json=ng(uuid=B, name="gpu-b", node_count=3, status="UPDATE_COMPLETE"))
+    api.get(ng_url(B), json=mine(uuid=B, name="gpu-b", node_count=3, status="UPDATE_COMPLETE"))
     result = run_pools(inventory(pool("gpu-a", flavor="g2", node_count=2), pool("gpu-b", node_count=3)))
     assert result["failed"] is True and result["changed"] is True
     assert result["pools"]["gpu-a"]["failed"] is True
@@ -776,8 +795,8 @@ def test_a_failing_pool_does_not_hide_or_block_the_others(api):
 def test_a_cluster_wide_label_change_is_drift_not_a_failure(api):
     existing(
         api,
-        ng(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
-        ng(uuid=B, name="gpu-b", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
+        mine(uuid=A, name="gpu-a", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
+        mine(uuid=B, name="gpu-b", node_count=1, labels={"kube_tag": "v1.29", "nvidia_gpu_enabled": "true"}),
     )
     labels = {"kube_tag": "v1.30", "nvidia_gpu_enabled": True}
     result = run_pools(inventory(pool("gpu-a"), pool("gpu-b"), labels=labels))
@@ -788,22 +807,26 @@ def test_a_cluster_wide_label_change_is_drift_not_a_failure(api):
 
 
 def test_a_pools_own_label_change_still_fails_that_pool(api):
-    existing(api, ng(uuid=A, name="gpu-a", node_count=1, labels={"nvidia_gpu_enabled": "true"}))
+    existing(api, mine(uuid=A, name="gpu-a", node_count=1, labels={"nvidia_gpu_enabled": "true"}))
     result = run_pools(inventory(pool("gpu-a", labels={"nvidia_gpu_enabled": False})))
     assert result["failed"] and "labels nvidia_gpu_enabled differ" in result["pools"]["gpu-a"]["msg"]
 
 
 def test_new_nodegroup_gets_the_cluster_labels_under_the_pools(api):
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(uuid=A, name="gpu-a"))
-    api.get(ng_url(A), json=ng(uuid=A, name="gpu-a", node_count=1))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=mine(uuid=A, name="gpu-a"))
+    api.get(ng_url(A), json=mine(uuid=A, name="gpu-a", node_count=1))
     run_pools(inventory(pool("gpu-a", labels={"a": "pool"}), labels={"a": "cluster", "b": "cluster"}))
     (post,) = [r for r in magnum_calls(api) if r.method == "POST"]
-    assert post.json()["labels"] == {"a": "pool", "b": "cluster"} and post.json()["merge_labels"] is True
+    assert post.json()["labels"] == {"a": "pool", "b": "cluster", OWNER: "k8s-gpu"}
+    assert post.json()["merge_labels"] is True
 
 
 def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api, kube):
     existing(
-        api, ng(uuid=A, name="gpu-a"), ng(uuid=B, name="gpu-old"), ng(uuid="dw", name="default-worker", is_default=True)
+        api,
+        mine(uuid=A, name="gpu-a"),
+        mine(uuid=B, name="gpu-old"),
+        mine(uuid="dw", name="default-worker", is_default=True),
     )
     api.delete(ng_url(A), status_code=204)
     api.get(ng_url(A), status_code=404, json=errors(404, "Nodegroup could not be found."))
@@ -816,13 +839,13 @@ def test_absent_pool_deletes_its_nodegroup_and_orphans_are_reported(api, kube):
 
 
 def test_pools_selects_and_leaves_orphans_unreported(api):
-    existing(api, ng(uuid=A, name="gpu-a", node_count=1), ng(uuid=B, name="gpu-b", node_count=1))
+    existing(api, mine(uuid=A, name="gpu-a", node_count=1), mine(uuid=B, name="gpu-b", node_count=1))
     result = run_pools(inventory(pool("gpu-a"), pool("gpu-b", flavor="g9")), pools=["gpu-a"])
     assert list(result["pools"]) == ["gpu-a"] and "orphaned" not in result and "failed" not in result
 
 
 def test_check_mode_and_diff_over_pools_write_nothing(api):
-    existing(api, ng(uuid=A, name="gpu-a", node_count=1))
+    existing(api, mine(uuid=A, name="gpu-a", node_count=1))
     result = run_pools(inventory(pool("gpu-a", node_count=3), pool("gpu-b")), check=True, diff=True)
     assert result["changed"] is True and writes(api) == []
     assert [d["before_header"] for d in result["diff"]] == [
@@ -865,7 +888,7 @@ def test_standalone_needs_a_name(api):
 
 
 def test_the_inventory_clouds_password_is_not_logged(api):
-    existing(api, ng(uuid=A, name="gpu-a", node_count=1))
+    existing(api, mine(uuid=A, name="gpu-a", node_count=1))
     result = run_pools(inventory(pool("gpu-a")))
     assert "failed" not in result, result
     assert "secret" not in json.dumps(result)
@@ -900,7 +923,7 @@ def test_the_inventorys_drain_policy_drains_a_shrink_and_the_diff_lists_nodes_an
         k8s_pod("probe-2", 2),
         metadata={"name": "probe-2", "namespace": "ml", "uid": "uid-probe-2", "labels": {"gpupool.io/drain": "skip"}},
     )
-    existing(api, ng(node_count=3))
+    existing(api, mine(node_count=3))
     cluster = dict(inventory(pool("gpu", node_count=2)), drain={"skip_pods": "gpupool.io/drain=skip"})
     check = run_pools(cluster, check=True, diff=True)
     assert check["changed"] and writes(api) == [] and kube.writes() == []
@@ -925,7 +948,7 @@ def test_the_inventorys_drain_policy_drains_a_shrink_and_the_diff_lists_nodes_an
     ]
 
     api.post(MAGNUM + "/clusters/%s/actions/resize" % C, status_code=202, json={"uuid": CID})
-    api.get(ng_url(), json=ng(status="UPDATE_COMPLETE", node_count=2))
+    api.get(ng_url(), json=mine(status="UPDATE_COMPLETE", node_count=2))
     result = run_pools(cluster)
     assert result["pools"]["gpu"]["drain"]["evicted"] == ["ml/job-2"], result
     assert ("ml", "probe-2") in kube.pods and ("ml", "job-2") not in kube.pods
@@ -935,7 +958,7 @@ def test_the_inventorys_drain_policy_drains_a_shrink_and_the_diff_lists_nodes_an
 
 
 def test_a_pool_that_turns_draining_off_is_resized_without_kubernetes_and_says_so(api, kube, fresh_warnings):
-    existing(api, ng(node_count=3))
+    existing(api, mine(node_count=3))
     cluster = inventory(dict(pool("gpu", node_count=2), drain={"enabled": False}))
     check = run_pools(cluster, check=True)
     assert check["changed"] and "drain" not in check["pools"]["gpu"] and kube.requests == []
@@ -949,33 +972,31 @@ def test_a_pool_that_turns_draining_off_is_resized_without_kubernetes_and_says_s
 
 def test_prune_deletes_only_the_orphaned_nodegroups_gpupool_made_after_a_drain(api, kube, fresh_warnings):
     # gpu-old: the pool label in its node_labels (made by gpupool at 1.14); gpu: its nodes carry gpupool.io/pool=gpu;
-    # foreign: someone else's nodegroup, never touched
+    # foreign: another inventory's nodegroup, never touched
     for name in kube.nodes:
         kube.nodes[name]["metadata"]["labels"]["gpupool.io/pool"] = "gpu"
     existing(
         api,
-        ng(uuid=A, name="gpu-old", node_labels={"gpupool.io/pool": "gpu-old"}),
-        ng(uuid=NGID, name="gpu", node_count=3),
-        ng(uuid=B, name="foreign"),
-        ng(uuid="dw", name="default-worker", is_default=True),
+        mine(uuid=A, name="gpu-old", node_labels={"gpupool.io/pool": "gpu-old"}),
+        mine(uuid=NGID, name="gpu", node_count=3),
+        ng(uuid=B, name="foreign", labels={OWNER: "team-a"}),
+        mine(uuid="dw", name="default-worker", is_default=True),
     )
     cluster = dict(inventory(pool("gpu-keep", flavor="g1")), magnum=dict(inventory()["magnum"], prune_nodegroups=True))
-    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=ng(uuid="k", name="gpu-keep"))
+    api.post(MAGNUM + "/clusters/%s/nodegroups" % C, status_code=202, json=mine(uuid="k", name="gpu-keep"))
     check = run_pools(cluster, check=True, diff=True)
-    assert sorted(check["pruned"]) == ["gpu", "gpu-old"] and check["orphaned"] == ["foreign"]
+    assert "failed" not in check, check.get("msg")
+    assert sorted(check["pruned"]) == ["gpu", "gpu-old"] and check["orphaned"] == []
+    assert check["left"] == {"foreign": "leave nodegroup 'foreign' of cluster 'k8s': owned by 'team-a'"}
     assert check["pruned"]["gpu"]["pool"] == "gpu" and check["pruned"]["gpu-old"]["pool"] == "gpu-old"
     assert sorted(check["pruned"]["gpu"]["drain"]["victims"]) == sorted(kube.nodes)
     assert writes(api) == [] and kube.writes() == []
-    assert (
-        "Magnum nodegroup foreign of cluster k8s is not pruned although prune_nodegroups is on: gpupool cannot "
-        "tell that it made it (no gpupool.io/pool in its node_labels, and not every node of it carries "
-        "gpupool.io/pool=foreign). Delete it yourself if it belonged to a removed pool" in warned(check)
-    )
+    assert not any("foreign" in w for w in warned(check)), "another owner's nodegroup is not ours to warn about"
 
     for ident in (A, NGID):
         api.delete(ng_url(ident), status_code=204)
         api.get(ng_url(ident), status_code=404, json=errors(404, "Nodegroup could not be found."))
-    api.get(ng_url("k"), json=ng(uuid="k", name="gpu-keep", node_count=1))
+    api.get(ng_url("k"), json=mine(uuid="k", name="gpu-keep", node_count=1))
     result = run_pools(cluster)
     assert "failed" not in result, result
     assert sorted(p for m, p in writes(api) if m == "DELETE") == sorted(
@@ -985,11 +1006,80 @@ def test_prune_deletes_only_the_orphaned_nodegroups_gpupool_made_after_a_drain(a
     assert result["pruned"]["gpu"]["drain"]["evicted"] == ["ml/job-1"]
 
 
+def test_prune_leaves_another_owners_nodegroup_and_an_unowned_one_and_says_so_in_the_diff(api, kube, fresh_warnings):
+    """Issue #32: owner B (prune_nodegroups on) shares the Magnum cluster with owner A. A's nodegroup 'gpu' has
+    nodes labelled gpupool.io/pool=gpu and 'legacy' the pool label in its node_labels - what proved "gpupool made
+    it" before owners - but only the Magnum label gpupool.io/owner says whose it is: neither is B's, so neither is
+    drained or deleted, in check mode or not, and --diff says so."""
+    for name in kube.nodes:
+        kube.nodes[name]["metadata"]["labels"]["gpupool.io/pool"] = "gpu"
+    existing(
+        api,
+        ng(uuid=NGID, name="gpu", node_count=3, labels={OWNER: "team-a"}),
+        ng(uuid=A, name="legacy", node_labels={"gpupool.io/pool": "legacy"}),
+        mine(uuid="k", name="gpu-keep", node_count=1),
+    )
+    cluster = dict(inventory(pool("gpu-keep", flavor="g1")), magnum=dict(inventory()["magnum"], prune_nodegroups=True))
+    check = run_pools(cluster, check=True, diff=True)
+    assert check["changed"] is False and check["pruned"] == {} and check["orphaned"] == ["legacy"], check
+    assert check["left"] == {
+        "gpu": "leave nodegroup 'gpu' of cluster 'k8s': owned by 'team-a'",
+        "legacy": "leave nodegroup 'legacy' of cluster 'k8s': it has no owner (no Magnum label gpupool.io/owner), "
+        "so prune_nodegroups does not delete it",
+    }
+    assert [d["prepared"] for d in check["diff"]] == [check["left"]["gpu"] + "\n", check["left"]["legacy"] + "\n"]
+    assert any(
+        "Magnum nodegroup legacy of cluster k8s is not pruned although prune_nodegroups is on: it has no owner" in w
+        and "declare a pool with nodegroup {name: legacy, adopt: true} and state: absent" in w
+        for w in warned(check)
+    )
+    assert kube.requests == [], "nothing of ours to drain: the nodes are not even read"
+    result = run_pools(cluster)
+    assert "failed" not in result and result["changed"] is False, result
+    assert writes(api) == [] and kube.writes() == []
+    assert not any(kube.nodes[n]["spec"].get("unschedulable") for n in kube.nodes)
+
+
+def test_a_pool_never_changes_a_nodegroup_of_another_owner_or_of_none_unless_it_adopts_it(api, kube):
+    existing(
+        api,
+        ng(uuid=A, name="gpu-a", node_count=3, labels={OWNER: "team-a"}),
+        ng(uuid=B, name="gpu-b", node_count=3),
+    )
+    cluster = inventory(pool("gpu-a", node_count=1), pool("gpu-b", node_count=1, state="absent"))
+    result = run_pools(cluster, check=True, diff=True)
+    assert result["failed"] and writes(api) == [] and kube.writes() == []
+    assert result["pools"]["gpu-a"]["msg"] == (
+        "nodegroup 'gpu-a' of cluster 'k8s' was left as it is (no resize, patch, drain or delete): it is owned by "
+        "'team-a' (its Magnum label gpupool.io/owner), not by this inventory's 'k8s-gpu'. Two inventories name the "
+        "same nodegroup: give this pool another nodegroup.name, or remove the pool from one of them"
+    )
+    assert "it has no owner (no Magnum label gpupool.io/owner" in result["pools"]["gpu-b"]["msg"]
+    assert (
+        "set adopt: true in the nodegroup of pool gpu-b (gpupool_cluster.pools[1].nodegroup.adopt)"
+        in (result["pools"]["gpu-b"]["msg"])
+    )
+    assert result["diff"] == [] and result["pools"]["gpu-a"]["actions"] == []
+    # adopted: the unowned one is the pool's to delete (drained first); another owner's can never be adopted
+    cluster["pools"] = [pool("gpu-a", node_count=1, adopt=True), pool("gpu-b", state="absent", adopt=True)]
+    adopted = run_pools(cluster, check=True)
+    assert adopted["pools"]["gpu-a"]["failed"] and "owned by 'team-a'" in adopted["pools"]["gpu-a"]["msg"]
+    assert [a["action"] for a in adopted["pools"]["gpu-b"]["actions"]] == ["delete"]
+    assert writes(api) == []
+
+
+def test_standalone_never_changes_an_inventorys_nodegroup(api):
+    existing(api, mine(node_count=3))
+    result = run(nodegroup, cluster="k8s", name="gpu", node_count=1)
+    assert result["failed"] and writes(api) == []
+    assert "it is owned by 'k8s-gpu' (its Magnum label gpupool.io/owner), an inventory's nodegroup" in result["msg"]
+
+
 def test_without_prune_an_orphan_is_only_reported(api, kube, fresh_warnings):
     existing(
         api,
-        ng(uuid=A, name="gpu-old", node_labels={"gpupool.io/pool": "gpu-old"}),
-        ng(uuid=NGID, name="gpu", node_count=1),
+        mine(uuid=A, name="gpu-old", node_labels={"gpupool.io/pool": "gpu-old"}),
+        mine(uuid=NGID, name="gpu", node_count=1),
     )
     result = run_pools(inventory(pool("gpu")), check=True)
     assert result["orphaned"] == ["gpu-old"] and result["pruned"] == {} and kube.requests == []

@@ -569,10 +569,10 @@ def test_look_alike_character_in_a_key():
         (
             "gpupool_cluster.pools[0] (gpu-t4).nodegroup.n\u043ede_count",
             "unknown key 'n\u043ede_count'; did you mean 'node_count'? Allowed here: node_count, min_node_count, "
-            "max_node_count and 7 more below. The key 'n\u043ede_count' contains U+043E CYRILLIC SMALL LETTER O at "
+            "max_node_count and 8 more below. The key 'n\u043ede_count' contains U+043E CYRILLIC SMALL LETTER O at "
             "position 2, which looks like 'o'; retype it in ASCII ('node_count').\n"
-            "keys allowed here (10, closest first): node_count, min_node_count, max_node_count, name, role, "
-            "docker_volume_size,\nmerge_labels, image, flavor, labels",
+            "keys allowed here (11, closest first): node_count, min_node_count, max_node_count, name, role, adopt,\n"
+            "docker_volume_size, merge_labels, image, flavor, labels",
         )
     ]
 

@@ -442,9 +442,13 @@ def test_desired_from_pool_takes_the_models_defaults():
         "node_labels": {"gpupool.io/pool": "gpu-a"},
         "node_taints": [{"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}],
         "node_labels_if_supported": True,
+        "owner": "k8s-gpu",
+        "adopt": False,
+        "adopt_at": "adopt: true in the nodegroup of pool gpu-a (gpupool_cluster.pools[0].nodegroup.adopt)",
     }
 
 
+OWN = {"gpupool.io/owner": "k8s-gpu"}  # the Magnum label of a nodegroup the inventory k8s-gpu created
 BIRTH = {
     "node_labels": {"gpupool.io/pool": "gpu-a"},
     "node_taints": [{"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}],
@@ -473,11 +477,11 @@ def test_new_nodes_carry_the_pools_labels_and_taints_from_birth_where_magnum_can
     old = plan_nodegroup(desired, None, CLUSTER, (1, 12))
     assert "node_labels" not in old.actions[0].payload and "node_taints" not in old.actions[0].payload
     # an existing nodegroup made before gets them by JSON-patch, so the nodes it makes later have them too
-    patch = plan_nodegroup(desired, observed(name="gpu-a", node_count=1), CLUSTER, (1, 14))
+    patch = plan_nodegroup(desired, observed(name="gpu-a", node_count=1, labels=OWN), CLUSTER, (1, 14))
     assert [(a.kind, [op["path"] for op in a.payload]) for a in patch.actions] == [
         ("patch", ["/node_labels", "/node_taints"])
     ]
-    assert plan_nodegroup(desired, observed(name="gpu-a", node_count=1), CLUSTER, (1, 12)).actions == []
+    assert plan_nodegroup(desired, observed(name="gpu-a", node_count=1, labels=OWN), CLUSTER, (1, 12)).actions == []
 
 
 def test_desired_from_pool_splits_the_pools_labels_from_the_clusters():
@@ -489,13 +493,13 @@ def test_desired_from_pool_splits_the_pools_labels_from_the_clusters():
 def test_create_sends_the_cluster_labels_under_the_pools():
     cluster = inventory([pool(labels={"a": "pool"})], labels={"a": "cluster", "b": "cluster"})
     plan_ = plan_nodegroup(desired_from_pool(cluster, cluster.pools[0]), None, CLUSTER, (1, 14))
-    assert plan_.actions[0].payload["labels"] == {"a": "pool", "b": "cluster"}
-    assert plan_.after["labels"] == {"kube_tag": "v1.29", "cern_enabled": "true", "a": "pool", "b": "cluster"}
+    assert plan_.actions[0].payload["labels"] == dict(OWN, a="pool", b="cluster")
+    assert plan_.after["labels"] == dict(OWN, kube_tag="v1.29", cern_enabled="true", a="pool", b="cluster")
 
 
 def test_a_changed_cluster_label_is_drift_with_a_note_not_a_problem():
     cluster = inventory([pool(labels={"own": "1"})], labels={"kube_tag": "v1.30"})
-    obs = observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}, **BIRTH)
+    obs = observed(node_count=1, labels=dict(OWN, kube_tag="v1.29", own="1"), **BIRTH)
     plan_ = plan_nodegroup(desired_from_pool(cluster, cluster.pools[0]), obs, CLUSTER, (1, 14))
     assert plan_.actions == [] and plan_.drift == {"kube_tag": {"nodegroup": "v1.29", "inventory": "v1.30"}}
     (note,) = plan_.notes
@@ -505,7 +509,7 @@ def test_a_changed_cluster_label_is_drift_with_a_note_not_a_problem():
 
 def test_the_pools_own_label_is_still_immutable():
     cluster = inventory([pool(labels={"own": "2"})], labels={"kube_tag": "v1.30"})
-    obs = observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"})
+    obs = observed(node_count=1, labels=dict(OWN, kube_tag="v1.29", own="1"))
     with pytest.raises(Problems, match=r"labels own differ \(own: '1' -> '2'\)"):
         plan_nodegroup(desired_from_pool(cluster, cluster.pools[0]), obs, CLUSTER, (1, 14))
 
@@ -514,12 +518,15 @@ def test_without_merge_labels_cluster_labels_count_as_asked_for():
     cluster = inventory([pool(labels={"own": "1"}, merge_labels=False)], labels={"kube_tag": "v1.30"})
     desired = desired_from_pool(cluster, cluster.pools[0])
     ok = plan_nodegroup(
-        desired, observed(node_count=1, labels={"kube_tag": "v1.29", "own": "1"}, **BIRTH), CLUSTER, (1, 14)
+        desired, observed(node_count=1, labels=dict(OWN, kube_tag="v1.29", own="1"), **BIRTH), CLUSTER, (1, 14)
     )
     assert ok.actions == [] and list(ok.drift) == ["kube_tag"]
     with pytest.raises(Problems, match="present but not asked for .merge_labels is false.: extra"):
         plan_nodegroup(
-            desired, observed(node_count=1, labels={"kube_tag": "v1.30", "own": "1", "extra": "x"}), CLUSTER, (1, 14)
+            desired,
+            observed(node_count=1, labels=dict(OWN, kube_tag="v1.30", own="1", extra="x")),
+            CLUSTER,
+            (1, 14),
         )
 
 

@@ -41,7 +41,8 @@ def inventory():
 
 def observed(**kw):
     out = {"uuid": "ng-1", "name": "gpu-a", "role": "worker", "flavor_id": "g1", "image_id": "img", "node_count": 2}
-    out.update(min_node_count=0, max_node_count=None, labels={}, status="CREATE_COMPLETE", is_default=False)
+    out.update(min_node_count=0, max_node_count=None, status="CREATE_COMPLETE", is_default=False)
+    out.update(labels={"gpupool.io/owner": "k8s-gpu"})  # made by the inventory k8s-gpu
     out.update(kw)
     return out
 
@@ -139,7 +140,7 @@ def test_written_means_changed_outside_check_mode():
 def test_standalone_result_is_the_one_nodegroups_at_the_top():
     target = standalone_target(dict(NO_OPTIONS, name="gpu-a", state=None, merge_labels=None, node_count=2))
     target.of_cluster("k8s")
-    target.observed = observed(node_count=1)
+    target.observed = observed(node_count=1, labels={})  # made by hand: standalone use has no owner
     target.planned(plan_nodegroup(target.desired, target.observed, CLUSTER, (1, 12)), check_mode=True)
     target.result["drain"] = {"victims": []}
     out = step_result([target], {}, None, True, check_mode=True, diff_mode=True)
@@ -147,3 +148,16 @@ def test_standalone_result_is_the_one_nodegroups_at_the_top():
     assert out["drain"] == {"victims": []} and "pools" not in out
     assert out["diff"]["before_header"] == "nodegroup 'gpu-a' of cluster 'k8s'"
     assert step_result([], {}, None, True, check_mode=False, diff_mode=False) == {"changed": False, "progress": []}
+
+
+def test_the_nodegroups_prune_leaves_are_in_the_result_and_each_is_a_line_of_the_diff():
+    cluster = inventory()
+    targets, skipped = pool_targets(cluster, cluster.pools, NO_OPTIONS)
+    left = {
+        "gpu-t4": "leave nodegroup 'gpu-t4' of cluster 'k8s': owned by 'team-a'",
+        "by-hand": "leave nodegroup 'by-hand' of cluster 'k8s': it has no owner",
+    }
+    out = step_result(targets, skipped, ["by-hand"], False, check_mode=True, diff_mode=True, left=left)
+    assert out["left"] == left and out["orphaned"] == ["by-hand"]
+    assert out["diff"] == [{"prepared": left["by-hand"] + "\n"}, {"prepared": left["gpu-t4"] + "\n"}]
+    assert "left" not in step_result(targets, skipped, [], False, check_mode=True, diff_mode=False, left={})
