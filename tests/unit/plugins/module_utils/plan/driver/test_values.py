@@ -179,14 +179,15 @@ def test_user_values_merge_last_and_are_reported():
     c = cluster(with_(T4, sharing={"mps": {}}), values=user)
     values = dv.desired_values(c, L05)
     assert values["logVerbosity"] == "6"
-    assert values["kubeletPlugin"]["tolerations"] == [{"operator": "Exists"}]  # a list replaces
+    # a toleration list is extended, never replaced (driver_values_rules.py)
+    assert values["kubeletPlugin"]["tolerations"] == dv.plugin_tolerations(c) + [{"operator": "Exists"}]
     assert values["kubeletPlugin"]["priorityClassName"] == "x"
     assert values["kubeletPlugin"]["affinity"] == dv.plugin_affinity()  # a map merges
     assert values["featureGates"] == {
         "MPSSupport": True,
         "CrashOnNVLinkFabricErrors": False,
     }
-    assert [o["path"] for o in dv.user_overrides(c, L05)] == ["kubeletPlugin.tolerations"]
+    assert [(o["path"], o["rule"]) for o in dv.user_overrides(c, L05)] == [("kubeletPlugin.tolerations", "merged")]
 
 
 def test_values_diff_paths_and_equality():
