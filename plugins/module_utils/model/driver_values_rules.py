@@ -90,7 +90,7 @@ VALUE_RULES: Tuple[ValueRule, ...] = (
     ValueRule(
         "nvidiaDriverRoot",
         REFUSED,
-        "gpupool sets it from the inventory or from the GPU Operator it finds",
+        "it follows from the inventory or from the GPU Operator gpupool finds",
         "set gpupool_cluster.dra_driver.nvidia_driver_root",
     ),
     ValueRule(

@@ -122,7 +122,12 @@ def _gate_problems(cluster, root):
             )
     for gate, (value, path) in sorted(explicit.items()):
         if value is False and gate in need:
-            out.append(("%s.%s" % (root, path), "set to false but %s need(s) it" % ", ".join(need[gate])))
+            out.append(
+                (
+                    "%s.%s" % (root, path),
+                    "set to false but %s need(s) it; remove it (gpupool turns it on for them)" % ", ".join(need[gate]),
+                )
+            )
     line = driver_line(cluster)
     if line is not None:
         # Explicit gates only: the one derived gate a line can lack (HostManagedIMEXDaemon from a host_imex

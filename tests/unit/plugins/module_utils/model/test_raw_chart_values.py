@@ -115,7 +115,10 @@ def test_raw_gates_meet_exclusions_needs_and_the_version_table():
     assert "MPSSupport (from pools[0] (t4).sharing.mps)" in got[AT + ".featureGates.DynamicMIG"]
     assert "cannot be enabled together" in got[AT + ".featureGates.DynamicMIG"]
     got = problems({"featureGates": {"MPSSupport": False}}, pools=(mps,))
-    assert got == {AT + ".featureGates.MPSSupport": "set to false but pools[0] (t4).sharing.mps need(s) it"}
+    assert got == {
+        AT
+        + ".featureGates.MPSSupport": "set to false but pools[0] (t4).sharing.mps need(s) it; remove it (gpupool turns it on for them)"
+    }
     got = problems({"featureGates": {"HostManagedIMEXDaemon": True}}, version="0.4.1")
     assert (
         "DRA driver 0.4.x has no feature gate HostManagedIMEXDaemon" in got[AT + ".featureGates.HostManagedIMEXDaemon"]
