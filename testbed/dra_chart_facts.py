@@ -208,6 +208,12 @@ _DEFAULTS_0_4 = {
     "webhook.tls.secret.caBundle": "",
     "kubeletPlugin.nodeSelector": {},
     "kubeletPlugin.tolerations": [PLUGIN_GPU_TOLERATION],
+    # where the controller may run (values.yaml, both lines): a list value replaces all three
+    "controller.tolerations": [
+        {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+    ],
     "kubeletPlugin.affinity": {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {

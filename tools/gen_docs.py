@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate docs/inventory.md (from the pool model), docs/mig-catalog.md (from the catalog),
 docs/compatibility.md (from the supported Kubernetes range, k8s/support.py) and each role's README.md (from its
-meta/argument_specs.yml, tools/role_readmes.py).
+meta/argument_specs.yml, tools/role_readmes.py), and the raw chart values table of docs/modules/dra-driver.md
+(model/driver_values_rules.py; only the region between its markers is generated).
 
 `make docs` writes them; tests/test_generated_docs.py fails when they are stale.
 """
@@ -25,6 +26,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig import placement 
 from ansible_collections.gpupool.core.plugins.module_utils.model import bounds as model_bounds
 from ansible_collections.gpupool.core.plugins.module_utils.model import checks as model_checks
 from ansible_collections.gpupool.core.plugins.module_utils.model import control_chars as model_control_chars
+from ansible_collections.gpupool.core.plugins.module_utils.model import driver_values_rules
 from ansible_collections.gpupool.core.plugins.module_utils.model import errors as model_errors
 from ansible_collections.gpupool.core.plugins.module_utils.model import gates as model_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model import inventory as model_inventory
@@ -445,8 +447,23 @@ def compatibility_md():
     return "\n".join(lines)
 
 
+VALUES_BEGIN = "<!-- BEGIN generated: raw chart values (tools/gen_docs.py) -->\n"
+VALUES_END = "<!-- END generated: raw chart values -->\n"
+
+
+def dra_driver_md(path):
+    """docs/modules/dra-driver.md (hand-written) with its raw chart values table regenerated between the markers."""
+    with open(path) as fh:
+        text = fh.read()
+    head, rest = text.split(VALUES_BEGIN, 1)
+    _old, tail = rest.split(VALUES_END, 1)
+    return head + VALUES_BEGIN + driver_values_rules.rules_table_md() + VALUES_END + tail
+
+
 def targets():
+    dra_driver_page = os.path.join(ROOT, "docs", "modules", "dra-driver.md")
     return {
+        dra_driver_page: dra_driver_md(dra_driver_page),
         os.path.join(ROOT, "docs", "inventory.md"): inventory_md(),
         os.path.join(ROOT, "docs", "mig-catalog.md"): catalog_md(),
         os.path.join(ROOT, "docs", "compatibility.md"): compatibility_md(),

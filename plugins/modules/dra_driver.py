@@ -20,7 +20,8 @@ description:
     dynamic MIG, passthrough, host-managed IMEX) plus C(dra_driver.feature_gates); C(imex.mode=hostManaged) for
     host-managed IMEX on 0.5; kubelet-plugin tolerations = the chart's C(nvidia.com/gpu) entry plus every pool
     taint; kubelet-plugin node affinity = the nodes carrying the pool label C(gpupool.io/pool); C(nvidiaDriverRoot).
-    C(dra_driver.values) are merged last and the overrides are reported."
+    C(dra_driver.values) are merged last; at a key gpupool derives they are merged (toleration lists extended,
+    gates joined and checked) or refused by the inventory check (docs/modules/dra-driver.md has the table)."
   - Idempotent. The deployed chart, version, status and C(helm get values) are compared with the desired ones and
     helm upgrades only on a difference; the chart's CRDs are applied server-side (field manager C(gpupool)) before
     an install or upgrade, because Helm never upgrades CRDs.
@@ -172,7 +173,8 @@ values_diff:
   elements: dict
   sample: [{path: featureGates.MPSSupport, before: null, after: true}]
 user_overrides:
-  description: Derived values that C(dra_driver.values) replaced.
+  description: Derived values that C(dra_driver.values) changed, each with its C(rule) - C(merged) (a list
+    extended) or C(yours) (your value replaced gpupool's default); keys gpupool derives are otherwise refused.
   returned: state=present
   type: list
   elements: dict

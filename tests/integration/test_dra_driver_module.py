@@ -212,10 +212,15 @@ def test_unknown_and_conflicting_gates_fail_before_helm_runs(bed):
 
 def test_chart_validation_errors_come_back_readable(bed):
     before = bed.revision()
-    res, window = bed.run(bed.with_driver(values={"gpuResourcesEnabledOverride": False}))
+    # A value only the chart checks (gpuResourcesEnabledOverride, which gpupool derives, is refused by the model now)
+    res, window = bed.run(bed.with_driver(values={"webhook": {"enabled": True, "tls": {"mode": "selfsigned"}}}))
     assert res["failed"]
-    assert "the chart refused the values" in res["msg"] and "KEP 5004" in res["msg"]
+    assert "the chart refused the values" in res["msg"] and "Invalid webhook TLS mode: selfsigned" in res["msg"]
     assert writes(window) == [] and bed.revision() == before  # the dry run refused it before any write
+    # ... and a derived value written raw never reaches helm: the model names it with the setting to use
+    res, window = bed.run(bed.with_driver(values={"gpuResourcesEnabledOverride": False}))
+    assert res["failed"] and "gpupool_cluster.dra_driver.values.gpuResourcesEnabledOverride" in res["msg"]
+    assert res.get("commands", []) == [] and writes(window) == []
 
 
 def test_webhook_without_cert_manager_is_refused_before_helm(bed):

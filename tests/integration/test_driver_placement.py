@@ -6,12 +6,14 @@ simulator plays the kubelet (a bound pod turns Running) and the DRA driver simul
 where a plugin pod is bound and running. Two pools on two nodes: `open` carries only the GPU taint every pool node
 gets, `team` also its own NoSchedule taint (what node_pool leaves on them).
 
-- Values that drop the team taint from kubeletPlugin.tolerations (an inventory's `dra_driver.values` override):
-  the DaemonSet controller makes NO pod for the team node (NodeShouldRunDaemonPod: an untolerated NoSchedule taint;
-  it is not counted in desiredNumberScheduled, so no pod is ever Pending), the node publishes no ResourceSlices, and
-  gpupool's dra_driver step fails, naming that node and only that node.
+- A taint the inventory does not know, put on the team node by someone else: the DaemonSet controller makes NO pod
+  for the team node (NodeShouldRunDaemonPod: an untolerated NoSchedule taint; it is not counted in
+  desiredNumberScheduled, so no pod is ever Pending), the node publishes no ResourceSlices, and gpupool's
+  dra_driver step fails, naming that node and only that node.
 - gpupool's own values (the pool's taint in kubeletPlugin.tolerations): the plugin pod is bound to the team node, it
   publishes, and the step succeeds.
+- An inventory's `dra_driver.values` toleration list without the team taint (#34): it extends gpupool's list
+  instead of replacing it, so the plugin still lands on the team node.
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ PLUGIN_DS = RELEASE + "-kubelet-plugin"
 POOL_LABEL = "gpupool.io/pool"
 GPU_TAINT = {"key": "node-role.kubernetes.io/gpu", "value": "true", "effect": "NoSchedule"}
 TEAM_TAINT = {"key": "example.com/team", "value": "ml", "effect": "NoSchedule"}
-# What a site would write to "add a toleration" and so replace gpupool's list (helm replaces lists whole): the chart's
-# own toleration and the GPU taint's, not the team pool's.
+# What a site would write to "add a toleration", which replaced gpupool's list before #34 (helm replaces lists whole):
+# the chart's own toleration and the GPU taint's, not the team pool's, plus one of its own.
 WITHOUT_TEAM_TAINT = [
     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node-role.kubernetes.io/gpu", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "example.com/maintenance", "operator": "Exists", "effect": "NoSchedule"},
 ]
+# Someone else's taint on the team node, which no pool of the inventory names (so no derived toleration has it).
+FOREIGN_TAINT = {"key": "example.com/quarantine", "value": "disk", "effect": "NoSchedule"}
 
 
 wait_for = h.wait_for
@@ -201,19 +206,27 @@ def bed(sandbox, tmp_path_factory):
     b.close()
 
 
-def test_values_without_a_pools_taint_leave_its_node_without_the_plugin_and_the_step_says_which(bed):
-    first = bed.run(values={"kubeletPlugin": {"tolerations": WITHOUT_TEAM_TAINT}}, wait_timeout=5)
+def test_a_taint_nobody_tolerates_leaves_its_node_without_the_plugin_and_the_step_says_which(bed):
+    bed.core.patch_node(bed.team_node, {"spec": {"taints": [GPU_TAINT, TEAM_TAINT, FOREIGN_TAINT]}})
+    try:
+        _untolerated_taint(bed)
+    finally:
+        bed.core.patch_node(bed.team_node, {"spec": {"taints": [GPU_TAINT, TEAM_TAINT]}})
+
+
+def _untolerated_taint(bed):
+    first = bed.run(wait_timeout=5)
     assert first.get("failed"), first
     # What Kubernetes did with those values, once its DaemonSet controller and scheduler have acted:
     st, pods = settle(bed)
     assert bed.open_node in pods and bed.team_node not in pods, sorted(pods)
     assert pods[bed.open_node].spec.node_name == bed.open_node  # bound by the scheduler, not by hand
     assert st.desired_number_scheduled == len(pods)  # the team node is not even counted: no pod is ever Pending
-    assert all(t.key != TEAM_TAINT["key"] for p in pods.values() for t in p.spec.tolerations or [])
+    assert all(t.key != FOREIGN_TAINT["key"] for p in pods.values() for t in p.spec.tolerations or [])
     wait_for("the open node's slices", lambda: "gpu.nvidia.com" in bed.slices(bed.open_node))
     assert bed.slices(bed.team_node) == set()
     # ... and what gpupool says about it: the step fails, naming the node without the plugin and only that one.
-    again = bed.run(values={"kubeletPlugin": {"tolerations": WITHOUT_TEAM_TAINT}}, wait_timeout=5)
+    again = bed.run(wait_timeout=5)
     assert again.get("failed"), again
     msg = " ".join(again["msg"].split())
     assert "did not roll out" in msg and "1 pool node(s) without the plugin's ResourceSlices: %s" % bed.team_node in msg
@@ -234,4 +247,19 @@ def test_gpupools_own_values_tolerate_the_pools_taint_and_the_plugin_lands_on_it
     assert {bed.open_node, bed.team_node} <= set(pods)
     assert pods[bed.team_node].spec.node_name == bed.team_node
     assert st.desired_number_scheduled == len(pods)
+    assert "gpu.nvidia.com" in bed.slices(bed.team_node)
+
+
+def test_a_values_toleration_list_extends_gpupools_and_the_plugin_still_lands_on_the_team_node(bed):
+    result = bed.run(values={"kubeletPlugin": {"tolerations": WITHOUT_TEAM_TAINT}})
+    assert not result.get("failed"), result.get("msg")
+    tolerations = result["values"]["kubeletPlugin"]["tolerations"]
+    team = {"key": TEAM_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}
+    assert team in tolerations and WITHOUT_TEAM_TAINT[2] in tolerations
+    assert len(tolerations) == len({json.dumps(t, sort_keys=True) for t in tolerations})  # each entry once
+    assert [(o["path"], o["rule"]) for o in result["user_overrides"]] == [("kubeletPlugin.tolerations", "merged")]
+    assert result["rollout"]["done"], result["rollout"]
+    st, pods = settle(bed)
+    assert {bed.open_node, bed.team_node} <= set(pods)
+    assert any(t.key == TEAM_TAINT["key"] for t in pods[bed.team_node].spec.tolerations or [])
     assert "gpu.nvidia.com" in bed.slices(bed.team_node)

@@ -10,6 +10,9 @@
 * `release_name`: one Helm accepts;
 * `values`: no `namespace` or `nvidiaCtkPath` key (the chart fails), only keys the version's chart has
   (helm would silently ignore the others);
+* `values`: a key gpupool also derives is refused or merged as driver_values_rules.py's table says (a
+  merged list must be a list of maps, a raw `featureGates` map holds booleans); a non-map on the way to one
+  would replace everything gpupool derives below it;
 * a pool with `nvlink.mode: host_imex` needs a version with host-managed IMEX (0.5).
 """
 
@@ -20,7 +23,8 @@ from typing import List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.name_lists import below, inline
 from ansible_collections.gpupool.core.plugins.module_utils.model import dra_driver_versions as versions
-from ansible_collections.gpupool.core.plugins.module_utils.model.gates import driver_line
+from ansible_collections.gpupool.core.plugins.module_utils.model import driver_values_rules as rules
+from ansible_collections.gpupool.core.plugins.module_utils.model.gates import driver_line, explicit_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_path
 from ansible_collections.gpupool.core.plugins.module_utils.model.syntax import (
     DNS_LABEL_RULE,
@@ -72,6 +76,7 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
     for key, why in sorted(versions.CHART_REFUSED_VALUES.items()):
         if key in values:
             out.append((at + ".values." + key, why.replace("gpupool_cluster.dra_driver", at)))
+    out += derived_value_problems(values, at + ".values", root)
     line = driver_line(cluster)
     if line is None:
         return out
@@ -95,7 +100,8 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
         )
     for pool in cluster.pools:
         if pool.state == "present" and pool.nvlink.mode == "host_imex":
-            for message in versions.imex_mode_problems(line, versions.HOST_MANAGED, driver.feature_gates):
+            gates = {gate: value for gate, (value, _path) in explicit_gates(cluster).items()}
+            for message in versions.imex_mode_problems(line, versions.HOST_MANAGED, gates):
                 out.append(
                     (
                         pool_path(root, pool) + ".nvlink.mode",
@@ -103,6 +109,49 @@ def dra_driver_problems(cluster, root: str) -> List[Tuple[str, str]]:
                     )
                 )
     return out
+
+
+def derived_value_problems(values, at: str, root: str) -> List[Tuple[str, str]]:
+    """Raw chart values at a key gpupool derives: refused ones, merged ones of the wrong shape, and a non-map on
+    the way to one (driver_values_rules.py's table; `at`: the path of `values`)."""
+    out = []
+    for key, below_it in rules.replaced_prefixes(values):
+        out.append(
+            (
+                "%s.%s" % (at, key),
+                "%r is not a map: helm would replace with it everything gpupool derives under %s (%s); write a map "
+                "with only the keys you set" % (rules.get_path(values, key), key, ", ".join(below_it)),
+            )
+        )
+    for rule in rules.VALUE_RULES:
+        value = rules.get_path(values, rule.path, _ABSENT)
+        if value is _ABSENT:
+            continue
+        path = "%s.%s" % (at, rule.path)
+        if rule.rule == rules.REFUSED:
+            out.append(
+                (path, "gpupool derives this value: %s; %s" % (rule.why, rule.instead.replace("gpupool_cluster", root)))
+            )
+        elif rule.path == "featureGates":
+            if not isinstance(value, dict):
+                out.append((path, "a map of gate names to true or false, e.g. {TimeSlicingSettings: true}"))
+                continue
+            for gate, on in sorted(value.items(), key=lambda kv: str(kv[0])):
+                if not isinstance(on, bool):
+                    out.append(("%s.%s" % (path, gate), "%r is not true or false; write %s: true" % (on, gate)))
+        elif rule.rule == rules.MERGED and not (isinstance(value, list) and all(isinstance(e, dict) for e in value)):
+            out.append(
+                (
+                    path,
+                    "a list of tolerations (maps such as {key: example.com/team, operator: Exists, effect: "
+                    "NoSchedule}) is expected: it is added to %s"
+                    % ("gpupool's" if rule.chart_default is None else "the chart's"),
+                )
+            )
+    return out
+
+
+_ABSENT = object()
 
 
 def _where_else(key: str) -> str:

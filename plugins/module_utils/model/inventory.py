@@ -122,7 +122,11 @@ class DraDriver(Strict):
     namespace: str = Field("dra-driver-nvidia-gpu", description="Never `default` (the chart refuses it).")
     nvidia_driver_root: str = Field("/", description="`/run/nvidia/driver` with GPU Operator drivers.")
     feature_gates: Dict[str, bool] = Field(default_factory=dict, description="Explicit overrides of derived gates.")
-    values: Dict[str, object] = Field(default_factory=dict, description="Extra chart values, merged last.")
+    values: Dict[str, object] = Field(
+        default_factory=dict,
+        description="Extra chart values, merged last; keys gpupool derives are merged or refused "
+        "(docs/modules/dra-driver.md).",
+    )
 
 
 class Magnum(Strict):

@@ -9,7 +9,7 @@ from typing import List, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import InfeasibleLayout, plan
-from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates
+from ansible_collections.gpupool.core.plugins.module_utils.model.gates import effective_gates, explicit_gates
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import pool_has_full_gpus
 from ansible_collections.gpupool.core.plugins.module_utils.model.paths import pool_label, pool_path
 
@@ -135,8 +135,10 @@ def mig_mode_mix_problems(cluster, root: str) -> List[Tuple[str, str]]:
         for pool in cluster.present_pools
         if pool.mig.mode == "dynamic"
     ]
-    if not dynamic and cluster.dra_driver.feature_gates.get("DynamicMIG"):
-        dynamic = ["%s.dra_driver.feature_gates.DynamicMIG" % root]
+    explicit = explicit_gates(cluster).get("DynamicMIG")  # feature_gates or the raw chart values' featureGates
+    gate_only = not dynamic and explicit and explicit[0]
+    if gate_only:
+        dynamic = ["%s.%s" % (root, explicit[1])]
     if not dynamic or not effective_gates(cluster).get("DynamicMIG"):
         return []
     source = ", ".join(dynamic)
@@ -151,11 +153,13 @@ def mig_mode_mix_problems(cluster, root: str) -> List[Tuple[str, str]]:
         if pool.mig.mode == "dynamic" or gpu is None or not gpu.mig:
             continue
         at = pool_path(root, pool) + ".mig.mode"
+        # A gate set by hand is the mistake to name (the pool is fine without it); the pool is said in the text.
+        where, pool_is = (dynamic[0], "%s is static: " % at) if gate_only else (at, "")
         if pool.mig.mode == "static":
             out.append(
                 (
-                    at,
-                    "static MIG cannot share a cluster with dynamic MIG: %s, so this pool's layout would be "
+                    where,
+                    pool_is + "static MIG cannot share a cluster with dynamic MIG: %s, so this pool's layout would be "
                     "wiped on every plugin restart. Use mig.mode: dynamic for every MIG-capable pool of the "
                     "cluster, or static (or off) for all of them" % why,
                 )
@@ -163,8 +167,9 @@ def mig_mode_mix_problems(cluster, root: str) -> List[Tuple[str, str]]:
         else:
             out.append(
                 (
-                    at,
-                    "%s is MIG-capable and MIG is off here, but %s; it would also publish this pool's GPUs "
+                    where,
+                    pool_is.replace("is static", "has MIG off")
+                    + "%s is MIG-capable and MIG is off here, but %s; it would also publish this pool's GPUs "
                     "as dynamic MIG devices. Use mig.mode: dynamic here too, or keep dynamic MIG out of this "
                     "cluster" % (gpu.key, why),
                 )

@@ -30,7 +30,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import parse_version
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, Problems
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import DRIVER, KUBELET_PLUGIN_SUFFIX, POOL_LABEL
-from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.values import values_diff
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.values import merge_notes, values_diff
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready
 
 # helm --dry-run=server and helm get metadata, which the release step uses, came with helm 3.13
@@ -93,7 +93,8 @@ def values_diff_entry(
             settings.release_name,
             " (revision %s)" % metadata.get("revision") if metadata else " (not installed)",
         ),
-        "after_header": "desired values (%s %s)" % (chart, settings.version),
+        "after_header": "desired values (%s %s)%s"
+        % (chart, settings.version, "".join("; " + n for n in merge_notes(getattr(settings, "values", None)))),
         "before": yaml.safe_dump(current or {}, sort_keys=True, default_flow_style=False),
         "after": yaml.safe_dump(desired, sort_keys=True, default_flow_style=False),
     }

@@ -23,8 +23,12 @@ What each value is for (facts: ../shared/reference/nvidia-dra-driver-published.m
 * ``nameOverride`` for a release still named ``nvidia-dra-driver-gpu`` (pre-0.4 installs), so the
   objects keep their names across the upgrade.
 
-The user's ``dra_driver.values`` are merged last (maps merge, anything else replaces - what helm
-does with a values file). `values_diff` lists what an upgrade would change.
+The user's ``dra_driver.values`` are merged last as helm merges a values file (maps merge, anything
+else replaces), except at the keys gpupool derives, where model/driver_values_rules.py's table rules:
+a merged list (tolerations) is extended - gpupool's (or the chart's) entries, then the user's, each once -
+and a refused key never gets here (the model refused the inventory). `featureGates` is already the union
+(model/gates.py effective_gates). `values_diff` lists what an upgrade would change; `merge_notes` says
+what was extended, for --diff.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, List, Mapping, Optional
 
+from ansible_collections.gpupool.core.plugins.module_utils.model import driver_values_rules as rules
 from ansible_collections.gpupool.core.plugins.module_utils.model.dra_driver_versions import (
     DEFAULT_IMEX_SOCKET,
     HOST_MANAGED,
@@ -121,15 +126,62 @@ def merge_values(base: Mapping, override: Mapping) -> Dict[str, Any]:
     return out
 
 
+def merge_user_values(derived: Mapping, user: Mapping) -> Dict[str, Any]:
+    """`user` (raw chart values the model accepted) over `derived` by the table's rules: helm's merge, then
+    every merged list extended instead of replaced, and featureGates kept as derived (already the union)."""
+    out = merge_values(derived, user)
+    for rule in rules.VALUE_RULES:
+        if rule.rule != rules.MERGED:
+            continue
+        theirs = rules.get_path(user, rule.path)
+        if rule.path == "featureGates":
+            if theirs is not None:
+                _set_path(out, rule.path, copy.deepcopy(dict(derived.get("featureGates") or {})))
+            continue
+        if not isinstance(theirs, list):
+            continue
+        ours = rules.get_path(derived, rule.path)
+        if ours is None:
+            ours = [dict(e) for e in rule.chart_default or ()]
+        _set_path(out, rule.path, copy.deepcopy(rules.merged_list(ours, theirs)))
+    return out
+
+
+def _set_path(values: Dict[str, Any], path: str, value: Any) -> None:
+    parts = path.split(".")
+    node = values
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
 def desired_values(cluster, line: DriverLine, driver_root: Optional[str] = None) -> Dict[str, Any]:
-    """Derived values with the inventory's `dra_driver.values` merged last."""
-    return merge_values(derived_values(cluster, line, driver_root), cluster.dra_driver.values or {})
+    """Derived values with the inventory's `dra_driver.values` merged last (merge_user_values)."""
+    return merge_user_values(derived_values(cluster, line, driver_root), cluster.dra_driver.values or {})
+
+
+def merge_notes(user: Optional[Mapping]) -> List[str]:
+    """One phrase per merged list the user's values extend (for the --diff header), e.g.
+    "kubeletPlugin.tolerations extended by dra_driver.values (2 entries, duplicates dropped)"."""
+    out = []
+    for rule in rules.VALUE_RULES:
+        theirs = rules.get_path(user or {}, rule.path)
+        if rule.rule == rules.MERGED and isinstance(theirs, list):
+            out.append(
+                "%s extended by dra_driver.values (%d entr%s, duplicates dropped)"
+                % (rule.path, len(theirs), "y" if len(theirs) == 1 else "ies")
+            )
+        elif rule.path == "featureGates" and isinstance(theirs, Mapping) and theirs:
+            out.append("featureGates: dra_driver.values' gates joined to gpupool's")
+    return out
 
 
 def user_overrides(cluster, line: DriverLine, driver_root: Optional[str] = None) -> List[Dict[str, Any]]:
-    """Where the user's values replace a derived one (shown, so nobody is surprised)."""
+    """Where the user's values change a derived one (shown, so nobody is surprised), each with its rule:
+    "merged" (a list extended) or "yours" (the user's value replaces gpupool's default)."""
+    merged = {r.path for r in rules.VALUE_RULES if r.rule == rules.MERGED}
     return [
-        d
+        dict(d, rule=rules.MERGED if d["path"] in merged else rules.YOURS)
         for d in values_diff(
             derived_values(cluster, line, driver_root),
             desired_values(cluster, line, driver_root),

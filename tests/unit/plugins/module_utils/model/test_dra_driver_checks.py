@@ -83,7 +83,10 @@ def test_values_the_chart_fails_on_and_deeper_keys_of_one_line():
     assert "it exists in 0.5.x" in problems({"version": "0.4.1", "values": clique})[key]
     assert problems({"version": "0.5.1", "values": clique}) == {}
     # a deeper key both lines have, and a free-form map below a known key, pass on both
-    both = {"kubeletPlugin": {"containers": {"gpus": {"healthcheckPort": -1}}, "nodeSelector": {"rack": "a"}}}
+    both = {
+        "kubeletPlugin": {"containers": {"gpus": {"healthcheckPort": -1}}},
+        "webhook": {"nodeSelector": {"rack": "a"}},
+    }
     assert problems({"version": "0.4.1", "values": both}) == {} == problems({"version": "0.5.1", "values": both})
 
 

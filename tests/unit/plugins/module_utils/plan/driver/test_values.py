@@ -179,14 +179,15 @@ def test_user_values_merge_last_and_are_reported():
     c = cluster(with_(T4, sharing={"mps": {}}), values=user)
     values = dv.desired_values(c, L05)
     assert values["logVerbosity"] == "6"
-    assert values["kubeletPlugin"]["tolerations"] == [{"operator": "Exists"}]  # a list replaces
+    # a toleration list is extended, never replaced (driver_values_rules.py)
+    assert values["kubeletPlugin"]["tolerations"] == dv.plugin_tolerations(c) + [{"operator": "Exists"}]
     assert values["kubeletPlugin"]["priorityClassName"] == "x"
     assert values["kubeletPlugin"]["affinity"] == dv.plugin_affinity()  # a map merges
     assert values["featureGates"] == {
         "MPSSupport": True,
         "CrashOnNVLinkFabricErrors": False,
     }
-    assert [o["path"] for o in dv.user_overrides(c, L05)] == ["kubeletPlugin.tolerations"]
+    assert [(o["path"], o["rule"]) for o in dv.user_overrides(c, L05)] == [("kubeletPlugin.tolerations", "merged")]
 
 
 def test_values_diff_paths_and_equality():
@@ -212,3 +213,63 @@ def test_merge_does_not_alias_inputs():
     merged = dv.merge_values(base, {"a": {"c": 2}})
     merged["a"]["b"].append(9)
     assert base == {"a": {"b": [1]}}
+
+
+# ---- raw values at a key gpupool derives (#34; model/driver_values_rules.py) -------------------------------------
+TEAM = with_(T4, name="team", taints=[{"key": "example.com/team", "value": "ml", "effect": "NoSchedule"}])
+GPU_TOL = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def test_plugin_tolerations_are_extended_not_replaced_and_each_entry_once():
+    mine = {"key": "example.com/maintenance", "operator": "Exists"}
+    c = cluster(TEAM, values={"kubeletPlugin": {"tolerations": [GPU_TOL, mine, mine]}})
+    tol = dv.desired_values(c, L05)["kubeletPlugin"]["tolerations"]
+    assert tol == dv.plugin_tolerations(c) + [mine]
+    assert {"key": "example.com/team", "operator": "Exists", "effect": "NoSchedule"} in tol
+
+
+def test_controller_tolerations_extend_the_charts_own_list():
+    mine = {"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}
+    c = cluster(T4, values={"controller": {"tolerations": [mine]}})
+    assert dv.desired_values(c, L05)["controller"]["tolerations"] == [
+        {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        mine,
+    ]
+    # nothing of the controller's is written unless the user's values name it
+    assert "controller" not in dv.desired_values(cluster(T4), L05)
+
+
+def test_raw_feature_gates_join_the_derived_ones_in_the_chart_value():
+    c = cluster(with_(T4, sharing={"mps": {}}), values={"featureGates": {"CrashOnNVLinkFabricErrors": False}})
+    assert dv.desired_values(c, L05)["featureGates"] == {"MPSSupport": True, "CrashOnNVLinkFabricErrors": False}
+
+
+def test_pod_anti_affinity_merges_beside_gpupools_node_affinity():
+    anti = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}
+    c = cluster(T4, values={"kubeletPlugin": {"affinity": {"podAntiAffinity": anti}}})
+    assert dv.desired_values(c, L05)["kubeletPlugin"]["affinity"] == dict(dv.plugin_affinity(), podAntiAffinity=anti)
+
+
+def test_the_imex_socket_is_the_users_and_reported_so():
+    host = with_(GB200, nvlink={"mode": "host_imex", "imex_nodes": ["10.0.0.1", "10.0.0.2"]})
+    c = cluster(host, values={"resources": {"computeDomains": {"imex": {"hostSocketPath": "/run/imex.sock"}}}})
+    assert dv.desired_values(c, L05)["resources"]["computeDomains"]["imex"] == {
+        "mode": "hostManaged",
+        "hostSocketPath": "/run/imex.sock",
+    }
+    (override,) = dv.user_overrides(c, L05)
+    assert override["path"] == "resources.computeDomains.imex.hostSocketPath" and override["rule"] == "yours"
+
+
+def test_the_diff_header_says_which_lists_were_extended():
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.release import values_diff_entry
+
+    c = cluster(TEAM, values={"kubeletPlugin": {"tolerations": [GPU_TOL]}, "logVerbosity": "6"})
+    entry = values_diff_entry(c.dra_driver, None, None, dv.desired_values(c, L05), "dra-driver-nvidia-gpu")
+    assert entry["after_header"] == (
+        "desired values (dra-driver-nvidia-gpu 0.5.1); kubeletPlugin.tolerations extended by dra_driver.values "
+        "(1 entry, duplicates dropped)"
+    )
+    assert dv.merge_notes({"logVerbosity": "6"}) == []
