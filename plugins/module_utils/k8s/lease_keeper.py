@@ -16,7 +16,12 @@ its duration apart, and the holder stops working the moment it is lost:
   meanwhile, since taking it over writes another holder and releasing it deletes it;
 * after a loss, `check()` raises `LeaseLost` before the step's next write: every write goes through it
   (K8sClient.request, the Magnum client, helm), and so does every wait between two probes. What was written
-  before is a state the next run finishes (the cordon ledger, the MIG rollout, a pending helm release).
+  before is a state the next run finishes (the cordon ledger, the MIG rollout, a pending helm release);
+* the fence: `check()` also refuses once a whole duration has passed, by this process's monotonic clock, since the
+  last renewal that reached the server (counted from before its request was sent; at a step's start, from the
+  renewTime RunLease.hold read or the renewal it sent). A paused process (SIGSTOP, a frozen VM) resumes into a
+  refusal before its renewal thread has said anything, and the check costs no request. Between two steps no
+  thread of the run lives (each step is a worker process of its own): the next step's `hold` reads the lease.
 
 The keeper renews through its own K8sClient over the step client's connection pool (urllib3's pool is
 thread-safe; the client's retry state and run view are not shared).
