@@ -27,7 +27,7 @@ class RunLeaseModule(KubernetesModule):
         name=dict(type="str", default="gpupool-run"),
         namespace=dict(type="str", default="kube-system"),
         holder=dict(type="str"),
-        duration=dict(type="int", default=1800),
+        duration=dict(type="int", default=30),
         wait=dict(type="int", default=0),
         wait_sleep=dict(type="float", default=5.0),
     )

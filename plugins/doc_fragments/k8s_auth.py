@@ -83,6 +83,10 @@ options:
         background a third of its duration apart. Once a renewal finds it taken, deleted or released, or renewals
         fail for a whole lease duration, the task stops before its next write (and at the next look of a wait)
         and fails saying so; what it wrote before is finished by the next run.
+      - Every write is fenced. It is sent only if less than the lease duration has passed, by the process's
+        monotonic clock, since the last renewal that reached the server (no request is made for that check). A
+        task never takes the lease again; one that names another run, or was deleted or released, fails the task
+        before its first write, naming the holder.
       - playbooks/site.yml sets it for every task through C(module_defaults) (the nodegroups role passes it to
         M(gpupool.core.nodegroup), whose Magnum writes and drains it guards the same way). Omitted, no lease is
         looked at.

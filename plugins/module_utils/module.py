@@ -172,18 +172,22 @@ class GpupoolModule:
 
     def keep_run_lease(self, client: Any) -> None:
         """With O(run_lease): before anything else, make sure this run still holds its lease (a second run, or one
-        that took over an expired lease, stops here before writing), renewing it when it is getting old; then keep
-        it renewed in the background while the step runs (k8s/lease_keeper.py). Once it is lost, `client`'s next
-        write, and the next look of any wait, stops the step with a sentence."""
+        that took over an expired lease, stops here before writing; so does this run once its lease was taken,
+        deleted or released since its last step), renewing it when it is getting old; then keep it renewed in the
+        background while the step runs (k8s/lease_keeper.py). Once it is lost, or a whole duration has passed since
+        its last renewal by the monotonic clock (a paused process), `client`'s next write, and the next look of any
+        wait, stops the step with a sentence."""
         lease = self.params.get("run_lease")
         if not lease:
             return
         args = (lease["namespace"], lease["name"], lease["holder"], lease["duration"])
-        self.lease_result = RunLease(client, *args, check_mode=self.check_mode).hold()
+        held = RunLease(client, *args, check_mode=self.check_mode)
+        self.lease_result = held.hold()  # never takes it again: a lease this run lost stops the step here
         if self.check_mode:  # nothing is written, nothing to guard
             return
-        age = float(self.lease_result.get("age") or 0.0)
-        self.lease_keeper = LeaseKeeper(RunLease(keeper_client(client), *args), age=age).start()
+        # The fence before every write counts the lease's life from its last renewal by this process's monotonic
+        # clock: from the renewTime read just now, or from before the write that renewed it (k8s/lease_keeper.py).
+        self.lease_keeper = LeaseKeeper(RunLease(keeper_client(client), *args), renewed_at=held.renewed_at).start()
         client.write_guard = self.lease_keeper.check
 
     def hand_back_run_lease(self, client: Any) -> bool:

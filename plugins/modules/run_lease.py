@@ -48,10 +48,15 @@ options:
     type: str
   duration:
     description:
-      - Seconds the lease stays valid after each renewal (C(leaseDurationSeconds)). Longer than the longest step of
-        a run without a Kubernetes task (Magnum nodegroup waits); a killed run blocks others at most this long.
+      - Seconds the lease stays valid after each renewal (C(leaseDurationSeconds)). Every step renews it in the
+        background a third of this apart (a failed renewal is tried again 2 seconds later), so it need not cover a
+        step; a killed run blocks others at most this long, and an API server unreachable for longer than about two
+        thirds of it stops the step that was writing (the next run finishes its work).
+      - Before every write a step checks, by its own monotonic clock and without a request, that less than this has
+        passed since its last renewal that reached the server; a run paused longer (SIGSTOP, a frozen VM) stops
+        before writing, and a step never takes again a lease its run lost.
     type: int
-    default: 1800
+    default: 30
   wait:
     description: Seconds to wait for a lease another run holds (0 fails at once).
     type: int
@@ -112,7 +117,7 @@ lease:
   description: The lease as the other Kubernetes modules take it (their C(run_lease) option).
   returned: when O(state=acquired)
   type: dict
-  sample: {name: gpupool-run, namespace: kube-system, holder: gpupool@awx-runner-7/3f9a1c2e, duration: 1800}
+  sample: {name: gpupool-run, namespace: kube-system, holder: gpupool@awx-runner-7/3f9a1c2e, duration: 30}
 waited:
   description: Seconds spent waiting for another run's lease.
   returned: when O(state=acquired)

@@ -14,14 +14,23 @@ same MIG waves and fight over the same objects. The run takes a Lease first (def
 * held by another run and not expired -> `LeaseHeld`, a sentence naming the holder, when it was taken and
   renewed, and when it expires by itself; the caller may wait and try again.
 
+Each later step of the run only holds it (`hold`): it never takes it again. A lease that no longer names this run
+(taken over by another run, deleted, released) means this run lost it, whatever happened since - another run may
+have written meanwhile - so the step stops before its first write (`LeaseLost`). A lease past its expiry that still
+names this run is renewed: nobody took it meanwhile (taking it writes another holder, releasing deletes it), so no
+other run wrote. `renewed_at` is when, by this process's monotonic clock, the lease's life last started (before
+the request that renewed it was sent, or the lease's own renewTime as read): the step's fence counts from there
+(k8s/lease_keeper.py).
+
 Times are the controller's clock (UTC) in the Lease's MicroTime format; a run's clock only has to agree
-with another's within a fraction of the lease duration (minutes by default). Releasing deletes the Lease
+with another's within a fraction of the lease duration (30 s by default). Releasing deletes the Lease
 with the resourceVersion as precondition, so a lease another run took over meanwhile is never deleted.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError, NotFound
@@ -39,6 +48,16 @@ class LeaseHeld(K8sError):
         super().__init__(message, status=409, hint=hint)
         self.holder = holder
         self.expires_in = expires_in
+
+
+class LeaseLost(K8sError):
+    """This run no longer holds its run lease: the step stops before its next write."""
+
+
+LOST_HINT = (
+    "nothing is left that the next run cannot finish (the cordon ledger, the MIG rollout and a pending helm release "
+    "are taken over): wait for the run that holds the lease, then run again"
+)
 
 
 def utc_now() -> datetime.datetime:
@@ -150,11 +169,16 @@ class RunLease:
         run: str = "",
         check_mode: bool = False,
         clock: Callable[[], datetime.datetime] = utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client, self.namespace, self.name = client, namespace, name
         self.holder, self.duration, self.run = holder, int(duration), run or holder
         self.check_mode = check_mode
         self.clock = clock
+        self.monotonic = monotonic
+        # monotonic time the lease's life last started as this object saw it (before the write that renewed it, or
+        # its renewTime as read at a step's start); None until it took, renewed or held it
+        self.renewed_at: Optional[float] = None
 
     def _path(self, named: bool = True) -> str:
         return self.client.path(GROUP, VERSION, PLURAL, self.namespace, self.name if named else None)
@@ -178,6 +202,7 @@ class RunLease:
             if self.check_mode:  # check mode never writes: say what a real run would do
                 return {"action": "would be " + action, "holder": self.holder, "previous": _holder(lease)}
             body = lease_body(self.name, self.namespace, self.holder, self.duration, now, self.run, lease)
+            sent = self.monotonic()  # the lease lasts at most its duration from before the write is sent
             try:
                 if lease is None:
                     self.client.request("POST", self._path(named=False), query={"fieldManager": "gpupool"}, body=body)
@@ -185,6 +210,7 @@ class RunLease:
                     self.client.request("PUT", self._path(), query={"fieldManager": "gpupool"}, body=body)
             except Conflict:
                 continue  # another run wrote it between our read and our write: read again
+            self.renewed_at = sent
             return {
                 "action": action,
                 "holder": self.holder,
@@ -198,22 +224,55 @@ class RunLease:
         )
 
     def hold(self) -> Dict[str, Any]:
-        """For each step of a run: fail (LeaseHeld) unless this run holds the lease; renew it once a third of its
-        duration has passed since the last renewal (so a no-op step costs one read, no write)."""
+        """For each step of a run: fail unless this run holds the lease; renew it once a third of its duration has
+        passed since the last renewal (so a no-op step costs one read, no write). Never takes it again: a lease held
+        by another run raises LeaseHeld, one that names another (expired) holder or none (deleted, released) raises
+        LeaseLost - this run had it and lost it, and another run may have written since. Check mode took nothing
+        (run_lease wrote nothing), so there a free or expired lease is what a real run would take."""
         lease = self.read()
-        now = self.clock()
+        now, mono = self.clock(), self.monotonic()
         state, left = state_of(lease, self.holder, now)
+        if state == "held":
+            message, hint = held_message(lease, self.namespace, self.name, left)
+            raise LeaseHeld("this run lost its lease: " + message, _holder(lease), left, hint)
         if state != "mine":
-            if state == "held":
-                message, hint = held_message(lease, self.namespace, self.name, left)
-                raise LeaseHeld("this run lost its lease: " + message, _holder(lease), left, hint)
-            # free or expired: this run's lease was deleted or ran out meanwhile; take it again if nobody has
-            return self.acquire()
+            if self.check_mode:
+                return self.acquire()
+            raise LeaseLost(
+                lost_message(self.namespace, self.name, lease) + "; it stopped before its first write",
+                status=409,
+                hint=LOST_HINT,
+            )
         renewed = parse_time((lease.get("spec") or {}).get("renewTime")) or now
-        if (now - renewed).total_seconds() < self.duration / 3.0 or self.check_mode:
+        age = max(0.0, (now - renewed).total_seconds())
+        if age < self.duration / 3.0 or self.check_mode:
             # age: how long ago it was last renewed (the LeaseKeeper counts the lease's life from then)
-            return {"action": "held", "holder": self.holder, "age": max(0.0, (now - renewed).total_seconds())}
-        return self.acquire()
+            self.renewed_at = mono - age
+            return {"action": "held", "holder": self.holder, "age": age}
+        # old, or even past its expiry (this run was paused between two steps) but still naming this run: nobody
+        # took it meanwhile, so renewing it is safe; a lease taken between our read and our write is not taken back
+        return self.renew()
+
+    def renew(self) -> Dict[str, Any]:
+        """Renew a lease this run holds, or raise LeaseLost: never take it back once it is not ours any more."""
+        for _attempt in range(3):
+            current = self.read()
+            now = self.clock()
+            state, _left = state_of(current, self.holder, now)
+            if state != "mine":
+                raise LeaseLost(lost_message(self.namespace, self.name, current), status=409, hint=LOST_HINT)
+            body = lease_body(self.name, self.namespace, self.holder, self.duration, now, self.run, current)
+            sent = self.monotonic()
+            try:
+                self.client.request("PUT", self._path(), query={"fieldManager": "gpupool"}, body=body)
+            except Conflict:
+                continue  # written meanwhile (by whom, the next read says)
+            self.renewed_at = sent
+            return {"action": "renewed", "holder": self.holder, "renewed": microtime(now)}
+        raise K8sError(
+            "the run lease %s/%s kept changing while this run renewed it" % (self.namespace, self.name),
+            hint="another run is taking it; this run stops before its next write",
+        )
 
     def release(self) -> Dict[str, Any]:
         """Delete the lease if this run holds it (a lease another run took over is left alone)."""
@@ -232,6 +291,14 @@ class RunLease:
         except (NotFound, Conflict):
             return {"action": "not held", "holder": _holder(self.read())}
         return {"action": "released", "holder": self.holder}
+
+
+def lost_message(namespace: str, name: str, current: Optional[dict]) -> str:
+    """This run lost its lease: to whom (the holder the lease names now), or that it is gone."""
+    where = "%s/%s" % (namespace, name)
+    if _holder(current):  # held or expired, another run's now either way
+        return "this run lost its run lease %s to %s" % (where, _holder(current))
+    return "this run's run lease %s was deleted or released (by the run that took it over, or by hand)" % where
 
 
 def _holder(lease: Optional[dict]) -> Optional[str]:

@@ -16,7 +16,12 @@ its duration apart, and the holder stops working the moment it is lost:
   meanwhile, since taking it over writes another holder and releasing it deletes it;
 * after a loss, `check()` raises `LeaseLost` before the step's next write: every write goes through it
   (K8sClient.request, the Magnum client, helm), and so does every wait between two probes. What was written
-  before is a state the next run finishes (the cordon ledger, the MIG rollout, a pending helm release).
+  before is a state the next run finishes (the cordon ledger, the MIG rollout, a pending helm release);
+* the fence: `check()` also refuses once a whole duration has passed, by this process's monotonic clock, since the
+  last renewal that reached the server (counted from before its request was sent; at a step's start, from the
+  renewTime RunLease.hold read or the renewal it sent). A paused process (SIGSTOP, a frozen VM) resumes into a
+  refusal before its renewal thread has said anything, and the check costs no request. Between two steps no
+  thread of the run lives (each step is a worker process of its own): the next step's `hold` reads the lease.
 
 The keeper renews through its own K8sClient over the step client's connection pool (urllib3's pool is
 thread-safe; the client's retry state and run view are not shared).
@@ -29,48 +34,20 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional
 
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sClient, K8sError, NotFound
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import (
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sClient, K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import (  # noqa: F401 (LeaseLost: raised here)
+    LOST_HINT,
+    LeaseLost,
     RunLease,
-    _holder,
-    lease_body,
     microtime,
-    state_of,
 )
 
-
-class LeaseLost(K8sError):
-    """This run no longer holds its run lease: the step stops before its next write."""
+RETRY_PERIOD = 2.0  # after a failed renewal, the next try comes this soon (client-go's retry period), not a third later
 
 
 def renew(lease: RunLease) -> Dict[str, Any]:
     """Renew a lease this run holds, or raise LeaseLost: never take it back once it is not ours any more."""
-    for _attempt in range(3):
-        try:
-            current = lease.client.request("GET", lease._path())
-        except NotFound:
-            current = None
-        now = lease.clock()
-        state, _left = state_of(current, lease.holder, now)
-        if state != "mine":
-            raise LeaseLost(lost_message(lease, current, state), status=409)
-        body = lease_body(lease.name, lease.namespace, lease.holder, lease.duration, now, lease.run, current)
-        try:
-            lease.client.request("PUT", lease._path(), query={"fieldManager": "gpupool"}, body=body)
-        except Conflict:
-            continue  # written meanwhile (by whom, the next read says)
-        return {"action": "renewed", "renewed": microtime(now)}
-    raise K8sError(
-        "the run lease %s/%s kept changing while this run renewed it" % (lease.namespace, lease.name),
-        hint="another run is taking it; this run stops before its next write",
-    )
-
-
-def lost_message(lease: RunLease, current: Optional[dict], state: str) -> str:
-    where = "%s/%s" % (lease.namespace, lease.name)
-    if _holder(current):  # held or expired, another run's now either way
-        return "this run lost its run lease %s to %s" % (where, _holder(current))
-    return "this run's run lease %s was deleted or released" % where
+    return lease.renew()
 
 
 class LeaseKeeper:
@@ -83,6 +60,7 @@ class LeaseKeeper:
         monotonic: Callable[[], float] = time.monotonic,
         renew_once: Callable[[RunLease], Any] = renew,
         age: float = 0.0,
+        renewed_at: Optional[float] = None,
     ) -> None:
         self.lease = lease
         self.interval = float(interval if interval is not None else max(1.0, lease.duration / 3.0))
@@ -90,8 +68,13 @@ class LeaseKeeper:
         self._renew = renew_once
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        # the step checked (and renewed when old) the lease just before; `age` ago is when it was last renewed
-        self._last_renewed = monotonic() - max(0.0, float(age))
+        self.retry_period = min(self.interval, RETRY_PERIOD)
+        # The step checked (and renewed when old) the lease just before (RunLease.hold): its life counts from
+        # `renewed_at` (that RunLease's monotonic time), or from `age` seconds ago. The fence (`check`) counts from here.
+        if renewed_at is not None:
+            self._last_renewed = float(renewed_at)
+        else:
+            self._last_renewed = monotonic() - max(0.0, float(age))
         self.renewals = 0
         self.lost: Optional[str] = None
         self.lost_at: Optional[str] = None
@@ -109,20 +92,24 @@ class LeaseKeeper:
             self._thread.join(timeout=5.0)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval) and self.lost is None:
-            self.renew_now()
+        wait = self.interval
+        while not self._stop.wait(wait) and self.lost is None:
+            # a failed renewal is tried again soon: an API server hiccup shorter than the lease's remaining life is
+            # ridden out (a 30 s lease renewed every 10 s survives an outage of about 20 s)
+            wait = self.interval if self.renew_now() else self.retry_period
 
-    def renew_now(self) -> None:
-        """One renewal; a loss is remembered for `check()`. A failure that is not a loss (the API server did not
-        answer) becomes a loss only once the lease would have expired since the last renewal."""
+    def renew_now(self) -> bool:
+        """One renewal (True when it reached the server); a loss is remembered for `check()`. A failure that is not a
+        loss (the API server did not answer) becomes a loss only once the lease would have expired since the last
+        renewal."""
         if self.lost is not None:
-            return
+            return False
         started = self._monotonic()  # before the renewTime it writes: the lease lasts at most duration from here
         try:
             self._renew(self.lease)
         except LeaseLost as exc:
             self._lose(exc.message)
-            return
+            return False
         except (K8sError, OSError) as exc:
             self.last_error = getattr(exc, "message", None) or str(exc)
             if self._monotonic() - self._last_renewed >= self.lease.duration:
@@ -130,19 +117,27 @@ class LeaseKeeper:
                     "this run could not renew its run lease %s/%s for %ds (last error: %s); it may have expired and "
                     "been taken" % (self.lease.namespace, self.lease.name, self.lease.duration, self.last_error)
                 )
-            return
+            return False
         self.renewals += 1
         self.last_error = None
         self._last_renewed = started
+        return True
 
     def _lose(self, why: str) -> None:
         self.lost = why
         self.lost_at = microtime(datetime.datetime.now(datetime.timezone.utc))
 
     # ---- what the step calls -------------------------------------------------------------------------
+    def deadline(self) -> float:
+        """The monotonic time from which this run no longer holds its lease unless a renewal reaches the server."""
+        return self._last_renewed + self.lease.duration
+
     def check(self, what: str = "") -> None:
-        """Before a write (or between two looks of a wait): raise LeaseLost once the lease is lost."""
-        if self.lost is None and self._monotonic() - self._last_renewed >= self.lease.duration:
+        """The fence, before every write (and between two looks of a wait): raise LeaseLost once the lease is lost,
+        or once a whole duration has passed since the last renewal that reached the server (counted from before its
+        request was sent, by this process's monotonic clock: a process paused by SIGSTOP, a frozen VM or a long GC
+        pause finds its lease gone here, whatever its renewal thread did not get to say). Costs no request."""
+        if self.lost is None and self._monotonic() >= self.deadline():
             # the renewal thread is late or its request hangs: the lease may have expired and been taken already
             self._lose(
                 "this run's run lease %s/%s went unrenewed for %ds (last error: %s); it may have expired and been "
@@ -153,8 +148,7 @@ class LeaseKeeper:
         raise LeaseLost(
             "%s (noticed %s); it stopped before %s" % (self.lost, self.lost_at, what or "its next write"),
             status=409,
-            hint="nothing is left that the next run cannot finish (the cordon ledger, the MIG rollout and a pending "
-            "helm release are taken over): wait for the run that holds the lease, then run again",
+            hint=LOST_HINT,
         )
 
 

@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, NotFound
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import (
     LeaseHeld,
+    LeaseLost,
     RunLease,
     lease_body,
     microtime,
@@ -74,8 +75,10 @@ class Script:
         return self.current
 
 
-def run_lease(client, holder="me", check=False):
-    return RunLease(client, "kube-system", "gpupool-run", holder, 60, check_mode=check, clock=lambda: NOW)
+def run_lease(client, holder="me", check=False, monotonic=lambda: 1000.0):
+    return RunLease(
+        client, "kube-system", "gpupool-run", holder, 60, check_mode=check, clock=lambda: NOW, monotonic=monotonic
+    )
 
 
 def test_acquire_creates_takes_renews_and_refuses_naming_the_holder():
@@ -118,3 +121,48 @@ def test_a_step_of_a_run_whose_lease_was_taken_over_stops():
     assert run_lease(fresh).hold()["action"] == "held" and fresh.writes == []  # a young lease is not rewritten
     old = Script(lease("me", 30))  # a third of 60 s has passed: renewed
     assert run_lease(old).hold()["action"] == "renewed" and old.writes[0][0] == "PUT"
+
+
+@pytest.mark.parametrize(
+    "current, words",
+    [
+        (None, "kube-system/gpupool-run was deleted or released"),  # the run that took it over finished
+        (lease("", 0), "kube-system/gpupool-run was deleted or released"),
+        (lease("second", 90), "lost its run lease kube-system/gpupool-run to second"),  # taken, then let expire
+    ],
+)
+def test_a_step_never_takes_again_a_lease_its_run_lost_in_between(current, words):
+    """Issue #32: a run paused between two steps (SIGSTOP) whose lease expired, was taken by a second run and then
+    released (or left to expire) used to take it again at its next step and write on. Now the step stops, writes
+    nothing, and says whose it is (or that it is gone)."""
+    client = Script(current)
+    with pytest.raises(LeaseLost) as err:
+        run_lease(client).hold()
+    assert words in err.value.message and "stopped before its first write" in err.value.message
+    assert client.writes == []
+
+
+def test_check_mode_steps_take_nothing_and_say_what_a_real_run_would_do():
+    client = Script()  # run_lease in check mode wrote nothing: the lease is free
+    assert run_lease(client, check=True).hold()["action"] == "would be created" and client.writes == []
+
+
+def test_our_own_lease_past_its_expiry_at_a_steps_start_is_renewed_and_counts_from_before_the_renewal():
+    """Paused between two steps past its expiry, nobody took it (it still names this run): no other run wrote, so
+    the step renews it (with the resourceVersion it read) and its life counts from before that write was sent."""
+    ticks = iter([500.0, 501.0])  # after the step's read, just before the renewal's PUT
+    client = Script(lease("me", 300))
+    held = run_lease(client, monotonic=lambda: next(ticks))
+    assert held.hold()["action"] == "renewed" and held.renewed_at == 501.0
+    ((method, body),) = client.writes
+    assert method == "PUT" and body["metadata"]["resourceVersion"] == "7"
+    client = Script(lease("me", 300))
+    client.race = lease("second", 0)  # a second run takes it between our read and our write: not taken back
+    with pytest.raises(LeaseLost, match="to second"):
+        run_lease(client).hold()
+    assert len(client.writes) == 1
+
+
+def test_a_young_lease_at_a_steps_start_counts_its_life_from_its_renew_time():
+    held = run_lease(Script(lease("me", 5)), monotonic=lambda: 1000.0)
+    assert held.hold()["action"] == "held" and held.renewed_at == 995.0  # renewed 5 s before the read

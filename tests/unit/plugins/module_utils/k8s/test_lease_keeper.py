@@ -250,3 +250,79 @@ def test_a_magnum_write_after_the_loss_is_never_sent_nor_retried_as_a_connection
         client.resize("k8s", "gpu-a", 0, ["node-1"])
     assert "stopped before POST /clusters/k8s/actions/resize" in exc.value.message
     assert sent == [("GET", "/clusters/k8s/nodegroups/gpu-a")] and slept == []
+
+
+@given(
+    st.floats(min_value=0.0, max_value=59.0),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["renewal", "write"]),
+            st.floats(min_value=0.0, max_value=90.0),  # the time since the previous event (a SIGSTOP: any of it)
+            st.floats(min_value=0.0, max_value=30.0),  # how long a renewal's request took to answer
+            st.sampled_from(["ok", "down", "lost"]),
+        ),
+        max_size=15,
+    ),
+)
+def test_the_fence_never_lets_a_write_through_a_whole_duration_after_the_last_renewal_was_sent(age, events):
+    """Property (issue #32, client-go's leader election rule): whatever the renewals do, however long the process
+    is paused between two events, and however long a renewal's request hangs, a write is allowed only at a monotonic
+    time before (the send time of the last renewal that reached the server) + the lease duration. The step's
+    start counts as a renewal `age` seconds before it (the renewTime it read)."""
+    clock = Clock()
+    clock.now = 100.0
+    outcomes = []
+
+    def renew_once(_lease):
+        took, outcome = outcomes.pop(0)
+        clock.now += took
+        if outcome == "down":
+            raise K8sError("cannot reach the Kubernetes API", status=0)
+        if outcome == "lost":
+            raise LeaseLost("this run lost its run lease kube-system/gpupool-run to other")
+
+    lease_ = run_lease(Script(lease("me", 0)))
+    keeper = LeaseKeeper(lease_, monotonic=clock, renew_once=renew_once, renewed_at=clock.now - age)
+    last_sent, lost = clock.now - age, False
+    for kind, pause, took, outcome in events:
+        clock.now += pause
+        if kind == "renewal":
+            sent = clock.now
+            outcomes.append((took, outcome))
+            keeper.renew_now()
+            if keeper.lost is None and outcome == "ok":
+                last_sent = sent
+            lost = lost or outcome == "lost"
+            continue
+        try:
+            keeper.check("a write")
+            allowed = True
+        except LeaseLost:
+            allowed = False
+        if allowed:
+            assert clock.now < last_sent + 60.0 and not lost
+        else:
+            assert keeper.lost is not None  # once refused, refused for good: no later write either
+
+
+def test_the_keeper_starts_from_the_renewal_the_step_saw_and_retries_a_failed_renewal_soon():
+    clock = Clock()
+    clock.now = 1000.0
+    keeper = LeaseKeeper(run_lease(Script(lease("me", 0))), monotonic=clock, renewed_at=950.0)
+    clock.now = 1009.9
+    keeper.check()
+    clock.now = 1010.0  # 60 s after the renewal the step saw, not 60 s after the keeper started
+    with pytest.raises(LeaseLost, match="went unrenewed for 60s"):
+        keeper.check()
+    waits, results = [], [False, True]  # a renewal that failed, one that reached the server
+
+    class Stop:
+        def wait(self, seconds):
+            waits.append(seconds)
+            return not results
+
+    keeper = LeaseKeeper(run_lease(Script(lease("me", 0))))
+    keeper._stop = Stop()
+    keeper.renew_now = lambda: results.pop(0)
+    keeper._loop()
+    assert waits == [20.0, 2.0, 20.0]  # a third of 60 s; after a failure, the retry period
