@@ -213,9 +213,7 @@ AS_WRITTEN = CORPUS / "as-written"
 VALID_AS_WRITTEN = Path(ROOT) / "tests" / "data" / "valid" / "as-written"
 
 
-def test_inventory_files_are_read_as_written_by_a_real_site_run_that_requests_nothing(
-    control_plane, magnum, tmp_path
-):
+def test_inventory_files_are_read_as_written_by_a_real_site_run_that_requests_nothing(control_plane, magnum, tmp_path):
     """Each file of tests/data/malformed/as-written is a host's real host_vars file (never re-dumped: a dump would
     write 8 for 010); one site.yml run refuses every host at the file, line and key of the scalar, with the form
     to write, and sends not one request to Kubernetes or Magnum."""
