@@ -36,7 +36,7 @@ author:
 requirements:
   - pydantic >= 2.6
   - kubernetes >= 31.0.0 (Python client, for O(sources=kubernetes))
-  - openstacksdk >= 1.0.0 (for O(sources=magnum))
+  - openstacksdk >= 4.0.0 (for O(sources=magnum))
 extends_documentation_fragment:
   - constructed
 options:
