@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 name: pools
 short_description: GPU clusters and the nodes of their pools as Ansible hosts and groups
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Reads GPU-pool cluster descriptions (the C(gpupool_cluster) data of the collection's C(docs/inventory.md)),
     validates each with the collection's pool model and expands it into hosts and groups.
@@ -108,7 +108,8 @@ plugin: gpupool.core.pools
 cluster_files:
   - example/host_vars/*/gpupool.yml
 
-# Inline, reading nodes from Kubernetes only, with an extra group per GPU model
+---
+# Another file: inline clusters, reading nodes from Kubernetes only, with an extra group per GPU model
 plugin: gpupool.core.pools
 clusters:
   - name: lab
