@@ -141,7 +141,7 @@ def test_the_tarball_holds_no_site_data_secrets_or_test_output(built):
 ALLOWED = [
     r"MANIFEST\.json|FILES\.json|README\.md|COPYING|requirements\.txt",
     r"meta/(runtime|execution-environment)\.yml",
-    r"plugins/.+\.py",
+    r"plugins/.+\.(py|yml|yaml)",  # filter plugins' documentation is YAML beside them
     r"roles/[a-z_]+/.+\.(yml|yaml|md|j2)",
     r"playbooks/[^/]+\.(yml|yaml)",
     r"docs/.+\.(md|yml|yaml|png)",
@@ -208,6 +208,7 @@ def test_the_tarball_holds_what_a_user_runs(built):
         "playbooks/clusters_matched.yml",
         "plugins/modules/validate.py",
         "plugins/filter/pool_names.py",
+        "plugins/filter/pool_names.yml",
         "roles/nodegroups/tasks/main.yml",
         "roles/nodegroups/README.md",
         "meta/runtime.yml",
