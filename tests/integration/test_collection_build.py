@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -194,6 +195,20 @@ def test_no_shipped_doc_calls_a_shipped_role_missing(built):
         for match in missing.finditer(" ".join(text.split()))  # a sentence may wrap anywhere
     ]
     assert wrong == []
+
+
+def test_every_relative_link_in_a_shipped_doc_reaches_a_shipped_file(built):
+    tarball, _ = built
+    files = shipped_files(tarball)
+    folders = {posixpath.dirname(name) for name in files}
+    broken = []
+    for name, text in files.items():
+        if name.endswith(".md"):
+            for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(name), link)).rstrip("/")
+                if not re.match(r"[a-z]+:", link) and target not in files and target not in folders:
+                    broken.append("%s -> %s" % (name, link))
+    assert broken == [], "links to what does not ship: %s" % broken
 
 
 def test_the_tarball_holds_what_a_user_runs(built):
