@@ -180,8 +180,8 @@ def readme(role: str) -> str:
         lines += ["- `tasks_from: %s` - %s" % (stem, markdown(text)) for stem, text in others] + [""]
     lines += ["## Example", ""] + example(role, entry_points) + [""]
     lines += [
-        "The collection's README.md lists the playbooks that run every role in order (`playbooks/site.yml`), and "
-        "docs/playbooks.md says what each one does.",
+        "The playbook `gpupool.core.site` runs every role in order (`ansible-playbook -i <inventory> gpupool.core.site`), "
+        "and the collection's docs/playbooks.md says what each playbook does.",
         "",
     ]
     return "\n".join(lines)

@@ -68,7 +68,7 @@ options:
     aliases: [endpoint_type]
 requirements:
   - python >= 3.9
-  - openstacksdk >= 1.0.0
+  - openstacksdk >= 4.0.0
 notes:
   - The options follow the C(openstack.cloud) collection, so C(module_defaults) with
     C(group/gpupool.core.openstack) can set them once for every OpenStack module of this collection.

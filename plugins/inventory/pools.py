@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 name: pools
 short_description: GPU clusters and the nodes of their pools as Ansible hosts and groups
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Reads GPU-pool cluster descriptions (the C(gpupool_cluster) data of the collection's C(docs/inventory.md)),
     validates each with the collection's pool model and expands it into hosts and groups.
@@ -36,7 +36,7 @@ author:
 requirements:
   - pydantic >= 2.6
   - kubernetes >= 31.0.0 (Python client, for O(sources=kubernetes))
-  - openstacksdk >= 1.0.0 (for O(sources=magnum))
+  - openstacksdk >= 4.0.0 (for O(sources=magnum))
 extends_documentation_fragment:
   - constructed
 options:
@@ -108,7 +108,8 @@ plugin: gpupool.core.pools
 cluster_files:
   - example/host_vars/*/gpupool.yml
 
-# Inline, reading nodes from Kubernetes only, with an extra group per GPU model
+---
+# Another file: inline clusters, reading nodes from Kubernetes only, with an extra group per GPU model
 plugin: gpupool.core.pools
 clusters:
   - name: lab

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: compute_domain
 short_description: Converge the ComputeDomains of multi-node NVLink GPU pools
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - For each present pool with C(nvlink.mode=compute_domain) or C(nvlink.mode=host_imex) (GB200 NVL72 and other
     multi-node NVLink GPUs; with host-managed IMEX the driver still hands out the domain's channel), converges

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: device_class
 short_description: Publish the DRA DeviceClasses of GPU pools
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Generates the C(resource.k8s.io) DeviceClasses of each pool from the validated GPU-pool inventory and converges
     them with server-side apply (field manager C(gpupool)).

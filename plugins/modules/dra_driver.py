@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: dra_driver
 short_description: Install and keep right the NVIDIA DRA driver (Helm) the GPU pools need
-version_added: "0.2.0"
+version_added: "1.0.0"
 description:
   - Drives the C(helm) binary to install, upgrade or uninstall the NVIDIA DRA driver chart (C(dra-driver-nvidia-gpu))
     as the cluster's C(dra_driver) settings and pools say. Supported driver lines are 0.4.x and 0.5.x; the

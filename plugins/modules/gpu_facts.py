@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: gpu_facts
 short_description: Read the GPUs of a node through NVML (identity, MIG state, fabric clique)
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Reads every NVIDIA GPU of the host, or the listed indices, through NVML with the C(pynvml) bindings
     (PyPI C(nvidia-ml-py)) - no GPU Operator and no C(nvidia-smi) needed. Use it on bare-metal and Slurm nodes,

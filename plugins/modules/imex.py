@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: imex
 short_description: Put the host NVIDIA IMEX service of a multi-node NVLink node in the mode its pool uses
-version_added: "0.2.0"
+version_added: "1.0.0"
 description:
   - Runs on a GPU node of a multi-node NVLink pool (GB200/GB300 NVL72) and makes the host
     C(nvidia-imex.service) match how the NVIDIA DRA driver handles IMEX for that pool.

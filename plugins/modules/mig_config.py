@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: mig_config
 short_description: Apply a MIG layout on a node's GPUs through NVML
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Converges the MIG configuration of the host's NVIDIA GPUs through NVML with the C(pynvml) bindings (PyPI
     C(nvidia-ml-py)), without the GPU Operator or C(nvidia-mig-parted) - for bare-metal and Slurm nodes.

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: mig_layout
 short_description: Roll out the static MIG layouts of GPU pools through NVIDIA's MIG manager
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - For each pool in scope with C(mig.mode=static), writes the pool's C(nvidia-mig-parted) config into the MIG
     manager's ConfigMap and switches the pool's nodes to it, a few nodes at a time.

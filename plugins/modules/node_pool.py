@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: node_pool
 short_description: Label and taint the Kubernetes nodes of GPU pools and wait for them to be Ready
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Finds each pool's nodes, applies the pool's labels and taints, and optionally waits until enough of them are Ready.
   - "Nodes of a pool: those matching the pool's C(node_selector) (every label); else those whose Magnum nodegroup

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: nodegroup
 short_description: Create, resize, update and delete the OpenStack Magnum nodegroups of GPU pools
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Makes the Magnum nodegroups of a cluster's GPU pools match the inventory, through the Magnum nodegroup API
     (C(/v1/clusters/{cluster}/nodegroups)), which neither openstacksdk nor the C(openstack.cloud) collection cover.

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: nodegroup_info
 short_description: List the nodegroups of an OpenStack Magnum cluster
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Lists the nodegroups of a Magnum cluster through the Magnum nodegroup API, or shows one of them.
   - "Sends C(OpenStack-API-Version: container-infra <version>) with the highest microversion the server and the

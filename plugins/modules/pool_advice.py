@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: pool_advice
 short_description: Say why GPU claims wait, and the smallest pool change that serves them
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Reads Nodes, ResourceSlices, ResourceClaims, DeviceClasses and Pods (one LIST each) and says, for every
     ResourceClaim that is not allocated, why it waits - no DeviceClass of that name; the class selects no device

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: pool_info
 short_description: Report what the GPU pools look like in the cluster, and where it differs from the inventory
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Reads Nodes, ResourceSlices and ResourceClaims (one LIST each) and reports, for each present pool in scope,
     its nodes (Ready, MIG config and state), the GPUs and MIG devices (by profile) the NVIDIA DRA driver publishes

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: resource_claim_template
 short_description: Give tenant namespaces ResourceClaimTemplates over the GPU pools' DeviceClasses
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Creates C(resource.k8s.io) ResourceClaimTemplates in tenant namespaces so workloads can ask for a pool's GPUs
     with C(resourceClaims[].resourceClaimTemplateName) and converges them with server-side apply

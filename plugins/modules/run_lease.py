@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: run_lease
 short_description: Take or release the cluster's gpupool run lease, so two runs never converge one cluster at once
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Two runs of C(playbooks/site.yml) on one cluster (an AWX job launched twice, two operators) would roll the same
     MIG waves and fight over the same objects. Each run first takes a C(coordination.k8s.io/v1) Lease (default

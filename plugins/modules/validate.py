@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: validate
 short_description: Validate a GPU-pool inventory and return it normalized
-version_added: "0.1.0"
+version_added: "1.0.0"
 description:
   - Checks the C(gpupool_cluster) inventory structure against the GPU-pool model before anything is touched.
   - Rejects unknown keys (with a did-you-mean hint), duplicate or non-DNS pool names, node counts outside

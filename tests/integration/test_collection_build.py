@@ -1,5 +1,7 @@
-"""Packaging: the tarball `ansible-galaxy collection build` makes holds no site data, secrets or test output,
-and installed from the tarball alone into a clean path the collection validates the example inventory.
+"""Packaging: the tarball `ansible-galaxy collection build` makes holds only what galaxy.yml's allow-list
+(`manifest:`) names - no site data, secrets, test bed, developer tests or test output - nothing in it imports
+what does not ship, its docs do not speak of shipped parts as missing, and installed from the tarball alone
+into a clean path the collection validates the example inventory.
 
 A checkout that has been used holds files git ignores but ansible-galaxy does not read .gitignore: the
 sandbox's inventory (its real writer, testbed.sandbox.Sandbox.write_inventory, puts a kubeconfig path and
@@ -9,7 +11,10 @@ molecule and ansible-runner output. The test copies the checkout, plants each of
 
 from __future__ import annotations
 
+import ast
 import os
+import posixpath
+import re
 import shutil
 import subprocess
 import sys
@@ -73,6 +78,19 @@ def plant(tree: Path, magnum) -> list[str]:
         "ansible.log": "password: secret\n",
         "gpupool-core-0.0.9.tar.gz": "old build\n",
         "plugins/modules/__pycache__/validate.cpython-311.pyc": "bytecode\n",
+        # Credentials under the names they have in the wild, at the top and inside shipped folders.
+        "admin.conf": "users: [{user: {client-key-data: c2VjcmV0}}]\n",
+        "id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+        "roles/nodegroups/files/id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+        "docs/admin.conf": "users: [{user: {client-key-data: c2VjcmV0}}]\n",
+        "inventories/example/group_vars/x/secret.yml": "password: secret\n",
+        "inventories/example/host_vars/cern-gpu/secret.yml": "password: secret\n",
+        # Shipped folders: ansible-runner output and dot directories in them, and the molecule test beds.
+        "extensions/awx/artifacts/4f3c/stdout": "password: secret\n",
+        "extensions/awx/artifacts/4f3c/job_events/1.json": "{}\n",
+        "extensions/awx/project/.cache/facts.yml": "password: secret\n",
+        "roles/nodegroups/tasks/.ansible/state.yml": "password: secret\n",
+        "extensions/molecule/default/molecule.yml": "password: secret\n",
     }
     for name, text in site.items():
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +138,79 @@ def test_the_tarball_holds_no_site_data_secrets_or_test_output(built):
     assert leaks == [], "secrets or site paths in: %s" % leaks
 
 
+# What may ship (the test's own statement of galaxy.yml's allow-list): a path matches one of these in full.
+ALLOWED = [
+    r"MANIFEST\.json|FILES\.json|README\.md|COPYING|requirements\.txt",
+    r"meta/(runtime|execution-environment)\.yml",
+    r"plugins/.+\.(py|yml|yaml)",  # filter plugins' documentation is YAML beside them
+    r"roles/[a-z_]+/.+\.(yml|yaml|md|j2)",
+    r"playbooks/[^/]+\.(yml|yaml)",
+    r"docs/.+\.(md|yml|yaml|png)",
+    r"changelogs/.+\.(yml|yaml)",
+    r"inventories/example/hosts\.yml|inventories/example/host_vars/[^/]+/gpupool\.yml",
+    r"extensions/(?!molecule/).+\.(yml|yaml|json|md|txt|j2|py|cfg)",
+    r"tests/config\.yml|tests/sanity/[^/]+\.txt",
+]
+# Top-level packages of the repository that never ship: importing one from a shipped file breaks the installed copy.
+NOT_SHIPPED_PACKAGES = {"testbed", "tests", "tools", "bench", "conftest"}
+
+
+def shipped_files(tarball: Path) -> dict[str, str]:
+    with tarfile.open(tarball) as tar:
+        return {m.name: tar.extractfile(m).read().decode(errors="replace") for m in tar.getmembers() if m.isfile()}
+
+
+def test_the_tarball_holds_only_what_the_allow_list_names(built):
+    tarball, _ = built
+    outside = [name for name in shipped_files(tarball) if not any(re.fullmatch(p, name) for p in ALLOWED)]
+    assert outside == [], "shipped outside the allow-list: %s" % outside
+
+
+def test_no_shipped_python_file_imports_what_does_not_ship(built):
+    tarball, _ = built
+    wrong = []
+    for name, text in shipped_files(tarball).items():
+        if name.endswith(".py"):
+            for node in ast.walk(ast.parse(text, name)):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and node.level == 0:
+                    modules = [node.module or ""]
+                wrong += ["%s: %s" % (name, m) for m in modules if m.split(".")[0] in NOT_SHIPPED_PACKAGES]
+    assert wrong == []
+
+
+def test_no_shipped_doc_calls_a_shipped_role_missing(built):
+    tarball, _ = built
+    files = shipped_files(tarball)
+    roles = {name.split("/")[1] for name in files if name.startswith("roles/")}
+    assert "dra_driver" in roles
+    missing = re.compile(
+        r"(role|step|module)s? (arrives|will arrive|has not arrived|is not (here|written) yet)|until then,? (install|upgrade)",
+        re.I,
+    )
+    wrong = [
+        "%s: ...%s..." % (name, match.group(0))
+        for name, text in files.items()
+        if name.endswith(".md")
+        for match in missing.finditer(" ".join(text.split()))  # a sentence may wrap anywhere
+    ]
+    assert wrong == []
+
+
+def test_every_relative_link_in_a_shipped_doc_reaches_a_shipped_file(built):
+    tarball, _ = built
+    files = shipped_files(tarball)
+    folders = {posixpath.dirname(name) for name in files}
+    broken = []
+    for name, text in files.items():
+        if name.endswith(".md"):
+            for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(name), link)).rstrip("/")
+                if not re.match(r"[a-z]+:", link) and target not in files and target not in folders:
+                    broken.append("%s -> %s" % (name, link))
+    assert broken == [], "links to what does not ship: %s" % broken
+
+
 def test_the_tarball_holds_what_a_user_runs(built):
     tarball, _ = built
     with tarfile.open(tarball) as tar:
@@ -132,6 +223,7 @@ def test_the_tarball_holds_what_a_user_runs(built):
         "playbooks/clusters_matched.yml",
         "plugins/modules/validate.py",
         "plugins/filter/pool_names.py",
+        "plugins/filter/pool_names.yml",
         "roles/nodegroups/tasks/main.yml",
         "roles/nodegroups/README.md",
         "meta/runtime.yml",
@@ -140,8 +232,8 @@ def test_the_tarball_holds_what_a_user_runs(built):
         "README.md",
     ]:
         assert name in names, name
-    # AWX as code runs from a checkout and needs awx.awx, which the collection does not declare (docs/awx.md).
-    assert not [name for name in names if name == "awx" or name.startswith("awx/")]
+    # Nothing of the repository's test bed or developer tests (tests/config.yml is ansible-test's configuration).
+    assert not [n for n in names if n.startswith(("testbed", "tests/unit", "tests/integration", "extensions/molecule"))]
 
 
 def test_installed_from_the_tarball_it_validates_the_example_inventory(built, tmp_path):

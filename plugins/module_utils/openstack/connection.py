@@ -27,7 +27,7 @@ except ImportError:
     HAS_OPENSTACKSDK = False
     OPENSTACKSDK_IMPORT_ERROR = traceback.format_exc()
 
-MINIMUM_SDK_VERSION = "1.0.0"
+MINIMUM_SDK_VERSION = "4.0.0"  # requirements.txt's floor (tests/unit/plugins/test_documented_requirements.py)
 APP_NAME = "gpupool.core"
 
 # Options that only make sense with a named cloud / environment, not with a cloud dict.
