@@ -19,7 +19,9 @@ DEDICATED = {"key": "dedicated", "value": "b", "effect": "NoSchedule"}
 
 
 class OwnersBed(Bed):
-    """Bed's team-a inventory (owner team-a) and a team-b inventory with a pool of its own on one more node."""
+    """Bed's team-a inventory (owner team-a, a pool tainted example.com/team) and a team-b inventory with a pool
+    of its own on one more node, without that taint: team-b's own values would drop team-a's toleration (what an
+    upgrade by team-b did before the release had an owner), yet the release serves team-b's pool as it is."""
 
     def __init__(self, sandbox, repo, tmp_path_factory):
         super().__init__(sandbox, repo, tmp_path_factory)
@@ -27,7 +29,7 @@ class OwnersBed(Bed):
         self.b_pool = "drv-b-%s" % self.tag
         self.b_node = "%s-0" % self.b_pool
         sandbox.nodes.register_node(
-            self.b_node, "g4.p2.40g", labels={"gpupool.io/pool": self.b_pool}, taints=[GPU_TAINT, TEAM_TAINT]
+            self.b_node, "g4.p2.40g", labels={"gpupool.io/pool": self.b_pool}, taints=[GPU_TAINT]
         )
         self.team_b = {
             "name": "drv-b",
@@ -39,7 +41,6 @@ class OwnersBed(Bed):
                     "name": self.b_pool,
                     "node_selector": {"gpupool.io/pool": self.b_pool},
                     "gpu": {"model": "A100-40GB", "per_node": 2},
-                    "taints": [TEAM_TAINT],
                 }
             ],
         }
@@ -92,8 +93,11 @@ def installed(bed):
 
 def test_an_owner_whose_pools_the_release_serves_writes_nothing_in_check_mode_or_converge(bed, installed):
     before, values = bed.revision(), bed.values()
+    tolerated = {t["key"] for t in values["kubeletPlugin"]["tolerations"]}
     for check in (True, False):
         res, window = bed.run(bed.team_b, check=check, diff=check)
+        # team-b alone would install other values (no example.com/team toleration): an upgrade would drop it
+        assert {t["key"] for t in res["values"]["kubeletPlugin"]["tolerations"]} < tolerated
         assert not res.get("failed"), res.get("msg")
         assert res["changed"] is False and res["reasons"] == [], res
         assert res["owner"]["owner"] == "team-a" and res["owner"]["mine"] is False and res["owner"]["serves"]
@@ -149,7 +153,10 @@ def test_a_release_without_an_owner_is_adopted_once_by_the_first_owner_that_runs
     # adopted once: team-b's next run changes nothing; team-a's release is now team-b's, so team-a is compared
     again, window = bed.run(bed.team_b)
     assert again["changed"] is False and writes(window) == [] and bed.revision() == before + 1
+    # team-b's values have no toleration of team-a's example.com/team taint: team-a is refused, naming team-b
     a_run, window = bed.run()
-    assert not a_run.get("failed") and a_run["changed"] is False, a_run.get("msg")
+    msg = " ".join(a_run["msg"].split())
+    assert a_run.get("failed") and "is owned by 'team-b'" in msg, msg
+    assert "a kubelet-plugin toleration of taint example.com/team=ml:NoSchedule for pool %s" % bed.pool in msg, msg
     assert a_run["owner"]["owner"] == "team-b" and a_run["owner"]["mine"] is False
     assert writes(window) == [] and bed.revision() == before + 1
