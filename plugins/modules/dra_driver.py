@@ -44,6 +44,17 @@ description:
     it) does this, since then no other gpupool run's helm can still be working on the release. A pending revision that
     gpupool did not make (each gpupool upgrade labels its revision C(gpupool.io/run)) is refused with a sentence
     until it is 10 minutes old: a person's or another tool's helm may still be running."
+  - "The release is one per cluster and has one owner, the inventory (C(gpupool_cluster.owner)) that installed or
+    adopted it, recorded as the Helm release label C(gpupool.io/owner) (C(helm upgrade --labels); Helm keeps it on
+    the Secret of each revision). A release of another owner is never written, in check mode or not: its values
+    (C(helm get values --all)) are compared with what this inventory's present pools need - the chart and version,
+    the feature gates they need, a kubelet-plugin toleration of each NoSchedule/NoExecute taint of theirs,
+    ComputeDomains and the IMEX mode for multi-node NVLink pools, C(nvidiaDriverRoot), the plugin's pool-label
+    affinity and every other key of C(dra_driver.values). Nothing missing: the step is ok (changed=false) and only
+    waits for the rollout on this inventory's pool nodes. Something missing: it fails before any write, naming the
+    owner and each difference. O(state=absent) leaves another owner's release (and CRDs) installed, with a warning.
+    A release with no owner record (installed by hand, or by a gpupool from before owners) is adopted by the first
+    owner that runs: the upgrade that records it is one of RV(reasons)."
   - When the step is cancelled (SIGTERM from an AWX cancel, Ctrl-C) while helm runs, helm gets SIGTERM and
     20 seconds to record the release as failed (the next run upgrades over it) before it is killed.
 author:
@@ -167,7 +178,8 @@ values:
   returned: state=present
   type: dict
 values_diff:
-  description: Each value that differs between the deployed release and the desired values.
+  description: Each value that differs between the deployed release and the desired values (empty for another
+    owner's release, which is never upgraded).
   returned: state=present
   type: list
   elements: dict
@@ -178,6 +190,15 @@ user_overrides:
   returned: state=present
   type: list
   elements: dict
+owner:
+  description: Whose release it is - C(owner) (the C(gpupool.io/owner) of the release, this inventory's owner after
+    an install or adoption), C(mine), C(adopted) (this run recorded the owner on a release that had none),
+    C(serves) (for another owner's release, whether it has everything this inventory's pools need) and
+    C(missing) (each thing it lacks - C(need), C(for) (the pools or inventory key), C(release_has)).
+  returned: state=present, and state=absent when another owner's release was left
+  type: dict
+  sample: {owner: team-a, mine: false, adopted: false, serves: false, missing: [{need: gate DynamicMIG on,
+           for: "pools[0] (a100).mig.mode", release_has: "off"}]}
 crds:
   description: The chart's CRDs applied (or dry-run applied) before the upgrade, with whether each changed.
   returned: when an install or upgrade ran

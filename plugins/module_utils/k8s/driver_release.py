@@ -46,6 +46,19 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.release i
     upgrade_reasons,
     values_diff_entry,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.release_owner import (
+    FOREIGN,
+    UNOWNED,
+    adopt_reason,
+    driver_needs,
+    foreign_summary,
+    missing,
+    own_summary,
+    owner_labels,
+    ownership,
+    refusal,
+    release_owner,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.driver.values import (
     desired_values,
     user_overrides,
@@ -173,15 +186,21 @@ class DriverRelease:
     def crd_exists(self, name: str) -> bool:
         return self.engine.get(CUSTOM_RESOURCE_DEFINITION, name) is not None
 
-    def coexistence(self, pool_nodes) -> str:
-        """GPU Operator facts; refuses, or labels pool nodes, when its device plugin would run on them. Returns
-        the driver root the chart is given."""
+    def operator_view(self):
+        """GPU Operator facts (read only): (facts, the driver root the chart is given, the step's report)."""
         engine, s = self.engine, self.settings
         policies = engine.list(CLUSTER_POLICY) if engine.version(CLUSTER_POLICY, required=False) else []
         facts = operator.operator_facts(policies)
         explicit = "nvidia_driver_root" in s.model_fields_set
         root = operator.driver_root(facts, s.nvidia_driver_root, explicit)
-        report = dict(facts, driver_root=root, nodes_labelled=[])
+        return facts, root, dict(facts, driver_root=root, nodes_labelled=[])
+
+    def coexistence(self, pool_nodes) -> str:
+        """GPU Operator facts; refuses, or labels pool nodes, when its device plugin would run on them. Returns
+        the driver root the chart is given."""
+        engine, s = self.engine, self.settings
+        facts, root, report = self.operator_view()
+        explicit = "nvidia_driver_root" in s.model_fields_set
         warning = operator.driver_root_warning(facts, s.nvidia_driver_root, explicit)
         if warning:
             self.warn(warning)
@@ -201,6 +220,12 @@ class DriverRelease:
         s, helm = self.settings, self.helm
         name = chart_name(ref.chart, helm.show_chart(ref) if ref.is_local else None, ref.version)
         metadata = helm.status(s.release_name, s.namespace)
+        # One release per cluster, one owner (plan/driver/release_owner.py): another owner's is only compared
+        labels = self.revision_labels(int(metadata["revision"])) if metadata and metadata.get("revision") else {}
+        me = self.cluster.owner_id
+        standing = ownership(labels, me) if metadata else None
+        if standing == FOREIGN:
+            return self.foreign(line, name, metadata, release_owner(labels))
         if metadata and metadata.get("status") in PENDING:
             metadata = self.recover_pending()
         pool_nodes = self.pool_nodes()
@@ -208,6 +233,10 @@ class DriverRelease:
         desired = desired_values(self.cluster, line, root)
         current = helm.get_values(s.release_name, s.namespace) if metadata else None
         reasons = upgrade_reasons(metadata, current, desired, name, s.version)
+        adopted = bool(metadata) and standing == UNOWNED
+        if adopted:
+            reasons.append(adopt_reason(me))
+        self.info["owner"] = own_summary(me, adopted)
         if self.info.get("recovered"):
             reasons.insert(0, recovered_reason(self.info["recovered"], self.check_mode))
         self.info.update(
@@ -228,10 +257,47 @@ class DriverRelease:
             self.info["crds"] = apply_crds(self.engine.client, crds, dry_run=self.check_mode)
             if not self.check_mode:
                 holder = self.run_holder
-                labels = {RUN_LABEL: run_label_value(holder)} if holder else None
+                labels = dict(owner_labels(me), **({RUN_LABEL: run_label_value(holder)} if holder else {}))
                 helm.upgrade(s.release_name, s.namespace, ref, desired, wait=False, labels=labels)
                 self.info["release"] = release_summary(helm.status(s.release_name, s.namespace))
             self.changed = True
+        if self.params["wait"] and not self.check_mode:
+            self.wait_rollout()
+        return self.info
+
+    def foreign(self, line, name: str, metadata: Mapping[str, Any], owner: str) -> Dict[str, Any]:
+        """Another owner's release: compared with what this inventory's pools need, never written. Refused
+        (before any write) with each difference when it lacks something; else left as it is (changed=false),
+        and its rollout checked on this inventory's pool nodes like a release this step left alone."""
+        s, helm = self.settings, self.helm
+        _facts, root, _report = self.operator_view()
+        desired = desired_values(self.cluster, line, root)
+        current = helm.get_values(s.release_name, s.namespace, all_values=True)
+        gaps = missing(
+            driver_needs(self.cluster, desired, name), current, metadata.get("chart"), metadata.get("version")
+        )
+        self.info.update(
+            release=release_summary(metadata),
+            reasons=[],
+            values=desired,
+            values_diff=[],
+            user_overrides=user_overrides(self.cluster, line, root),
+            owner=foreign_summary(owner, gaps),
+        )
+        if gaps:
+            raise GpupoolError(
+                refusal(owner, self.cluster.owner_id, s.release_name, s.namespace, gaps), owner=self.info["owner"]
+            )
+        self.say(
+            "the DRA driver release %s/%s is owned by '%s' and serves this inventory's pools: left as it is"
+            % (s.namespace, s.release_name, owner)
+        )
+        if metadata.get("status") != "deployed":
+            self.warn(
+                "the DRA driver release %s/%s (owned by '%s') is %s; its owner's next run upgrades it"
+                % (s.namespace, s.release_name, owner, metadata.get("status"))
+            )
+        self.coexistence(self.pool_nodes())  # this inventory's own nodes: the GPU Operator's device plugin
         if self.params["wait"] and not self.check_mode:
             self.wait_rollout()
         return self.info
@@ -324,6 +390,16 @@ class DriverRelease:
         s = self.settings
         metadata = self.helm.status(s.release_name, s.namespace)
         self.info["release"] = release_summary(metadata)
+        labels = self.revision_labels(int(metadata["revision"])) if metadata and metadata.get("revision") else {}
+        if metadata and ownership(labels, self.cluster.owner_id) == FOREIGN:
+            # not this inventory's to remove, nor are the CRDs its chart brought
+            owner = release_owner(labels)
+            self.info["owner"] = foreign_summary(owner, [])
+            self.warn(
+                "the DRA driver release %s/%s is owned by '%s': state=absent leaves it (and its CRDs) installed"
+                % (s.namespace, s.release_name, owner)
+            )
+            return self.info
         if metadata:
             self.info["reasons"] = ["state=absent"]
             if not self.check_mode:

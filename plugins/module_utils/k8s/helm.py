@@ -331,9 +331,11 @@ class Helm:
             raise
         return json.loads(proc.stdout)
 
-    def get_values(self, release: str, namespace: str) -> Dict[str, Any]:
-        """The user-supplied values of the deployed revision (what we passed last time)."""
-        proc = self.run("get values", ["get", "values", release, "--namespace", namespace, "--output", "json"])
+    def get_values(self, release: str, namespace: str, all_values: bool = False) -> Dict[str, Any]:
+        """The user-supplied values of the deployed revision (what we passed last time); with all_values
+        (--all) merged over the chart's defaults, as the chart renders them."""
+        args = ["get", "values", release, "--namespace", namespace, "--output", "json"]
+        proc = self.run("get values", args + (["--all"] if all_values else []))
         return json.loads(proc.stdout or "null") or {}
 
     @staticmethod

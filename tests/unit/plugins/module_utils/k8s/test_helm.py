@@ -88,6 +88,33 @@ def test_failures_are_redacted_and_commands_recorded():
     assert "--kubeconfig" not in argv  # a registry login does not talk to the cluster
 
 
+def test_get_values_with_the_charts_defaults_asks_for_all():
+    seen = []
+
+    def runner(argv, **kwargs):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, '{"nvidiaDriverRoot": "/"}', "")
+
+    with h.Helm("helm", kubeconfig="/k", runner=runner) as helm:
+        assert helm.get_values("r", "ns", all_values=True) == {"nvidiaDriverRoot": "/"}
+        helm.get_values("r", "ns")
+    assert "--all" in seen[0] and "--all" not in seen[1]
+
+
+def test_upgrade_labels_go_on_the_command_line_sorted():
+    seen = []
+
+    def runner(argv, **kwargs):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "{}", "")
+
+    with h.Helm("helm", kubeconfig="/k", runner=runner) as helm:
+        chart = h.ChartRef("oci://r.example/charts/dra", "0.5.1")
+        helm.upgrade("r", "ns", chart, {}, wait=False, labels={"gpupool.io/run": "x", "gpupool.io/owner": "team-a"})
+    argv = seen[0]
+    assert argv[argv.index("--labels") + 1] == "gpupool.io/owner=team-a,gpupool.io/run=x"
+
+
 def test_missing_binary_is_a_sentence():
     def runner(argv, **kwargs):
         raise FileNotFoundError(argv[0])
