@@ -175,13 +175,13 @@ cordons_lifted:
 cordons_left:
   description:
     - Cordons gpupool had recorded that someone set again after gpupool's (the node's managedFields name another
-      field manager of C(spec.unschedulable), such as C(kubectl-cordon)) - left cordoned, gpupool's record removed,
+      field manager of C(spec.unschedulable), such as C(kubectl)) - left cordoned, gpupool's record removed,
       C(manager) says whose they are now.
   returned: always
   type: list
   elements: dict
   sample: [{name: gpu-a100-0, cordoned_by: mig-layout, reason: "mig-layout:gpu-a100:gpupool-gpu-a100", run: "awx-42",
-            why: "cordoned by kubectl-cordon after gpupool's cordon", manager: kubectl-cordon}]
+            why: "cordoned by kubectl after gpupool's cordon", manager: kubectl}]
 nodes_adopted:
   description:
     - Nodes node_pool labelled before owner labels existed (a C(gpupool.io/labels) record, no C(gpupool.io/owner))

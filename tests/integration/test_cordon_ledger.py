@@ -263,8 +263,20 @@ def test_a_cordon_a_person_set_again_after_a_killed_run_stays_and_is_named(bed):
     assert core.read_node(node).metadata.annotations[CORDON_ANNOTATION] == "mig-layout"  # the dead run's record
 
     mark = sandbox.cp.audit.mark()
-    out = run_site(bed, inventory(sandbox, mig={"mode": "off"}))  # gpupool's own cordon would be lifted now
-    assert "node %s: cordoned by %s after gpupool's cordon; left cordoned" % (node, person) in out
+    proc = subprocess.run(  # gpupool's own cordon would be lifted now: mig off
+        site_command(bed, inventory(sandbox, mig={"mode": "off"})),
+        capture_output=True,
+        text=True,
+        env=playbook_env(),
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    summary = "node_pools: left the cordon %s set on node %s after gpupool's cordon" % (person, node)
+    assert summary in proc.stdout
+    warning = "node %s: cordoned by %s after gpupool's cordon; left cordoned" % (node, person)
+    squeeze = re.compile(r"\s+")  # Ansible wraps a warning's lines (on stderr)
+    assert squeeze.sub("", warning) in squeeze.sub("", proc.stderr), proc.stderr[-3000:]
     left = core.read_node(node)
     assert left.spec.unschedulable and unschedulable_managers(sandbox, node) == [person]
     assert not {CORDON_ANNOTATION, REASON_ANNOTATION, RUN_ANNOTATION} & set(left.metadata.annotations or {})

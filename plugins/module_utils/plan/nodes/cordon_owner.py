@@ -8,7 +8,8 @@ node once; they do not say that the cordon there now is still gpupool's. A run k
 then runs `kubectl uncordon` and `kubectl cordon` for maintenance, and the annotations still name gpupool. The API
 server records who last set `spec.unschedulable`: an Update (a patch) moves the ownership of each field it changes to
 its field manager and takes it from every other manager (server-side apply's field management, kept for every
-write). kubectl cordon patches with field manager `kubectl-cordon`; gpupool patches with `gpupool` (model/names.py).
+write). kubectl 1.37.1's `kubectl cordon` is recorded as field manager `kubectl` (tests/integration/test_cordon_ledger.py
+reads it); gpupool patches with `gpupool` (model/names.py). Only gpupool's own name is relied on here.
 
 A cordon is gpupool's to lift only when gpupool alone owns spec.unschedulable. No managedFields, no owner of the field,
 or any other owner beside gpupool: not gpupool's (nothing is lifted on a guess).
