@@ -31,7 +31,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     OWNER_LABEL,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_ledger, node_owners
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_ledger, cordon_owner, node_owners
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import orphans as plan_orphans
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
     assign_nodes,
@@ -55,6 +56,8 @@ class NodeWrite:
         self.reasons: list = []
         self.error: Optional[K8sError] = None  # the labels/taints write refused
         self.cordon_error: Optional[K8sError] = None
+        self.lift_state: Optional[str] = None  # a lifted orphan cordon: plan_eviction.uncordon_decision's state
+        self.manager: Optional[str] = None  # "theirs": who cordoned the node after node_pool
 
     @property
     def sends(self) -> bool:
@@ -169,9 +172,36 @@ class NodePoolRunner:
                 w.error = err
         if w.cordon is not None:
             try:
-                self.engine.merge_patch(NODE, w.name, w.cordon[0])
+                if w.cordon[0]["spec"]["unschedulable"] is None:
+                    w.lift_state = self._lift_orphan_cordon(w)
+                else:
+                    self.engine.merge_patch(NODE, w.name, w.cordon[0])
             except K8sError as err:
                 w.cordon_error = err
+
+    def _lift_orphan_cordon(self, w: NodeWrite, attempts: int = 5) -> Optional[str]:
+        """Lift node_pool's orphan cordon of an adopted or released node, decided from the node's managedFields
+        (plan/nodes/cordon_owner.py) as last read, with that read's resourceVersion; a node changed meanwhile (its
+        label patch above, or a person's kubectl cordon) is read again and decided anew. Returns
+        plan_eviction.uncordon_decision's state ("uncordoned", "theirs", "free"), None for a node gone."""
+        node: Optional[dict] = w.node if w.patch is None or w.error is not None else self.engine.get(NODE, w.name)
+        for _attempt in range(attempts):
+            if node is None:
+                return None
+            patch, state = plan_eviction.uncordon_decision(node, self.engine.field_manager)
+            if patch:
+                try:
+                    self.engine.merge_patch(NODE, w.name, patch)
+                except Conflict:
+                    node = self.engine.get(NODE, w.name)
+                    continue
+            if state == "theirs":
+                w.manager = cordon_owner.cordoned_by_whom(node, self.engine.field_manager)
+            return state
+        raise K8sError(
+            "Node %s kept changing while gpupool lifted its orphan cordon (%d attempts)" % (w.name, attempts),
+            hint="rerun; if it persists, find the controller rewriting the node",
+        )
 
     def _converged(self, w: NodeWrite) -> List[str]:
         if w.res.changed and w.action in ("released", "orphaned"):
@@ -187,6 +217,12 @@ class NodePoolRunner:
         if res is None or res.action == "failed":
             return []
         patch, action = w.cordon
+        if w.lift_state == "theirs":  # someone cordoned it after node_pool: theirs now, named, left cordoned
+            self.kept[w.name] = {"name": w.name, "cordoned_by": "node-pool", "manager": w.manager}
+            self.warn(cordon_owner.persons_cordon_message(w.name, w.manager or "someone else"))
+            return []
+        if patch["spec"]["unschedulable"] is None and w.lift_state != "uncordoned":
+            return []  # not cordoned any more, or gone: nothing was lifted
         unschedulable = bool(patch["spec"]["unschedulable"])
         for view, value in ((res.before, not unschedulable), (res.after, unschedulable)):
             if view is not None:

@@ -171,3 +171,36 @@ def test_a_person_who_cordons_between_gpupools_read_and_its_lift_keeps_the_cordo
     assert out["cordons_lifted"] == [] and [c["name"] for c in out["cordons_left"]] == ["n0"]
     lifts = [b for m, p, _q, b in api.requests if m == "PATCH" and b.get("spec", {}).get("unschedulable", 0) is None]
     assert lifts and all(b["metadata"]["resourceVersion"] for b in lifts)
+
+
+def orphan(name, manager):
+    """A node node_pool cordoned as an orphan of t4, which t4 selects again (it is adopted: its cordon lifted)."""
+    out = cordoned(name, manager)
+    out["metadata"]["labels"].update({"gpupool.io/pool": "t4", "gpupool.io/orphaned": "true"})
+    out["metadata"]["annotations"] = {"gpupool.io/cordoned-by": "node-pool", "gpupool.io/cordon-reason": "orphan:t4"}
+    return out
+
+
+def test_an_adopted_orphans_cordon_is_lifted_at_the_version_it_was_decided_on(api):
+    api.put("", "v1", "nodes", orphan("n0", "gpupool"))
+    real = api._merge
+
+    def person_first(key, doc, dry, query):
+        if (doc.get("spec") or {}).get("unschedulable", False) is None and not dry:
+            api.put("", "v1", "nodes", dict(live(api, "n0"), metadata=orphan("n0", "kubectl")["metadata"]))
+            api._merge = real
+        return real(key, doc, dry, query)
+
+    api._merge = person_first
+    out = run()
+    assert out.get("failed") is not True, out
+    assert live(api, "n0")["spec"].get("unschedulable") is True  # a person's cordon that landed first stays
+    assert [(c["name"], c["manager"]) for c in out["cordons_left"]] == [("n0", "kubectl")]
+    assert any("node n0: cordoned by kubectl after gpupool's cordon" in w for w in out["warnings"])
+    # without a person in between, the adoption lifts node_pool's own cordon
+    api.put("", "v1", "nodes", orphan("n1", "gpupool"))
+    out = run()
+    assert out.get("failed") is not True, out
+    assert not live(api, "n1")["spec"].get("unschedulable") and live(api, "n0")["spec"]["unschedulable"] is True
+    lifts = [b for m, p, _q, b in api.requests if m == "PATCH" and b.get("spec", {}).get("unschedulable", 0) is None]
+    assert lifts and all(b["metadata"]["resourceVersion"] for b in lifts)
