@@ -46,7 +46,8 @@ class NodePoolModule(KubernetesModule):
         self.results = runner.results() if runner is not None else []
         out = super().partial_result()
         out["cordons_lifted"] = [runner.lifted[name] for name in sorted(runner.lifted)] if runner else []
-        out["changed"] = out["changed"] or bool(runner and runner.lifted)
+        out["cordons_left"] = [runner.kept[name] for name in sorted(runner.kept)] if runner else []
+        out["changed"] = out["changed"] or bool(runner and (runner.lifted or runner.kept))
         out["nodes_adopted"] = sorted(runner.adopted) if runner else []
         return out
 

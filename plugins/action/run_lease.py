@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import uuid
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s import private_dir
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.lease import LeaseHeld, RunLease, microtime, utc_now
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.run_view import RunView
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.support import server_warning
@@ -75,6 +76,7 @@ class RunLeaseModule(KubernetesModule):
             raise outcome["held"]
         outcome.pop("held", None)
         RunCluster(p["holder"]).record(p["cluster"])  # checked in prepare(): the run's later steps need not again
+        private_dir.sweep()  # credential files a killed run left (k8s/private_dir.py) go as the next run starts
         # once per run: the step that takes the lease says it, the steps under the lease do not
         newer = server_warning(self.client)
         if newer:

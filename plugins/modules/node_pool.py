@@ -36,7 +36,11 @@ description:
   - "The cordon ledger: every gpupool cordon records why (C(gpupool.io/cordon-reason)) and by which run
     (C(gpupool.io/cordon-run)). node_pool, which runs after the nodegroup step and before mig_layout, lifts each one
     whose reason no longer holds, whatever step made it (a MIG wave of a pool turned off, a shrink the inventory no
-    longer wants), and lists it in RV(cordons_lifted). A person's cordon is never lifted."
+    longer wants), and lists it in RV(cordons_lifted). A person's cordon is never lifted: a cordon is gpupool's only
+    while the node's managedFields show field manager C(gpupool) alone set C(spec.unschedulable) last. One a person
+    set after gpupool's (C(kubectl uncordon) then C(kubectl cordon) on a node a killed run had cordoned) stays,
+    gpupool's record on it is removed, a warning names the node, and RV(cordons_left) lists it. Every lift is a patch
+    with the resourceVersion it was decided from."
   - "Owners: every node node_pool puts in a pool also gets C(gpupool.io/owner=<owner>) (C(gpupool_cluster.owner),
     default its C(name)), recorded in C(gpupool.io/labels) so a release removes it. A node another owner labelled is
     never written - not orphaned, not relabelled, no cordon lifted - and a present pool that selects one is refused
@@ -168,6 +172,16 @@ cordons_lifted:
   elements: dict
   sample: [{name: gpu-a100-0, cordoned_by: mig-layout, reason: "mig-layout:gpu-a100:gpupool-gpu-a100", run: "awx-42",
             why: pool gpu-a100 is no longer a static MIG pool that selects the node}]
+cordons_left:
+  description:
+    - Cordons gpupool had recorded that someone set again after gpupool's (the node's managedFields name another
+      field manager of C(spec.unschedulable), such as C(kubectl)) - left cordoned, gpupool's record removed,
+      C(manager) says whose they are now.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: gpu-a100-0, cordoned_by: mig-layout, reason: "mig-layout:gpu-a100:gpupool-gpu-a100", run: "awx-42",
+            why: "cordoned by kubectl after gpupool's cordon", manager: kubectl}]
 nodes_adopted:
   description:
     - Nodes node_pool labelled before owner labels existed (a C(gpupool.io/labels) record, no C(gpupool.io/owner))

@@ -236,6 +236,63 @@ def test_a_mig_wave_killed_between_cordon_and_drain_then_turned_off_is_uncordone
     core.delete_namespaced_pod("wave-job", NS, grace_period_seconds=0)
 
 
+def unschedulable_managers(sandbox, node):
+    """Who owns spec.unschedulable, from the node's managedFields as the API server wrote them."""
+    live = h.kubectl_json(sandbox.cp, "get", "node", node, "--show-managed-fields")
+    return sorted(
+        entry["manager"]
+        for entry in live["metadata"].get("managedFields") or []
+        if "f:unschedulable" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+    )
+
+
+def test_a_cordon_a_person_set_again_after_a_killed_run_stays_and_is_named(bed):
+    """Issue #32: a run killed mid-wave leaves its cordon record; a person then runs kubectl uncordon and kubectl
+    cordon (maintenance). The next run, whose inventory no longer wants the wave, leaves the node cordoned."""
+    sandbox, core = bed["sandbox"], bed["core"]
+    (node,) = nodes_of(core, MIG_POOL)
+    gpu_pod(core, "maintenance-job", node)
+    pattern = r"draining %s: pod %s/maintenance-job: its PodDisruptionBudget allows no disruption" % (node, NS)
+    kill_when(bed, inventory(sandbox, mig={"mode": "static", "layout": dict(LAYOUTS[1])}), pattern)
+    assert gpupool_cordoned(core) == [node] and unschedulable_managers(sandbox, node) == ["gpupool"]
+
+    sandbox.cp.kubectl("uncordon", node)  # the real kubectl, as a person runs it
+    sandbox.cp.kubectl("cordon", node)
+    (person,) = unschedulable_managers(sandbox, node)
+    assert person != "gpupool"
+    assert core.read_node(node).metadata.annotations[CORDON_ANNOTATION] == "mig-layout"  # the dead run's record
+
+    mark = sandbox.cp.audit.mark()
+    proc = subprocess.run(  # gpupool's own cordon would be lifted now: mig off
+        site_command(bed, inventory(sandbox, mig={"mode": "off"})),
+        capture_output=True,
+        text=True,
+        env=playbook_env(),
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    summary = "node_pools: left the cordon %s set on node %s after gpupool's cordon" % (person, node)
+    assert summary in proc.stdout
+    warning = "node %s: cordoned by %s after gpupool's cordon; left cordoned" % (node, person)
+    squeeze = re.compile(r"\s+")  # Ansible wraps a warning's lines (on stderr)
+    assert squeeze.sub("", warning) in squeeze.sub("", proc.stderr), proc.stderr[-3000:]
+    left = core.read_node(node)
+    assert left.spec.unschedulable and unschedulable_managers(sandbox, node) == [person]
+    assert not {CORDON_ANNOTATION, REASON_ANNOTATION, RUN_ANNOTATION} & set(left.metadata.annotations or {})
+    node_patches = [
+        e for e in sandbox.cp.audit.since(mark).writes(user=ADMIN, resource="nodes") if e["verb"] == "patch"
+    ]
+    assert node_patches, "the run removed gpupool's record with a patch"
+    assert changed(run_site(bed, inventory(sandbox, mig={"mode": "off"}))) == 0
+    assert core.read_node(node).spec.unschedulable  # still the person's, a run later
+    sandbox.cp.kubectl("uncordon", node)
+    __import__("kubernetes").client.PolicyV1Api(core.api_client).delete_namespaced_pod_disruption_budget(
+        "maintenance-job", NS
+    )
+    core.delete_namespaced_pod("maintenance-job", NS, grace_period_seconds=0)
+
+
 def test_a_mig_wave_killed_between_relabel_and_uncordon_then_made_absent_leaves_no_cordon(bed):
     sandbox, core = bed["sandbox"], bed["core"]
     (node,) = nodes_of(core, MIG_POOL)

@@ -271,3 +271,59 @@ def test_no_secret_from_run_changes_teardown_events_or_argv(
     finally:
         control_plane.helm("uninstall", "dra-driver-nvidia-gpu", "-n", namespace, "--wait", check=False)
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+# ---- secrets that are not strings: a numeric password and a TOTP passcode (issue #32) ---------------------------
+NUMERIC_PASSWORD = 123456789  # YAML reads both as int: masked by their text, whatever their type
+PASSCODE = 314159
+
+
+def test_a_numeric_password_and_a_passcode_are_in_no_output_nor_event_at_vvv(control_plane, magnum_factory, tmp_path):
+    import ansible_runner
+
+    emu = magnum_factory(password=str(NUMERIC_PASSWORD))
+    cloud = emu.cloud_config()
+    # password + TOTP (keystoneauth's v3multifactor); the emulator checks the password, the passcode travels with it
+    cloud.update(auth_type="v3multifactor", auth_methods=["v3password", "v3totp"])
+    cloud["auth"].update(password=NUMERIC_PASSWORD, passcode=PASSCODE)
+    tag = uuid.uuid4().hex[:6]
+    pool = "num-t4-%s" % tag
+    kubeconfig = control_plane.mint_kubeconfig("gpupool-numeric-%s" % tag, ["system:masters"])
+    cluster = {
+        "name": "num-%s" % tag,
+        "kubeconfig": str(kubeconfig),
+        "dra_driver": {"enabled": False},
+        "magnum": {"cloud": cloud, "cluster": "k8s"},
+        "pools": [{"name": pool, "gpu": {"model": "T4"}, "nodegroup": {"flavor": "g2.5xlarge", "node_count": 1}}],
+    }
+    host = {"ansible_connection": "local", "ansible_python_interpreter": h.PYTHON, "gpupool_cluster": cluster}
+    pdd = tmp_path / "pdd"
+    (pdd / "inventory").mkdir(parents=True)
+    # written as YAML, as an inventory or an AWX survey would hold it: the numbers stay numbers
+    text = yaml.safe_dump({"all": {"children": {"gpupool_clusters": {"hosts": {"num-%s" % tag: host}}}}})
+    assert "password: %d\n" % NUMERIC_PASSWORD in text and "passcode: %d\n" % PASSCODE in text
+    (pdd / "inventory" / "hosts.yml").write_text(text)
+    env = {
+        "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".build", "collections"),
+        "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    runner = ansible_runner.run(
+        private_data_dir=str(pdd),
+        playbook=str(Path(ROOT) / "playbooks" / "site.yml"),
+        envvars=env,
+        verbosity=3,
+        quiet=True,
+    )
+    stdout = runner.stdout.read()
+    assert runner.status == "successful", stdout[-5000:]
+    assert emu.nodegroup("k8s", pool)["node_count"] == 1  # the password (and passcode) were used
+    events = [json.dumps(e, default=str) for e in runner.events]
+    forms = {str(NUMERIC_PASSWORD), str(PASSCODE), json.dumps(str(NUMERIC_PASSWORD)), json.dumps(str(PASSCODE))}
+    leaks = {
+        "stdout": sorted(s for s in forms if s in stdout),
+        "events": sorted(s for s in forms if any(s in e for e in events)),
+    }
+    assert leaks == {"stdout": [], "events": []}
+    assert "module_args" in stdout and "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in stdout  # really -vvv
+    assert len(events) > 20

@@ -30,6 +30,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_owner
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan.progress import Progress
 from ansible_collections.gpupool.core.plugins.module_utils.plan.waiting import Waiter
@@ -195,9 +196,33 @@ class Drain:
             "persists find the controller rewriting the node" % (name, attempts)
         )
 
-    def uncordon(self, name: str) -> None:
-        self._patch_node(name, plan_eviction.uncordon_patch())
-        self.progress.say("uncordoned node %s" % name)
+    def uncordon(self, name: str, node: Optional[dict] = None, attempts: int = 5) -> Optional[str]:
+        """Lift a cordon gpupool made; returns "uncordoned", "theirs" (someone cordoned the node after gpupool: it
+        stays cordoned, gpupool's record on it goes, and `warn` names the node), "free" (not cordoned) or None (the
+        node is gone). Decided from the node's managedFields (plan/nodes/cordon_owner.py): node as last read, or
+        read here when it has none (a run view keeps none); the patch carries its resourceVersion, and a node
+        changed meanwhile is read again and decided anew."""
+        if node is None or "managedFields" not in (node.get("metadata") or {}):
+            node = self.node(name)
+        for _attempt in range(attempts):
+            if node is None:
+                return None
+            patch, state = plan_eviction.uncordon_decision(node, FIELD_MANAGER)
+            if patch:
+                try:
+                    self._patch_node(name, patch)
+                except Conflict:
+                    node = self.node(name)
+                    continue
+            if state == "uncordoned":
+                self.progress.say("uncordoned node %s" % name)
+            elif state == "theirs":
+                self.warn(cordon_owner.persons_cordon_message(name, cordon_owner.cordoned_by_whom(node, FIELD_MANAGER)))
+            return state
+        raise DrainError(
+            "node %s kept changing while gpupool uncordoned it (%d attempts); run again, and if it "
+            "persists find the controller rewriting the node" % (name, attempts)
+        )
 
     # ---- evict ------------------------------------------------------------------------------------------
     def _waiter(self, deadline: float, subject: str) -> Waiter:

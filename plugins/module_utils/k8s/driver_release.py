@@ -143,6 +143,13 @@ class DriverRelease:
             self.params["helm_binary"], secrets=[self.params.get("registry_password") or "", p.get("api_key") or ""]
         )
         helm.write_guard = self.engine.client.write_guard  # no helm write once the run lost its lease
+        try:
+            return self._connect_helm(helm, p)
+        except BaseException:  # its private folder (a kubeconfig with a token, maybe) never outlives a failure
+            helm.close()
+            raise
+
+    def _connect_helm(self, helm: Helm, p: Dict[str, Any]) -> Helm:
         if p.get("kubeconfig"):
             helm.kubeconfig, helm.context = p["kubeconfig"], p.get("context")
         elif p.get("host"):

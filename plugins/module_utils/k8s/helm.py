@@ -28,13 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.gpupool.core.plugins.module_utils.k8s import private_dir
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.helm_messages import readable
 from ansible_collections.gpupool.core.plugins.module_utils.mig.mig_parted import yaml
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError, MissingLibrary
@@ -181,8 +181,8 @@ class Helm:
         self._repo_aliases: Dict[str, str] = {}
         self._secrets = [s for s in secrets if s]
         self.command_timeout = command_timeout
-        self._tmp = tempfile.mkdtemp(prefix="gpupool-helm-")
-        os.chmod(self._tmp, 0o700)
+        # kubeconfig, repositories.yaml, registry config: credentials, in a private folder removed on every exit
+        self._tmp = private_dir.create("helm")
         self.commands: List[List[str]] = []  # what ran, secrets redacted (for results and tests)
         # Called before every helm command that writes to the cluster (not its dry runs): the step's K8sClient's
         # write_guard, so a run that lost its run lease starts no helm upgrade, rollback or uninstall.
@@ -190,7 +190,7 @@ class Helm:
 
     # ---- plumbing ------------------------------------------------------------------------------------
     def close(self) -> None:
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        private_dir.remove(self._tmp)
 
     def __enter__(self) -> "Helm":
         return self

@@ -175,12 +175,13 @@ class MigRollout:
         self.plan.changed = True
 
     def uncordon_leftovers(self, pool_plan: PoolPlan) -> None:
-        """Nodes an interrupted earlier run left cordoned, now done: uncordon."""
+        """Nodes an interrupted earlier run left cordoned, now done: uncordon (unless someone cordoned one after
+        gpupool: the drainer leaves that cordon, names the node, and removes only gpupool's record)."""
         for row in pool_plan.nodes:
             if row.uncordon:
-                if not self.plan.check:
-                    self.drainer.uncordon(row.name)
-                self.plan.changed = True
+                done = None if self.plan.check else self.drainer.uncordon(row.name, self.nodes_by_name.get(row.name))
+                if self.plan.check or done in ("uncordoned", "theirs"):
+                    self.plan.changed = True
 
     def cordon(self, pool_plan: PoolPlan, entry: Wave, name: str) -> None:
         """Cordon one node of the wave, decided from the node as the plan's (or a later wave's) LIST read it:
@@ -234,7 +235,7 @@ class MigRollout:
         bad = plan_waves.bad_nodes(wave, states)
         for name in entry.cordoned:
             if name not in bad:
-                self.drainer.uncordon(name)
+                self.drainer.uncordon(name, self.nodes_by_name.get(name))  # the wait's LIST: no GET
         entry.result = plan_waves.wave_result(bad, states)
         if bad:
             self.plan.failed_nodes += bad

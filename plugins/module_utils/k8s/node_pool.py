@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.apply_engine import ConvergeError, Result
-from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import Conflict, K8sError, NotFound
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.node_writes import decide_node, send_node
 from ansible_collections.gpupool.core.plugins.module_utils.k8s.workers import NODE_WORKERS, run_bounded
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
@@ -31,7 +31,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     OWNER_LABEL,
 )
 from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NODE
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_ledger, node_owners
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_ledger, cordon_owner, node_owners
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import orphans as plan_orphans
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import (
@@ -56,6 +56,8 @@ class NodeWrite:
         self.reasons: list = []
         self.error: Optional[K8sError] = None  # the labels/taints write refused
         self.cordon_error: Optional[K8sError] = None
+        self.lift_state: Optional[str] = None  # a lifted orphan cordon: plan_eviction.uncordon_decision's state
+        self.manager: Optional[str] = None  # "theirs": who cordoned the node after node_pool
 
     @property
     def sends(self) -> bool:
@@ -86,6 +88,7 @@ class NodePoolRunner:
         self.ready: Dict[str, int] = {}
         self.orphaned: Dict[str, dict] = {}  # node name -> {name, pool, reason}
         self.lifted: Dict[str, dict] = {}  # node name -> the cordon the ledger lifted (cordon_ledger.Verdict.as_dict)
+        self.kept: Dict[str, dict] = {}  # node name -> a cordon someone set after gpupool's: left, its record removed
         self.adopted: set = set()  # nodes made before owner labels that this run gave the owner label
         self.wait_log: List[str] = []
 
@@ -169,9 +172,36 @@ class NodePoolRunner:
                 w.error = err
         if w.cordon is not None:
             try:
-                self.engine.merge_patch(NODE, w.name, w.cordon[0])
+                if w.cordon[0]["spec"]["unschedulable"] is None:
+                    w.lift_state = self._lift_orphan_cordon(w)
+                else:
+                    self.engine.merge_patch(NODE, w.name, w.cordon[0])
             except K8sError as err:
                 w.cordon_error = err
+
+    def _lift_orphan_cordon(self, w: NodeWrite, attempts: int = 5) -> Optional[str]:
+        """Lift node_pool's orphan cordon of an adopted or released node, decided from the node's managedFields
+        (plan/nodes/cordon_owner.py) as last read, with that read's resourceVersion; a node changed meanwhile (its
+        label patch above, or a person's kubectl cordon) is read again and decided anew. Returns
+        plan_eviction.uncordon_decision's state ("uncordoned", "theirs", "free"), None for a node gone."""
+        node: Optional[dict] = w.node if w.patch is None or w.error is not None else self.engine.get(NODE, w.name)
+        for _attempt in range(attempts):
+            if node is None:
+                return None
+            patch, state = plan_eviction.uncordon_decision(node, self.engine.field_manager)
+            if patch:
+                try:
+                    self.engine.merge_patch(NODE, w.name, patch)
+                except Conflict:
+                    node = self.engine.get(NODE, w.name)
+                    continue
+            if state == "theirs":
+                w.manager = cordon_owner.cordoned_by_whom(node, self.engine.field_manager)
+            return state
+        raise K8sError(
+            "Node %s kept changing while gpupool lifted its orphan cordon (%d attempts)" % (w.name, attempts),
+            hint="rerun; if it persists, find the controller rewriting the node",
+        )
 
     def _converged(self, w: NodeWrite) -> List[str]:
         if w.res.changed and w.action in ("released", "orphaned"):
@@ -187,6 +217,12 @@ class NodePoolRunner:
         if res is None or res.action == "failed":
             return []
         patch, action = w.cordon
+        if w.lift_state == "theirs":  # someone cordoned it after node_pool: theirs now, named, left cordoned
+            self.kept[w.name] = {"name": w.name, "cordoned_by": "node-pool", "manager": w.manager}
+            self.warn(cordon_owner.persons_cordon_message(w.name, w.manager or "someone else"))
+            return []
+        if patch["spec"]["unschedulable"] is None and w.lift_state != "uncordoned":
+            return []  # not cordoned any more, or gone: nothing was lifted
         unschedulable = bool(patch["spec"]["unschedulable"])
         for view, value in ((res.before, not unschedulable), (res.after, unschedulable)):
             if view is not None:
@@ -248,34 +284,59 @@ class NodePoolRunner:
     def lift_cordons(self, nodes: List[dict], member: Dict[str, str], scope: Optional[List[str]]) -> List[str]:
         """The cordon ledger (plan/nodes/cordon_ledger.py): lift every gpupool cordon whose reason no longer holds,
         whatever step made it; a cordon node_pool lifted above as an adopted or released orphan is not lifted twice.
-        While this run holds the run lease no other run writes, so no other run's cordon is spared for that."""
+        While this run holds the run lease no other run writes, so no other run's cordon is spared for that. A
+        cordon someone set after gpupool's stays (the ledger's RELEASE: only gpupool's record goes), with a warning.
+        Each patch carries the resourceVersion it was decided from; a node changed meanwhile is decided anew."""
         handled = {name for name, res in self.node_results.items() if res.action in ("adopted", "released")}
-        verdicts = cordon_ledger.plan_ledger(
-            [n for n in nodes if n["metadata"]["name"] not in handled],
-            self.cluster.pools,
-            member,
-            orphans=self.orphaned,
-            scope=scope,
-            busy_runs=frozenset() if self.run_holder else None,
-            nodegroup_label=self.p["nodegroup_label"] or NODEGROUP_LABEL,
-            owner=self.cluster.owner_id,
-        )
-        lifts = [v for v in verdicts if v.action == cordon_ledger.LIFT and v.node not in self.lifted]
 
-        def lift(verdict: Any) -> Optional[K8sError]:
-            try:
-                self.engine.merge_patch(NODE, verdict.node, plan_eviction.uncordon_patch())
-            except K8sError as err:
-                return err
-            return None
+        def plan(listed: List[dict]) -> List[Any]:
+            return cordon_ledger.plan_ledger(
+                [n for n in listed if n["metadata"]["name"] not in handled],
+                self.cluster.pools,
+                member,
+                orphans=self.orphaned,
+                scope=scope,
+                busy_runs=frozenset() if self.run_holder else None,
+                nodegroup_label=self.p["nodegroup_label"] or NODEGROUP_LABEL,
+                owner=self.cluster.owner_id,
+                field_manager=self.engine.field_manager,
+            )
+
+        by_name = {n["metadata"]["name"]: n for n in nodes}
+        sends = [v for v in plan(nodes) if v.action != cordon_ledger.KEEP and v.node not in self.lifted]
+
+        def send(verdict: Any) -> Any:
+            """The verdict as sent (re-decided on a 409), None when nothing was left to send, or a K8sError."""
+            node = by_name[verdict.node]
+            for _attempt in range(5):
+                try:
+                    self.engine.merge_patch(NODE, verdict.node, cordon_ledger.ledger_patch(verdict, node))
+                    return verdict
+                except NotFound:
+                    return None
+                except Conflict:
+                    node = self.engine.get(NODE, verdict.node)
+                    again = plan([node]) if node is not None else []
+                    if not again or again[0].action == cordon_ledger.KEEP:
+                        return None
+                    verdict = again[0]
+                except K8sError as err:
+                    return err
+            return K8sError(
+                "Node %s kept changing while gpupool lifted its cordon (5 attempts)" % verdict.node,
+                hint="rerun; if it persists, find the controller rewriting the node",
+            )
 
         errors: List[str] = []
-        for verdict, err in zip(lifts, run_bounded([(lambda v=v: lift(v)) for v in lifts], self.workers)):
-            if err is not None:
-                errors += self._failed(verdict.node, None, err)
-                continue
-            self.lifted[verdict.node] = verdict.as_dict()
-            self.warn(cordon_ledger.lifted_message(verdict))
+        for first, done in zip(sends, run_bounded([(lambda v=v: send(v)) for v in sends], self.workers)):
+            if isinstance(done, K8sError):
+                errors += self._failed(first.node, None, done)
+            elif done is not None and done.action == cordon_ledger.LIFT:
+                self.lifted[done.node] = done.as_dict()
+                self.warn(cordon_ledger.lifted_message(done))
+            elif done is not None:
+                self.kept[done.node] = done.as_dict()
+                self.warn(cordon_ledger.released_message(done))
         return errors
 
     # ---- wait ------------------------------------------------------------------------------------------

@@ -29,6 +29,14 @@ whose cordon has no gpupool.io/cordoned-by (a person's, or another tool's), a no
 pools, and a cordon made by another run while that run may still be writing (the caller says which runs may be:
 none while this run holds the exclusive run lease; every run that recorded itself when the step runs without a
 lease).
+
+Never lifted: a cordon someone set after gpupool's. The annotations say gpupool cordoned the node once; the node's
+managedFields say who set spec.unschedulable last (plan/nodes/cordon_owner.py). A run killed mid-wave leaves its
+annotations, a person runs kubectl uncordon and kubectl cordon for maintenance: the cordon is the person's now. The
+verdict is RELEASE: gpupool's record is removed (the person expects a node cordoned as they left it, not one a later
+gpupool run may still think its own), the cordon stays, and the step warns naming the node and who cordoned it.
+Every lift and release is sent with the resourceVersion it was decided from (ledger_patch); a node changed meanwhile
+is read again and decided anew.
 """
 
 from __future__ import annotations
@@ -40,17 +48,20 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     CORDON_REASON_ANNOTATION,
     CORDON_RUN_ANNOTATION,
     CORDON_VALUE,
+    FIELD_MANAGER,
     NODEGROUP_LABEL,
     ORPHAN_CORDON,
     POOL_LABEL,
     nodegroup_name,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons, node_owners
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_owner, cordon_reasons, node_owners
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import eviction as plan_eviction
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.cordon_reasons import Reason
 
 Node = Dict[str, Any]
 
 KEEP, LIFT = "keep", "lift"
+RELEASE = "release"  # someone cordoned the node after gpupool: their cordon stays, gpupool's record goes
 
 # gpupool.io/cordoned-by of the nodegroup step (runners/nodegroups.py CORDON_BY; runners sit above plan/)
 NODEGROUP_CORDON = "nodegroup"
@@ -63,11 +74,15 @@ class Verdict(NamedTuple):
     by: str  # gpupool.io/cordoned-by
     reason: Optional[str]  # gpupool.io/cordon-reason as recorded
     run: Optional[str]  # gpupool.io/cordon-run as recorded
-    action: str  # keep | lift
+    action: str  # keep | lift | release
     why: str
+    manager: Optional[str] = None  # release: who set spec.unschedulable after gpupool (their field manager)
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"name": self.node, "cordoned_by": self.by, "reason": self.reason, "run": self.run, "why": self.why}
+        out = {"name": self.node, "cordoned_by": self.by, "reason": self.reason, "run": self.run, "why": self.why}
+        if self.manager is not None:
+            out["manager"] = self.manager
+        return out
 
 
 def _meta(node: Node) -> Dict[str, Any]:
@@ -175,6 +190,7 @@ def plan_ledger(
     busy_runs: Optional[Set[str]] = frozenset(),
     nodegroup_label: str = NODEGROUP_LABEL,
     owner: Optional[str] = None,
+    field_manager: str = FIELD_MANAGER,
 ) -> List[Verdict]:
     """A Verdict for every node cordoned by gpupool (sorted by node name); nodes not cordoned by gpupool are left out.
 
@@ -182,7 +198,8 @@ def plan_ledger(
     assignment); orphans: nodes node_pool holds as orphans this run; scope: the pool names of a limited run (None:
     all); busy_runs: runs that may be writing now, whose cordons are kept (None: not known - every cordon that
     names a run is kept, for a step run without the lease); owner: this inventory's gpupool_cluster.owner_id - a node
-    it may not write (node_owners.may_write: another owner's, or of a pool it does not declare) is left out."""
+    it may not write (node_owners.may_write: another owner's, or of a pool it does not declare) is left out;
+    field_manager: gpupool's (a cordon is lifted only when it alone set spec.unschedulable last)."""
     nodes = list(nodes)
     if owner is not None:
         names = [pool.name for pool in pools]
@@ -211,6 +228,11 @@ def plan_ledger(
         if run and (busy_runs is None or run in busy_runs):
             out.append(Verdict(name, by, text, run, KEEP, "run %s may still be working on it" % run))
             continue
+        if not cordon_owner.set_by_gpupool(node, field_manager):
+            manager = cordon_owner.cordoned_by_whom(node, field_manager)
+            why = "cordoned by %s after gpupool's cordon" % manager
+            out.append(Verdict(name, by, text, run, RELEASE, why, manager))
+            continue
         held = _holds(reason, node, by_name, by_nodegroup, members, orphan_set, sizes, nodegroup_label)
         if held is not None:
             out.append(Verdict(name, by, text, run, KEEP, held))
@@ -227,3 +249,18 @@ def lifted_message(verdict: Verdict) -> str:
         verdict.reason or "no reason recorded",
         verdict.why,
     )
+
+
+def ledger_patch(verdict: Verdict, node: Node) -> Optional[Dict[str, Any]]:
+    """The merge patch a verdict sends, with the resourceVersion of the node it was decided from: a lift uncordons
+    and removes gpupool's record, a release removes only the record; None for a cordon kept."""
+    if verdict.action == LIFT:
+        return plan_eviction.at_version(plan_eviction.uncordon_patch(), node)
+    if verdict.action == RELEASE:
+        return plan_eviction.at_version(plan_eviction.record_patch(), node)
+    return None
+
+
+def released_message(verdict: Verdict) -> str:
+    """The step's warning for a cordon someone set after gpupool's: named, left cordoned."""
+    return cordon_owner.persons_cordon_message(verdict.node, verdict.manager or "someone else")

@@ -19,7 +19,9 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     CORDON_REASON_ANNOTATION,
     CORDON_RUN_ANNOTATION,
     EXTENDED_RESOURCE_DOMAIN,
+    FIELD_MANAGER,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_owner
 
 # GPU resources a container can request: NVIDIA's device plugin (nvidia.com/gpu, nvidia.com/gpu.shared,
 # nvidia.com/mig-<profile>) and the extended resource names of our DeviceClasses (gpupool.io/<class>).
@@ -167,8 +169,36 @@ def merge_patches(*patches: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 def uncordon_patch() -> Dict[str, Any]:
     """Merge patch that uncordons a node and removes the cordon's whole record (who, why, which run)."""
+    return merge_patches(record_patch(), {"spec": {"unschedulable": None}})
+
+
+def record_patch() -> Dict[str, Any]:
+    """Merge patch that removes gpupool's cordon record (who, why, which run) and leaves the cordon: for a cordon
+    someone else set after gpupool's (plan/nodes/cordon_owner.py), which stays theirs."""
     annotations = {CORDON_ANNOTATION: None, CORDON_REASON_ANNOTATION: None, CORDON_RUN_ANNOTATION: None}
-    return {"metadata": {"annotations": annotations}, "spec": {"unschedulable": None}}
+    return {"metadata": {"annotations": annotations}}
+
+
+def at_version(patch: Optional[Dict[str, Any]], node: Pod) -> Optional[Dict[str, Any]]:
+    """The patch with the node's resourceVersion as precondition (a node changed since is refused with 409)."""
+    version = _meta(node).get("resourceVersion")
+    if patch is None or not version:
+        return patch
+    return merge_patches(patch, {"metadata": {"resourceVersion": version}})
+
+
+def uncordon_decision(node: Pod, field_manager: str = FIELD_MANAGER) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(patch or None, state) to lift a cordon gpupool made, decided from the node as read (with its managedFields);
+    the patch carries that read's resourceVersion. "uncordoned": gpupool set the cordon last, the patch lifts it;
+    "theirs": someone set it after gpupool (a person's kubectl cordon): the patch only removes gpupool's record and
+    the node stays cordoned; "free": not cordoned (any record of gpupool's left on it is removed)."""
+    annotations = _meta(node).get("annotations") or {}
+    recorded = any(annotations.get(key) for key in (CORDON_ANNOTATION, CORDON_REASON_ANNOTATION, CORDON_RUN_ANNOTATION))
+    if not (node.get("spec") or {}).get("unschedulable"):
+        return at_version(record_patch() if recorded else None, node), "free"
+    if not cordon_owner.set_by_gpupool(node, field_manager):
+        return at_version(record_patch() if recorded else None, node), "theirs"
+    return at_version(uncordon_patch(), node), "uncordoned"
 
 
 class DrainSettings(NamedTuple):

@@ -32,7 +32,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
     OWNER_LABEL,
     POOL_LABEL,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_reasons
+from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes import cordon_owner, cordon_reasons
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import (
     uncordon_patch as eviction_uncordon_patch,
 )
@@ -132,8 +132,9 @@ def needs_orphan_cordon(node: Node) -> bool:
 
 
 def lifts_orphan_cordon(node: Node) -> bool:
-    """A node node_pool cordoned as an orphan that is claimed again (or released): node_pool uncordons it."""
-    return is_cordoned(node) and cordoned_by(node) == ORPHAN_CORDON
+    """A node node_pool cordoned as an orphan that is claimed again (or released): node_pool uncordons it; one
+    someone cordoned after node_pool (plan/nodes/cordon_owner.py) is left to the cordon ledger, which keeps it."""
+    return is_cordoned(node) and cordoned_by(node) == ORPHAN_CORDON and cordon_owner.set_by_gpupool(node)
 
 
 def uncordon_patch() -> Dict[str, Any]:

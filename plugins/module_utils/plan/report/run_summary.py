@@ -99,7 +99,8 @@ def _release_changes(result: dict, check_mode: bool = False) -> List[str]:
 
 
 def _cordon_changes(result: dict) -> List[str]:
-    """The cordon ledger (node_pool): each gpupool cordon lifted because its reason no longer holds."""
+    """The cordon ledger (node_pool): each gpupool cordon lifted because its reason no longer holds, and each cordon
+    someone set after gpupool's, left to them."""
     out = []
     for lifted in result.get("cordons_lifted") or []:
         if isinstance(lifted, dict):
@@ -111,6 +112,12 @@ def _cordon_changes(result: dict) -> List[str]:
                     lifted.get("reason") or "no reason",
                     lifted.get("why"),
                 )
+            )
+    for left in result.get("cordons_left") or []:
+        if isinstance(left, dict):
+            out.append(
+                "left the cordon %s set on node %s after gpupool's cordon (gpupool's record removed)"
+                % (left.get("manager") or "someone", left.get("name"))
             )
     return out
 

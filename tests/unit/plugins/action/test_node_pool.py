@@ -124,3 +124,83 @@ def test_too_few_ready_nodes_fails_with_the_count(api):
     assert out["failed"] is True
     assert "pool t4 has 1 of 2 (nodes found: n0)" in said(out) and "kubectl get nodes" in said(out)
     assert all(len(line) <= 200 for line in out["msg"].splitlines())
+
+
+def cordoned(name, manager):
+    """A node of pool t4 that a killed mig_layout run cordoned; `manager` set spec.unschedulable last."""
+    out = node(name, {"gpu": "t4"})
+    out["spec"]["unschedulable"] = True
+    out["metadata"]["annotations"] = {
+        "gpupool.io/cordoned-by": "mig-layout",
+        "gpupool.io/cordon-reason": "mig-layout:t4:gpupool-t4",  # t4 is no static MIG pool: the reason is gone
+    }  # no gpupool.io/cordon-run: this step runs without a lease, and would spare a cordon a run recorded
+    fields = {"f:spec": {"f:unschedulable": {}}}
+    out["metadata"]["managedFields"] = [{"manager": manager, "operation": "Update", "fieldsV1": fields}]
+    return out
+
+
+def test_a_cordon_is_lifted_only_if_gpupool_set_it_last(api):
+    api.put("", "v1", "nodes", cordoned("ours", "gpupool"))
+    api.put("", "v1", "nodes", cordoned("persons", "kubectl"))  # kubectl uncordon + kubectl cordon after the kill
+    out = run()
+    assert out.get("failed") is not True, out
+    assert [c["name"] for c in out["cordons_lifted"]] == ["ours"] and not live(api, "ours")["spec"].get("unschedulable")
+    assert [(c["name"], c["manager"]) for c in out["cordons_left"]] == [("persons", "kubectl")]
+    left = live(api, "persons")
+    assert left["spec"]["unschedulable"] is True
+    assert not {k for k in left["metadata"].get("annotations") or {} if k.startswith("gpupool.io/cordon")}
+    assert any("node persons: cordoned by kubectl after gpupool's cordon; left cordoned" in w for w in out["warnings"])
+    assert run()["cordons_left"] == []  # a person's plain cordon now: never judged again
+
+
+def test_a_person_who_cordons_between_gpupools_read_and_its_lift_keeps_the_cordon(api):
+    api.put("", "v1", "nodes", cordoned("n0", "gpupool"))
+    real = api._merge
+
+    def person_first(key, doc, dry, query):
+        if (doc.get("spec") or {}).get("unschedulable", False) is None and not dry:
+            # kubectl uncordon + kubectl cordon land after gpupool's LIST: the lift, at the old version, gets a 409
+            api.put("", "v1", "nodes", dict(live(api, "n0"), metadata=cordoned("n0", "kubectl")["metadata"]))
+            api._merge = real
+        return real(key, doc, dry, query)
+
+    api._merge = person_first
+    out = run()
+    assert out.get("failed") is not True, out
+    assert live(api, "n0")["spec"]["unschedulable"] is True
+    assert out["cordons_lifted"] == [] and [c["name"] for c in out["cordons_left"]] == ["n0"]
+    lifts = [b for m, p, _q, b in api.requests if m == "PATCH" and b.get("spec", {}).get("unschedulable", 0) is None]
+    assert lifts and all(b["metadata"]["resourceVersion"] for b in lifts)
+
+
+def orphan(name, manager):
+    """A node node_pool cordoned as an orphan of t4, which t4 selects again (it is adopted: its cordon lifted)."""
+    out = cordoned(name, manager)
+    out["metadata"]["labels"].update({"gpupool.io/pool": "t4", "gpupool.io/orphaned": "true"})
+    out["metadata"]["annotations"] = {"gpupool.io/cordoned-by": "node-pool", "gpupool.io/cordon-reason": "orphan:t4"}
+    return out
+
+
+def test_an_adopted_orphans_cordon_is_lifted_at_the_version_it_was_decided_on(api):
+    api.put("", "v1", "nodes", orphan("n0", "gpupool"))
+    real = api._merge
+
+    def person_first(key, doc, dry, query):
+        if (doc.get("spec") or {}).get("unschedulable", False) is None and not dry:
+            api.put("", "v1", "nodes", dict(live(api, "n0"), metadata=orphan("n0", "kubectl")["metadata"]))
+            api._merge = real
+        return real(key, doc, dry, query)
+
+    api._merge = person_first
+    out = run()
+    assert out.get("failed") is not True, out
+    assert live(api, "n0")["spec"].get("unschedulable") is True  # a person's cordon that landed first stays
+    assert [(c["name"], c["manager"]) for c in out["cordons_left"]] == [("n0", "kubectl")]
+    assert any("node n0: cordoned by kubectl after gpupool's cordon" in w for w in out["warnings"])
+    # without a person in between, the adoption lifts node_pool's own cordon
+    api.put("", "v1", "nodes", orphan("n1", "gpupool"))
+    out = run()
+    assert out.get("failed") is not True, out
+    assert not live(api, "n1")["spec"].get("unschedulable") and live(api, "n0")["spec"]["unschedulable"] is True
+    lifts = [b for m, p, _q, b in api.requests if m == "PATCH" and b.get("spec", {}).get("unschedulable", 0) is None]
+    assert lifts and all(b["metadata"]["resourceVersion"] for b in lifts)

@@ -5,14 +5,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
 import pytest
 from ansible.module_utils.common.parameters import remove_values
 
-from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Cancelled
+from ansible_collections.gpupool.core.plugins.module_utils.model.errors import Cancelled, GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.module import GpupoolModule
+from ansible_collections.gpupool.core.plugins.plugin_utils import step_action
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import (
     StepAction,
     cancellable,
@@ -49,6 +51,38 @@ def test_options_are_checked_defaulted_and_secrets_masked_everywhere():
     assert "s3cret" not in repr(result)
     assert result["invocation"]["module_args"]["token"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
     assert result["lines"] == ["cern-gpu: echo: waiting for n0 [0s]"]
+
+
+class CloudEcho(GpupoolModule):
+    """A step given the inventory whose Magnum cloud has secrets that are not strings: it returns the cloud, warns
+    with it, logs it (-vvv) and fails with it in its message."""
+
+    argument_spec = dict(cluster=dict(type="raw", required=True))
+
+    def run(self):
+        cloud = self.params["cluster"]["magnum"]["cloud"]
+        self.warn("cloud is %r" % cloud)
+        self.host.log("connecting with %s" % cloud)
+        raise GpupoolError("refused: auth %s / passcode %s" % (cloud["auth"]["password"], cloud["auth"]["passcode"]))
+
+
+def test_secrets_that_are_numbers_or_nested_are_masked_in_results_invocation_errors_and_log(monkeypatch):
+    logged = []
+    monkeypatch.setattr(step_action.display, "vvv", lambda message, host=None: logged.append(message))
+    cloud = {
+        "auth_type": "v3multifactor",
+        "auth": {"username": "demo", "password": 123456789, "passcode": 314159, "token": {"id": 2.71828}},
+        "region_name": "RegionOne",
+    }
+    result = run_step(CloudEcho, {"cluster": {"name": "c1", "magnum": {"cloud": cloud, "cluster": "k8s"}}})
+    assert result["failed"] and result["msg"].startswith("refused: auth ******** / passcode ********")
+    text = repr(result) + json.dumps(result) + repr(logged)
+    assert logged and "connecting with" in logged[0]
+    for secret in (123456789, 314159, 2.71828):
+        assert str(secret) not in text and json.dumps(secret) not in text, secret
+    assert "demo" in text and "RegionOne" in text  # what is no secret stays readable
+    masked = result["invocation"]["module_args"]["cluster"]["magnum"]["cloud"]["auth"]
+    assert masked["password"] == masked["passcode"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 
 
 def test_an_unknown_or_missing_option_is_refused_as_a_module_refuses_it():

@@ -51,6 +51,20 @@ class KubeApiSimulator:
         self.version += 1
         node["metadata"]["resourceVersion"] = str(self.version)
 
+    @staticmethod
+    def own_unschedulable(node, manager, value):
+        """The API server's field management of spec.unschedulable (what the cordon ledger reads): a patch that
+        changes it takes it from every other manager, and the writer owns it while it is set."""
+        entries = []
+        for entry in node["metadata"].get("managedFields") or []:
+            entry = copy.deepcopy(entry)
+            (entry.get("fieldsV1") or {}).get("f:spec", {}).pop("f:unschedulable", None)
+            entries.append(entry)
+        if value is not None:
+            fields = {"f:spec": {"f:unschedulable": {}}}
+            entries.append({"manager": manager or "unknown", "operation": "Update", "fieldsV1": fields})
+        node["metadata"]["managedFields"] = entries
+
     # The client's own path logic, not a copy: a path the simulator parses is one the client builds.
     path = staticmethod(K8sClient.path)
 
@@ -80,6 +94,8 @@ class KubeApiSimulator:
                         "modified; please apply your changes to the latest version and try again" % parts[3],
                     )
                 node.update(merge_patch(node, body))
+                if "unschedulable" in (body.get("spec") or {}):
+                    self.own_unschedulable(node, (query or {}).get("fieldManager"), body["spec"]["unschedulable"])
                 self.bump(node)
             return copy.deepcopy(node)
         if parts == ["api", "v1", "pods"] and method == "GET":

@@ -132,6 +132,41 @@ def test_uncordon_clears_the_mark(clock):
     assert d.writes == 2
 
 
+def test_a_cordon_a_person_set_after_gpupools_is_never_uncordoned(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")])
+    d = drain(api, clock, reason="mig-layout:a100:cfg", run="run-1")
+    d.cordon("n0")  # a run cordons, then is killed
+    # a person: kubectl uncordon, then kubectl cordon (kubectl patches with its own field managers)
+    api.request("PATCH", "/api/v1/nodes/n0", {"fieldManager": "kubectl-uncordon"}, {"spec": {"unschedulable": None}})
+    api.request("PATCH", "/api/v1/nodes/n0", {"fieldManager": "kubectl-cordon"}, {"spec": {"unschedulable": True}})
+    assert api.nodes["n0"]["metadata"]["annotations"][CORDON_ANNOTATION] == "nodegroup"  # the killed run's record
+    assert d.uncordon("n0") == "theirs"
+    assert api.nodes["n0"]["spec"]["unschedulable"] is True
+    assert CORDON_ANNOTATION not in api.nodes["n0"]["metadata"]["annotations"]  # gpupool's record went
+    assert d.warnings == [
+        "node n0: cordoned by kubectl-cordon after gpupool's cordon; left cordoned (gpupool's "
+        "cordon record on it was removed, so the cordon is theirs to lift)"
+    ]
+    method, _path, body = api.requests[-1]
+    assert method == "PATCH" and "spec" not in body and body["metadata"]["resourceVersion"]
+
+
+def test_an_uncordon_carries_the_version_it_decided_on_and_decides_anew_after_a_409(clock):
+    api = KubeApiSimulator(error, nodes=[node("n0")])
+    d = drain(api, clock)
+    d.cordon("n0")
+    seen = api.request("GET", "/api/v1/nodes/n0")
+    # between our read and our uncordon a person re-cordons it (kubectl uncordon + kubectl cordon)
+    api.request("PATCH", "/api/v1/nodes/n0", {"fieldManager": "kubectl-uncordon"}, {"spec": {"unschedulable": None}})
+    api.request("PATCH", "/api/v1/nodes/n0", {"fieldManager": "kubectl-cordon"}, {"spec": {"unschedulable": True}})
+    assert d.uncordon("n0", seen) == "theirs"  # refused (409) at the old version, read again: the person's now
+    assert api.nodes["n0"]["spec"]["unschedulable"] is True
+    ours = api.requests[-3:]  # after the person's two patches
+    assert [m for m, _p, _b in ours] == ["PATCH", "GET", "PATCH"]  # refused, read again, the record removed
+    assert ours[0][2]["metadata"]["resourceVersion"] == seen["metadata"]["resourceVersion"]
+    assert ours[0][2]["spec"] == {"unschedulable": None} and "spec" not in ours[2][2]
+
+
 def test_a_cordon_records_its_reason_and_run_and_the_uncordon_removes_the_whole_record(clock):
     api = KubeApiSimulator(error, nodes=[node("n0"), node("n1")])
     d = drain(api, clock, reason="shrink:gpu:1", run="run-7")

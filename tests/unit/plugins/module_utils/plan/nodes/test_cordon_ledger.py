@@ -41,10 +41,25 @@ def inventory(mig="static", state="present", count=1):
     )
 
 
-def node(name, labels, by=None, reason=None, run=None, cordoned=True):
+def managed(*managers):
+    """metadata.managedFields as the API server writes them: each manager named owns spec.unschedulable."""
+    return [
+        {"manager": manager, "operation": "Update", "fieldsV1": {"f:spec": {"f:unschedulable": {}}}}
+        for manager in managers
+    ]
+
+
+def node(name, labels, by=None, reason=None, run=None, cordoned=True, set_by=None):
+    """A node; set_by: who set spec.unschedulable last (default: gpupool for a gpupool cordon, kubectl-cordon
+    for a person's)."""
     annotations = {key: value for key, value in ((BY, by), (REASON, reason), (RUN, run)) if value}
+    if set_by is None:
+        set_by = ("gpupool" if by else "kubectl-cordon") if cordoned else ()
+    fields = managed(*((set_by,) if isinstance(set_by, str) else set_by))
+    fields.append({"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}})
+    meta = {"name": name, "labels": dict(labels), "annotations": annotations, "resourceVersion": "41"}
     return {
-        "metadata": {"name": name, "labels": dict(labels), "annotations": annotations},
+        "metadata": dict(meta, managedFields=fields),
         "spec": {"unschedulable": True} if cordoned else {},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
@@ -143,6 +158,17 @@ REASONS = st.sampled_from(
 )
 
 
+# who set spec.unschedulable last: None the usual (gpupool for its cordon, kubectl-cordon for a person's), a person
+# after gpupool's cordon, both (a shared field: not gpupool's alone), nobody recorded
+SETTERS = st.sampled_from([None, None, "kubectl-cordon", ("gpupool", "kubectl-cordon"), ()])
+
+
+def setters(one):
+    return sorted(
+        e["manager"] for e in one["metadata"]["managedFields"] if "f:unschedulable" in e["fieldsV1"].get("f:spec", {})
+    )
+
+
 @st.composite
 def beds(draw):
     cluster = inventory(
@@ -168,6 +194,7 @@ def beds(draw):
                 reason=draw(REASONS),
                 run=draw(st.sampled_from([None, "run-1", "run-2"])),
                 cordoned=draw(st.booleans()),
+                set_by=draw(SETTERS),
             )
         )
     return cluster, nodes
@@ -208,7 +235,11 @@ def live(cluster, nodes, one):
 def apply(nodes, plan):
     lifted = {v.node for v in plan if v.action == cordon_ledger.LIFT}
     out = copy.deepcopy(nodes)
+    released = {v.node for v in plan if v.action == cordon_ledger.RELEASE}
     for one in out:
+        if one["metadata"]["name"] in released:
+            for key in plan_eviction.record_patch()["metadata"]["annotations"]:
+                one["metadata"]["annotations"].pop(key, None)
         if one["metadata"]["name"] in lifted:
             patch = plan_eviction.uncordon_patch()
             one["spec"].pop("unschedulable", None)
@@ -227,7 +258,8 @@ def test_a_lifted_cordon_never_has_a_reason_that_holds(bed):
     cluster, nodes = bed
     by_name = {n["metadata"]["name"]: n for n in nodes}
     for verdict in ledger(cluster, nodes):
-        assert (verdict.action == cordon_ledger.LIFT) == (not live(cluster, nodes, by_name[verdict.node])), verdict
+        if verdict.action != cordon_ledger.RELEASE:
+            assert (verdict.action == cordon_ledger.LIFT) == (not live(cluster, nodes, by_name[verdict.node])), verdict
 
 
 @settings(max_examples=300, deadline=None)
@@ -255,3 +287,48 @@ def test_persons_cordons_and_busy_runs_cordons_are_never_touched(bed, busy):
     persons = [n["metadata"]["name"] for n in nodes if n["spec"].get("unschedulable") and not gpupool_cordoned(n)]
     after = {n["metadata"]["name"]: n for n in apply(nodes, plan)}
     assert all(after[name] == by_name[name] for name in persons)
+
+
+@settings(max_examples=300, deadline=None)
+@given(beds(), st.sampled_from([None, frozenset(), frozenset({"run-1"})]))
+def test_no_cordon_is_lifted_unless_gpupool_alone_set_it_last(bed, busy):
+    cluster, nodes = bed
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    for verdict in ledger(cluster, nodes, busy_runs=busy):
+        one = by_name[verdict.node]
+        patch = cordon_ledger.ledger_patch(verdict, one)
+        if verdict.action == cordon_ledger.LIFT:
+            assert setters(one) == ["gpupool"], verdict
+            assert patch["spec"] == {"unschedulable": None}
+        elif setters(one) != ["gpupool"] and verdict.action == cordon_ledger.RELEASE:
+            assert "spec" not in patch and verdict.manager  # the person's cordon stays; who set it is named
+        if patch is not None:  # every write carries the version it was decided from
+            assert patch["metadata"]["resourceVersion"] == one["metadata"]["resourceVersion"]
+        else:
+            assert verdict.action == cordon_ledger.KEEP
+
+
+# ---- issue 32: a person's cordon after gpupool's -------------------------------------------------------------------
+def test_a_cordon_a_person_set_again_after_a_killed_runs_cordon_is_left_and_named():
+    # the killed run's annotations stay; kubectl uncordon + kubectl cordon moved spec.unschedulable to kubectl-cordon
+    recordoned = node("a-0", {NG: "a100", POOL: "a100"}, **MIG_CORDON, set_by="kubectl-cordon")
+    (verdict,) = ledger(inventory(mig="off"), [recordoned])  # the reason is gone: gpupool's own would be lifted
+    assert verdict.action == cordon_ledger.RELEASE and verdict.manager == "kubectl-cordon"
+    assert cordon_ledger.released_message(verdict).startswith(
+        "node a-0: cordoned by kubectl-cordon after gpupool's cordon; left cordoned"
+    )
+    patch = cordon_ledger.ledger_patch(verdict, recordoned)
+    assert patch == {
+        "metadata": {"annotations": {BY: None, REASON: None, RUN: None}, "resourceVersion": "41"}
+    }  # gpupool's record goes, the cordon stays
+    after = apply([recordoned], [verdict])
+    assert after[0]["spec"]["unschedulable"] and ledger(inventory(mig="off"), after) == []  # never judged again
+    # shared with another manager, or not recorded at all: not gpupool's alone, not lifted
+    for set_by in (("gpupool", "kubectl-cordon"), ()):
+        one = node("a-0", {NG: "a100", POOL: "a100"}, **MIG_CORDON, set_by=set_by)
+        assert verdicts(inventory(mig="off"), [one]) == {"a-0": cordon_ledger.RELEASE}
+    # gpupool's own: lifted, with its version as precondition
+    own = node("a-0", {NG: "a100", POOL: "a100"}, **MIG_CORDON)
+    (lift,) = ledger(inventory(mig="off"), [own])
+    assert lift.action == cordon_ledger.LIFT
+    assert cordon_ledger.ledger_patch(lift, own)["metadata"]["resourceVersion"] == "41"

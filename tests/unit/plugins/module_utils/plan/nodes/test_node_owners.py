@@ -46,8 +46,11 @@ def node(name, labels, cordoned_by=None, reason=None):
         annotations[BY] = cordoned_by
     if reason:
         annotations[REASON] = reason
+    # gpupool's cordon: its field manager set spec.unschedulable (plan/nodes/cordon_owner.py)
+    fields = [{"manager": "gpupool", "operation": "Update", "fieldsV1": {"f:spec": {"f:unschedulable": {}}}}]
+    meta = {"name": name, "labels": dict(labels), "annotations": annotations, "resourceVersion": "7"}
     return {
-        "metadata": {"name": name, "labels": dict(labels), "annotations": annotations, "resourceVersion": "7"},
+        "metadata": dict(meta, managedFields=fields if cordoned_by else []),
         "spec": {"unschedulable": True} if cordoned_by else {},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }

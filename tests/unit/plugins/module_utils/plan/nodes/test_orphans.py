@@ -49,8 +49,11 @@ def node(name, labels, taints=(), ours="", unschedulable=False, cordoned_by=None
     spec = {"taints": list(taints)}
     if unschedulable:
         spec["unschedulable"] = True
+    # who set spec.unschedulable: gpupool for its own cordon, a person (kubectl cordon) for one without its mark
+    manager = "gpupool" if cordoned_by else "kubectl-cordon"
+    fields = [{"manager": manager, "operation": "Update", "fieldsV1": {"f:spec": {"f:unschedulable": {}}}}]
     return {
-        "metadata": {"name": name, "labels": dict(labels), "annotations": annotations},
+        "metadata": {"name": name, "labels": dict(labels), "annotations": annotations, "managedFields": fields},
         "spec": spec,
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
@@ -119,6 +122,10 @@ def test_only_node_pools_own_cordon_is_lifted():
     by_hand = node("y", {POOL: "l4"}, unschedulable=True)
     assert not plan_orphans.lifts_orphan_cordon(drained) and not plan_orphans.lifts_orphan_cordon(by_hand)
     assert not plan_orphans.lifts_orphan_cordon(NODES[0])
+    # node_pool's orphan cordon that a person set again afterwards (kubectl uncordon, kubectl cordon): theirs now
+    recordoned = node("z", {POOL: "l4"}, unschedulable=True, cordoned_by="node-pool")
+    recordoned["metadata"]["managedFields"][0]["manager"] = "kubectl-cordon"
+    assert not plan_orphans.lifts_orphan_cordon(recordoned)
 
 
 def test_pool_report_lists_orphans_on_every_run_and_flags_a_schedulable_one():

@@ -188,3 +188,19 @@ def test_lifted_cordons_are_said_under_node_pools():
     assert out["data"]["changes"]["node_pools"] == [out["lines"][1].split(": ", 1)[1]]
     quiet = plan_run_summary.run_summary("c1", {"node_pools": {"changed": False, "objects": [], "cordons_lifted": []}})
     assert quiet["lines"] == ["c1: nothing changed"]
+
+
+def test_a_cordon_left_to_a_person_is_said_under_node_pools():
+    left = {
+        "name": "a-0",
+        "cordoned_by": "mig-layout",
+        "reason": "mig-layout:a100:gpupool-a100",
+        "run": "run-1",
+        "why": "cordoned by kubectl-cordon after gpupool's cordon",
+        "manager": "kubectl-cordon",
+    }
+    out = plan_run_summary.run_summary("c1", {"node_pools": {"changed": True, "objects": [], "cordons_left": [left]}})
+    assert out["lines"] == [
+        "c1: 1 changed",
+        "  node_pools: left the cordon kubectl-cordon set on node a-0 after gpupool's cordon (gpupool's record removed)",
+    ]
