@@ -128,13 +128,17 @@ galaxy-import: venv $(IMPORTER_VENV)/.stamp
 molecule: venv collection binaries
 	cd $(CURDIR) && $(VENV)/bin/molecule test --all
 
-# The execution environment's build context (execution-environment.yml, ansible-builder v3) in .build/ee/context;
-# build the image with a container engine: podman build -t gpupool-ee:0.1.0 .build/ee/context
+# The execution environment's build context, made as a user makes it: the shipped definition
+# (extensions/ee/execution-environment.yml, ansible-builder v3) of this checkout's tarball installed into
+# .build/ee/collections, then `ansible-builder create` -> .build/ee/context. Build the image where a container
+# engine is: podman build -t gpupool-ee:0.1.0 .build/ee/context (docs/awx.md). make test checks the same context
+# (tests/integration/test_execution_environment.py).
 ee-context: venv
 	rm -rf $(BUILD)/ee && mkdir -p $(BUILD)/ee
 	$(VENV)/bin/ansible-galaxy collection build --output-path $(BUILD)/ee .
-	cp $(BUILD)/ee/gpupool-core-*.tar.gz $(BUILD)/ee/gpupool-core.tar.gz
-	$(VENV)/bin/ansible-builder create -f execution-environment.yml -c $(BUILD)/ee/context --output-filename Containerfile
+	env -u ANSIBLE_COLLECTIONS_PATH $(VENV)/bin/ansible-galaxy collection install --offline --force -p $(BUILD)/ee/collections $(BUILD)/ee/gpupool-core-*.tar.gz
+	$(VENV)/bin/ansible-builder create -c $(BUILD)/ee/context \
+		-f $(BUILD)/ee/collections/ansible_collections/gpupool/core/extensions/ee/execution-environment.yml
 
 # The main job: sandbox GPU cloud up, validate + converge the example pools twice
 # (the second run must change nothing), show the pool report, sandbox down.
