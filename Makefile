@@ -94,7 +94,7 @@ format: venv
 # this checkout for ansible-lint (its syntax check would resolve modules from the stale copy).
 lint: venv collection
 	@mkdir -p $(BUILD)/lint-home
-	HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule awx
+	HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule extensions/awx
 
 # Galaxy's own importer (galaxy-importer, the check Galaxy and Automation Hub run on an upload) on the tarball
 # `ansible-galaxy collection build` makes; fails on a failed import and on any warning it prints (ansible-lint's
