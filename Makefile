@@ -94,7 +94,11 @@ format: venv
 # this checkout for ansible-lint (its syntax check would resolve modules from the stale copy).
 lint: venv collection
 	@mkdir -p $(BUILD)/lint-home
-	HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule extensions/awx
+	HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q roles playbooks extensions/molecule
+	@# extensions/awx/templates (the AWX project and AWX-as-code playbook a user copies): ansible-lint, and so Galaxy's
+	@# importer, takes whatever is under a templates/ folder for text; linted here from a copy, as the playbooks they are.
+	rm -rf $(BUILD)/awx-lint && mkdir -p $(BUILD)/awx-lint && cp -r extensions/awx/templates/. $(BUILD)/awx-lint/
+	cd $(BUILD)/awx-lint && HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q -c $(CURDIR)/.ansible-lint --project-dir . .
 
 # Galaxy's own importer (galaxy-importer, the check Galaxy and Automation Hub run on an upload) on the tarball
 # `ansible-galaxy collection build` makes; fails on a failed import and on any warning it prints (ansible-lint's

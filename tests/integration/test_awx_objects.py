@@ -1,4 +1,4 @@
-"""The AWX material that ships (#33): extensions/awx/configure.yml (AWX objects as code) and extensions/awx/project
+"""The AWX material that ships (#33): extensions/awx/templates/configure.yml (AWX objects as code) and extensions/awx/templates/project
 (the small AWX project that runs gpupool.core's playbooks by full name), in the built tarball.
 
 AWX's object shapes come from the awx.awx collection (AWX's own modules, from the `ansible` package:
@@ -18,39 +18,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from tests.support.awx_objects import AWX, configure_play, configure_tasks, named, objects, render
 from tests.support.user_install import ROOT, build_tarball
 
-AWX = Path(ROOT, "extensions", "awx")
 # AWX's survey question types (awx/main/models/mixins.py SurveyJobTemplateMixin, the survey editor's choices).
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML as Ansible reads it, for these files: !unsafe marks a string Ansible must not template."""
-
-
-_Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
-
-
-def configure_tasks() -> list[tuple[str, str, dict]]:
-    """(task name, awx.awx module, its arguments) of every task of configure.yml."""
-    (play,) = yaml.load(Path(AWX, "configure.yml").read_text(), Loader=_Loader)
-    out = []
-    for task in play["tasks"]:
-        (module,) = [k for k in task if k.startswith("awx.awx.")]
-        out.append((task["name"], module.split(".")[-1], task[module]))
-    return out
-
-
-def objects(module: str) -> list[dict]:
-    return [args for _, m, args in configure_tasks() if m == module]
-
-
-def render(template: str, inputs: dict, **extra) -> str:
-    """An injector template as AWX renders it (a sandboxed Jinja environment over the credential's inputs)."""
-    return ImmutableSandboxedEnvironment().from_string(template).render(**inputs, **extra)
 
 
 def test_every_awx_object_matches_its_awx_awx_module_argument_spec():
@@ -94,7 +67,7 @@ def test_the_job_templates_cover_converge_pool_changes_report_and_advice_from_th
 
 def test_the_inventory_source_is_a_pools_plugin_file_of_the_project():
     (source,) = objects("inventory_source")
-    (play,) = yaml.load(Path(AWX, "configure.yml").read_text(), Loader=_Loader)
+    play = configure_play()
     path = source["source_path"].replace("{{ gpupool_awx_inventory_file }}", play["vars"]["gpupool_awx_inventory_file"])
     assert source["source"] == "scm" and path.endswith("pools.yml")
     data = yaml.safe_load(Path(AWX, "project", path).read_text())
@@ -103,13 +76,8 @@ def test_the_inventory_source_is_a_pools_plugin_file_of_the_project():
     assert list(Path(AWX, "project", path).parent.glob(pattern)), pattern
 
 
-def credential_type(name: str) -> dict:
-    (found,) = [t for t in objects("credential_type") if t["name"] == name]
-    return found
-
-
 def test_the_kubeconfig_credential_injects_the_file_the_steps_read(tmp_path):
-    kind = credential_type("gpupool kubeconfig")
+    kind = named("credential_type", "gpupool kubeconfig")
     kubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n"
     path = tmp_path / "kubeconfig"
     path.write_text(render(kind["injectors"]["file"]["template"], {"kubeconfig": kubeconfig}))
@@ -123,7 +91,7 @@ def test_the_kubeconfig_credential_injects_the_file_the_steps_read(tmp_path):
 def test_the_magnum_credential_writes_a_clouds_yaml_openstacksdk_reads_under_its_cloud_name(tmp_path, region):
     import openstack.config
 
-    kind = credential_type("gpupool magnum cloud")
+    kind = named("credential_type", "gpupool magnum cloud")
     fields = {f["id"]: f for f in kind["inputs"]["fields"]}
     inputs = {k: f.get("default", "") for k, f in fields.items()}
     inputs.update(
