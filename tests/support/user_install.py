@@ -107,3 +107,18 @@ def user_venv(core: str, requirements: Path) -> Path:
     ).stdout.strip()
     assert version == core, "pip install -r %s replaced ansible-core %s with %s" % (requirements, core, version)
     return venv
+
+
+def main(argv: list[str]) -> int:
+    """`python -m tests.support.user_install venv oldest|newest`: the path of that end's user venv (made if missing),
+    for the Makefile's sanity run on the oldest ansible-core."""
+    if len(argv) != 2 or argv[0] != "venv" or argv[1] not in ("oldest", "newest"):
+        print("usage: python -m tests.support.user_install venv oldest|newest", file=sys.stderr)
+        return 2
+    core = OLDEST_CORE if argv[1] == "oldest" else NEWEST_CORE
+    print(user_venv(core, ROOT / "requirements.txt"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
