@@ -36,6 +36,7 @@ def awx_collection_root() -> Path:
                     capture_output=True,
                     text=True,
                     timeout=900,
+                    check=False,
                 )
                 assert proc.returncode == 0, proc.stdout + proc.stderr
                 (wheel,) = Path(tmp).glob("ansible-*.whl")

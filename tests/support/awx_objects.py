@@ -18,7 +18,11 @@ class _Loader(yaml.SafeLoader):
     """YAML as Ansible reads it, for these files: !unsafe marks a string Ansible must not template."""
 
 
-_Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+def _unsafe(loader, node):
+    return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("!unsafe", _unsafe)
 
 
 def configure_play() -> dict:
@@ -36,7 +40,7 @@ def configure_tasks() -> list[tuple[str, str, dict]]:
 
 
 def objects(module: str) -> list[dict]:
-    return [args for _, m, args in configure_tasks() if m == module]
+    return [args for task_module, args in ((t[1], t[2]) for t in configure_tasks()) if task_module == module]
 
 
 def named(module: str, name: str) -> dict:

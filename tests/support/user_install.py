@@ -49,6 +49,7 @@ def build_tarball(dest: Path) -> Path:
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (tarball,) = dest.glob("gpupool-core-*.tar.gz")
@@ -71,6 +72,7 @@ def install_collection(tarball: Path, dest: Path, home: Path) -> Path:
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
         cwd=str(home),
         env=clean_env(home, ANSIBLE_COLLECTIONS_PATH=str(dest)),
     )
@@ -95,7 +97,7 @@ def user_venv(core: str, requirements: Path) -> Path:
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
             pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
             for args in (["ansible-core==%s" % core], ["-r", str(requirements)]):
-                proc = subprocess.run(pip + args, capture_output=True, text=True, timeout=900)
+                proc = subprocess.run(pip + args, capture_output=True, text=True, timeout=900, check=False)
                 assert proc.returncode == 0, "pip install %s: %s" % (" ".join(args), proc.stdout + proc.stderr)
             stamp.write_text("ansible-core %s\n" % core)
     version = subprocess.run(
@@ -103,6 +105,7 @@ def user_venv(core: str, requirements: Path) -> Path:
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
         env=clean_env(venv),
     ).stdout.strip()
     assert version == core, "pip install -r %s replaced ansible-core %s with %s" % (requirements, core, version)
