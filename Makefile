@@ -15,7 +15,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PYTEST_ARGS ?=
 
 
-.PHONY: style format bench help venv collection binaries fakenvml test test-release test-compat unit integration sanity units lint galaxy-import molecule ee-context demo sandbox-up sandbox-down clean docs gpu-check
+.PHONY: style format bench help venv collection binaries fakenvml test test-release test-compat unit integration sanity sanity-oldest units lint galaxy-import molecule ee-context demo sandbox-up sandbox-down clean docs gpu-check
 
 help:
 	@echo "make demo   - bring up the sandbox GPU cloud and converge inventories/example against it"
@@ -63,7 +63,7 @@ test: venv collection binaries fakenvml
 	if [ $$rc -ne 0 ]; then kill -- -$$bg 2>/dev/null || true; exit $$rc; fi; \
 	wait $$bg || { tail -20 $(BUILD)/binaries-oldest.log; exit 1; }
 	$(MAKE) -s test-release K8S_RELEASE=oldest
-	$(MAKE) -s sanity units lint galaxy-import molecule
+	$(MAKE) -s sanity sanity-oldest units lint galaxy-import molecule
 
 # The version-sensitive tests (-m dra_api: resource.k8s.io, ComputeDomains, a site.yml converge and no-op) on one
 # release of the matrix: K8S_RELEASE=1.32|1.33|1.34|1.37|oldest. Its control plane is found or built first
@@ -81,6 +81,13 @@ test-compat: venv collection binaries fakenvml
 sanity units: venv
 	$(VENV)/bin/python tools/run_ansible_test.py $@
 
+# ansible-test sanity on the oldest ansible-core of the supported range (meta/runtime.yml requires_ansible; `sanity`
+# runs .venv's, the newest): with the cached user venv of the install test (tests/support/user_install.py), which
+# holds that ansible-core and the collection's requirements only.
+sanity-oldest: venv
+	oldest=$$($(VENV)/bin/python -m tests.support.user_install venv oldest); \
+	env -u PYTHONPATH $$oldest/bin/python tools/run_ansible_test.py sanity
+
 # ruff: formatting and lint rules of pyproject.toml, checked (make format applies them).
 style: venv
 	$(VENV)/bin/ruff format --check --quiet plugins tests testbed tools bench conftest.py
@@ -97,6 +104,10 @@ format: venv
 lint: venv collection
 	@mkdir -p $(BUILD)/lint-home
 	HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q --profile production
+	@# extensions/awx/templates (the AWX project and AWX-as-code playbook a user copies): ansible-lint, and so Galaxy's
+	@# importer, takes whatever is under a templates/ folder for text; linted here from a copy, as the playbooks they are.
+	rm -rf $(BUILD)/awx-lint && mkdir -p $(BUILD)/awx-lint && cp -r extensions/awx/templates/. $(BUILD)/awx-lint/
+	cd $(BUILD)/awx-lint && HOME=$(BUILD)/lint-home $(VENV)/bin/ansible-lint --offline -q -c $(CURDIR)/.ansible-lint --project-dir . .
 
 # Galaxy's own importer (galaxy-importer, the check Galaxy and Automation Hub run on an upload) on the tarball
 # `ansible-galaxy collection build` makes; fails on a failed import and on any warning it prints (ansible-lint's
@@ -130,13 +141,17 @@ galaxy-import: venv $(IMPORTER_VENV)/.stamp
 molecule: venv collection binaries
 	cd $(CURDIR) && $(VENV)/bin/molecule test --all
 
-# The execution environment's build context (execution-environment.yml, ansible-builder v3) in .build/ee/context;
-# build the image with a container engine: podman build -t gpupool-ee:0.1.0 .build/ee/context
+# The execution environment's build context, made as a user makes it: the shipped definition
+# (extensions/ee/execution-environment.yml, ansible-builder v3) of this checkout's tarball installed into
+# .build/ee/collections, then `ansible-builder create` -> .build/ee/context. Build the image where a container
+# engine is: podman build -t gpupool-ee:1.0.0 .build/ee/context (docs/awx.md). make test checks the same context
+# (tests/integration/test_execution_environment.py).
 ee-context: venv
 	rm -rf $(BUILD)/ee && mkdir -p $(BUILD)/ee
 	$(VENV)/bin/ansible-galaxy collection build --output-path $(BUILD)/ee .
-	cp $(BUILD)/ee/gpupool-core-*.tar.gz $(BUILD)/ee/gpupool-core.tar.gz
-	$(VENV)/bin/ansible-builder create -f execution-environment.yml -c $(BUILD)/ee/context --output-filename Containerfile
+	env -u ANSIBLE_COLLECTIONS_PATH $(VENV)/bin/ansible-galaxy collection install --offline --force -p $(BUILD)/ee/collections $(BUILD)/ee/gpupool-core-*.tar.gz
+	$(VENV)/bin/ansible-builder create -c $(BUILD)/ee/context \
+		-f $(BUILD)/ee/collections/ansible_collections/gpupool/core/extensions/ee/execution-environment.yml
 
 # The main job: sandbox GPU cloud up, validate + converge the example pools twice
 # (the second run must change nothing), show the pool report, sandbox down.

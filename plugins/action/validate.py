@@ -17,6 +17,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.module import Gpupool
 from ansible_collections.gpupool.core.plugins.plugin_utils.inventory_files import (
     inventory_var_files,
     keys_written_twice,
+    text_reader,
 )
 from ansible_collections.gpupool.core.plugins.plugin_utils.step_action import StepAction
 
@@ -69,4 +70,4 @@ class ActionModule(StepAction):
             groups=list(task_vars.get("group_names") or []),
             playbook_dir=task_vars.get("playbook_dir"),
         )
-        return problems_of(keys_written_twice(files, self._loader.get_text_file_contents))
+        return problems_of(keys_written_twice(files, text_reader(self._loader)))

@@ -142,7 +142,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.inventory_
     hosts_from_nodegroups,
     hosts_from_nodes,
 )
-from ansible_collections.gpupool.core.plugins.plugin_utils.inventory_files import keys_written_twice
+from ansible_collections.gpupool.core.plugins.plugin_utils.inventory_files import keys_written_twice, text_reader
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable):
@@ -221,7 +221,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable):
     def _refuse_keys_written_twice(self, paths):
         """A key written twice in one mapping of these files: YAML would keep the last value without a word, and
         ansible-core's own check cannot tell it from a `<<` merge override (ansible.cfg, docs/inventory.md)."""
-        twice = keys_written_twice(paths, self.loader.get_text_file_contents)
+        twice = keys_written_twice(paths, text_reader(self.loader))
         if twice:
             raise AnsibleParserError(Problems(problems_of(twice), subject="in the inventory's YAML").render())
 

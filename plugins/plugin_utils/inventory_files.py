@@ -151,3 +151,13 @@ def keys_written_twice(
         out += find_duplicate_keys(str(text), shown(path))
         out += find_yaml_traps(str(text), shown(path))
     return out
+
+
+def text_reader(loader) -> Callable[[str], str]:
+    """A file's text through ansible-core's loader (relative to its basedir, vault-decrypted): get_text_file_contents
+    where the loader has it (ansible-core >= 2.19), else the decrypted bytes of _get_file_contents decoded as UTF-8
+    (2.16 - 2.18, the older end of meta/runtime.yml's requires_ansible)."""
+    read = getattr(loader, "get_text_file_contents", None)
+    if read is not None:
+        return read
+    return lambda path: loader._get_file_contents(path)[0].decode("utf-8", errors="surrogateescape")

@@ -1,15 +1,20 @@
-"""site.yml run the way AWX runs a job: ansible-runner's Python API on a private data directory laid out as
-AWX lays it out, against the sandbox.
+"""A surveyed job run the way AWX runs it: ansible-runner's Python API on a private data directory laid out as AWX
+lays it out, from the project template the collection ships (extensions/awx/templates/project), with the credentials
+of the shipped credential types injected, against the sandbox.
 
 What AWX does and this test reproduces (ansible-runner docs "intro"; AWX docs/collections.md):
-- inventory update: the inventory source (a gpupool.core.pools file) is parsed with `ansible-inventory --list
-  --export`, and a job gets the result as an executable script in inventory/;
-- project update: the project is checked out into project/ (the job's working directory), and collections
-  the project needs are installed into requirements_collections/ (here: from this checkout's tarball);
-- a launch with a survey: its answers in env/extravars; runner settings in env/settings;
+- credentials: each credential type's injectors (extensions/awx/templates/configure.yml) rendered over the
+  credential's inputs - the kubeconfig file and K8S_AUTH_KUBECONFIG, the Magnum cloud's clouds.yaml and
+  OS_CLIENT_CONFIG_FILE - into the job's environment; the cluster description names only `magnum.cloud`;
+- inventory update: the inventory source (the project's gpupool.core.pools file) is parsed with `ansible-inventory
+  --list --export` with the kubeconfig credential, and a job gets the result as an executable script in inventory/;
+- project update: the project is checked out into project/ (the job's working directory), and the collections of its
+  collections/requirements.yml are installed into requirements_collections/ (here: from this checkout's tarball);
+- a launch of the job template "gpupool converge" with its survey: the answers in env/extravars; runner settings in
+  env/settings; the template's playbook;
 - the job's result: artifacts/<ident>/status and rc, and the playbook_on_stats event in job_events/.
 Two runs with the same survey answers: the first changes the selected pool, the second changes nothing; no event of
-either holds the inline cloud's password.
+either holds the cloud's password.
 """
 
 from __future__ import annotations
@@ -27,32 +32,30 @@ import pytest
 import yaml
 
 from testbed.sandbox import SIMULATION_CHART
-from tests.integration.playbook import ROOT
+from tests.support.awx_objects import AWX, configure_play, inject, named
+from tests.support.user_install import build_tarball
 
 pytestmark = pytest.mark.sandbox
 VENV_BIN = Path(sys.executable).parent
 MV = {"OpenStack-API-Version": "container-infra 1.14"}
 
 
-def checkout(dest: Path) -> None:
-    names = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout.split("\n")
-    for name in filter(None, names):
-        if os.path.isfile(os.path.join(ROOT, name)):
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(os.path.join(ROOT, name), dest / name)
-
-
 def clean_env(**extra) -> dict:
     """No trace of this checkout: collections only from where AWX would put them. helm is on PATH, as the
-    execution environment (execution-environment.yml) puts it there for the DRA driver role."""
+    execution environment (extensions/ee/execution-environment.yml) puts it there for the DRA driver role."""
     from testbed import binaries
 
     helm_dir = str(binaries.find("helm", allow_fetch=False).path.parent)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHONPATH"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHONPATH", "K8S_AUTH", "OS_"))}
     env.update(PATH=os.pathsep.join([str(VENV_BIN), helm_dir, env.get("PATH", "")]), ANSIBLE_NOCOLOR="1", **extra)
     return env
+
+
+def survey_answers(template: dict, answers: dict) -> dict:
+    """The extra vars a launch with this survey sets: one answer per question of the template's survey, no more."""
+    variables = {q["variable"] for q in template["survey_spec"]["spec"]}
+    assert set(answers) == variables, (sorted(answers), sorted(variables))
+    return answers
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +66,29 @@ def job(sandbox, tmp_path_factory):
     driver_namespace = "awx-dra-%s" % suffix
     tmp = tmp_path_factory.mktemp("awx-job")
     pdd = tmp / "private_data_dir"
-    for sub in ("project", "inventory", "env", "requirements_collections"):
+    for sub in ("inventory", "env", "requirements_collections"):
         (pdd / sub).mkdir(parents=True)
 
-    # Project update: the checkout, and the collection installed the way AWX installs project requirements.
-    checkout(pdd / "project")
-    build = subprocess.run(
-        [str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp), ROOT],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    # Credentials, injected from the shipped credential types: a kubeconfig and the Magnum cloud under its own name.
+    cloud = sandbox.cloud
+    cloud_name = "site-magnum-%s" % suffix
+    injected = inject("gpupool kubeconfig", {"kubeconfig": Path(sandbox.kubeconfig).read_text()}, tmp / "creds")
+    injected.update(
+        inject(
+            "gpupool magnum cloud",
+            {"cloud_name": cloud_name, "region_name": cloud.get("region_name") or "", **cloud["auth"]},
+            tmp / "creds",
+        )
     )
-    assert build.returncode == 0, build.stdout + build.stderr
-    (tarball,) = tmp.glob("gpupool-core-*.tar.gz")
+    assert set(injected) == {"K8S_AUTH_KUBECONFIG", "OS_CLIENT_CONFIG_FILE"}
+
+    # Project update: the shipped project template with the site's cluster file, and its collections/requirements.yml
+    # satisfied the way AWX installs project requirements (from this checkout's tarball: the same release).
+    shutil.copytree(AWX / "project", pdd / "project")
+    project = pdd / "project"
+    requirements = yaml.safe_load((project / "collections" / "requirements.yml").read_text())
+    assert [c["name"] for c in requirements["collections"]] == ["gpupool.core"]
+    tarball = build_tarball(tmp / "dist")
     collections = pdd / "requirements_collections"
     install = subprocess.run(
         [str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(collections), str(tarball)],
@@ -87,11 +100,10 @@ def job(sandbox, tmp_path_factory):
     )
     assert install.returncode == 0, install.stdout + install.stderr
 
-    # Inventory update: the inventory source is a gpupool.core.pools file, parsed as AWX parses it.
+    # The site's cluster: no kubeconfig, no cloud secrets - the credentials give them.
     declared = {
         "name": cluster,
-        "kubeconfig": str(sandbox.kubeconfig),
-        "magnum": {"cloud": sandbox.cloud, "cluster": sandbox.cluster_name},
+        "magnum": {"cloud": cloud_name, "cluster": sandbox.cluster_name},
         # As the sandbox's own inventory does: NVIDIA's chart cannot be pulled here, so the DRA driver role
         # installs the simulation chart (same name and values keys; the DRA driver simulator plays its pods).
         "dra_driver": {
@@ -113,15 +125,22 @@ def job(sandbox, tmp_path_factory):
             },
         ],
     }
-    source = tmp / "awx.pools.yml"
-    source.write_text(yaml.safe_dump({"plugin": "gpupool.core.pools", "clusters": [declared]}))
+    host_vars = project / "inventory" / "host_vars"
+    shutil.rmtree(host_vars)
+    (host_vars / cluster).mkdir(parents=True)
+    (host_vars / cluster / "gpupool.yml").write_text(yaml.safe_dump({"gpupool_cluster": declared}))
+
+    # Inventory update: the inventory source's file, parsed as AWX parses it, with the source's credential.
+    source = named("inventory_source", "gpupool pools")
+    assert source["credential"] == "{{ gpupool_awx_kubeconfig_credential }}"
+    source_path = configure_play()["vars"]["gpupool_awx_inventory_file"]
     imported = subprocess.run(
-        [str(VENV_BIN / "ansible-inventory"), "-i", str(source), "--list", "--export"],
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(project / source_path), "--list", "--export"],
         capture_output=True,
         text=True,
         timeout=120,
-        env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections)),
-        cwd=tmp,
+        env=clean_env(ANSIBLE_COLLECTIONS_PATH=str(collections), K8S_AUTH_KUBECONFIG=injected["K8S_AUTH_KUBECONFIG"]),
+        cwd=project,
     )
     assert imported.returncode == 0, imported.stderr
     listing = json.loads(imported.stdout)
@@ -132,18 +151,28 @@ def job(sandbox, tmp_path_factory):
     )
     script.chmod(0o700)
 
-    # Launch: survey answers and runner settings.
-    # gpupool_node_count as the survey's "size" answer (the inventory's own count: both jobs converge the same):
-    # run_changes.yml then sets gpupool_cluster, the inline cloud and its password included, for the run
-    survey = {"gpupool_limit": cluster, "gpupool_pools": selected, "gpupool_node_count": 1}
+    # Launch of "gpupool converge": its survey's answers, its playbook, both credentials' environment.
+    template = named("job_template", "gpupool converge")
+    assert template["credentials"] == [
+        "{{ gpupool_awx_kubeconfig_credential }}",
+        "{{ gpupool_awx_openstack_credential }}",
+    ]
+    survey = survey_answers(template, {"gpupool_limit": cluster, "gpupool_pools": selected})
     (pdd / "env" / "extravars").write_text(yaml.safe_dump(survey))
     (pdd / "env" / "settings").write_text(
         yaml.safe_dump({"idle_timeout": 600, "job_timeout": 900, "suppress_ansible_output": True})
     )
     (pdd / "env" / "envvars").write_text(
-        yaml.safe_dump({"ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1"})
+        yaml.safe_dump({"ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_NOCOLOR": "1", **injected})
     )
-    yield {"pdd": pdd, "cluster": cluster, "selected": selected, "other": other, "sandbox": sandbox}
+    yield {
+        "pdd": pdd,
+        "playbook": template["playbook"],
+        "cluster": cluster,
+        "selected": selected,
+        "other": other,
+        "sandbox": sandbox,
+    }
     cleanup(sandbox, [selected, other], driver_namespace)
 
 
@@ -175,7 +204,7 @@ def cleanup(sandbox, pools, driver_namespace):
     sandbox.cp.kubectl("delete", "namespace", driver_namespace, "--wait=false", check=False)
 
 
-def run_job(pdd: Path, ident: str):
+def run_job(pdd: Path, ident: str, playbook: str):
     import ansible_runner
 
     # ansible-runner starts ansible-playbook with this process's environment plus env/envvars.
@@ -183,7 +212,7 @@ def run_job(pdd: Path, ident: str):
     os.environ.clear()
     os.environ.update(env)
     try:
-        return ansible_runner.run(private_data_dir=str(pdd), playbook="playbooks/site.yml", ident=ident)
+        return ansible_runner.run(private_data_dir=str(pdd), playbook=playbook, ident=ident)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -217,22 +246,21 @@ def nodegroup_exists(sandbox, name) -> bool:
 
 def test_a_job_converges_the_surveyed_pool_and_a_second_job_changes_nothing(job):
     pdd = job["pdd"]
-    first = run_job(pdd, "converge-1")
+    first = run_job(pdd, "converge-1", job["playbook"])
     stdout = (pdd / "artifacts" / "converge-1" / "stdout").read_text()
     assert first.status == "successful", stdout[-4000:]
     assert (pdd / "artifacts" / "converge-1" / "status").read_text().strip() == "successful"
     assert (pdd / "artifacts" / "converge-1" / "rc").read_text().strip() == "0"
     stats = stats_event(pdd, "converge-1")
     assert stats["changed"].get(job["cluster"], 0) > 0 and stats["failures"] == {}
-    # No event holds the inline cloud's password (run_changes.yml's set_fact of gpupool_cluster is no_log)
+    # No event holds the cloud's password (only the clouds.yaml the credential wrote does)
     password = job["sandbox"].cloud["auth"]["password"]
-    assert "pool %s for this run: nodegroup.node_count 1" % job["selected"] in stdout
     assert leaked_password(pdd, "converge-1", password) == []
     # The survey's pool answer was honoured: only that pool got a nodegroup.
     assert nodegroup_exists(job["sandbox"], job["selected"])
     assert not nodegroup_exists(job["sandbox"], job["other"])
 
-    second = run_job(pdd, "converge-2")
+    second = run_job(pdd, "converge-2", job["playbook"])
     assert second.status == "successful", (pdd / "artifacts" / "converge-2" / "stdout").read_text()[-4000:]
     assert (pdd / "artifacts" / "converge-2" / "status").read_text().strip() == "successful"
     stats = stats_event(pdd, "converge-2")
