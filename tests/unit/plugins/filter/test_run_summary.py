@@ -19,3 +19,25 @@ def test_filter_checks_its_input():
         filter_run_summary.run_summary(["x"], "c")
     with pytest.raises(Exception, match="pool_info's result"):
         filter_run_summary.run_summary({}, "c", "text")
+    with pytest.raises(Exception, match="plan is a list of step names"):
+        filter_run_summary.run_summary({}, "c", None, False, "validate,run_lease")
+
+
+def test_the_summary_of_a_failed_run_says_so_through_the_filter():
+    """What the run_summary role hands the filter after a dry run stopped at a step: the run failed, there, with what
+    it checked before and what it never reached (not "nothing would change")."""
+    plan = ["validate", "run_lease", "compute_domains", "pool_report"]
+    steps = {
+        "validate": {"changed": False},
+        "run_lease": {"changed": False},
+        "compute_domains": {"failed": True, "msg": "the API server does not serve ComputeDomain"},
+        "pool_report": "",  # an undefined register, as the role's default(None) may template it
+    }
+    out = filter_run_summary.run_summary(steps, "cern-gpu", None, True, plan)
+    assert out["lines"] == [
+        "cern-gpu: FAILED at compute_domains (nothing would change up to there)",
+        "  checked: validate, run_lease",
+        "  not reached: pool_report",
+        "  compute_domains: FAILED: the API server does not serve ComputeDomain",
+    ]
+    assert out["data"]["outcome"]["failed_step"] == "compute_domains"
