@@ -31,7 +31,8 @@ def _object_changes(result: dict) -> List[str]:
         if not obj.get("changed"):
             continue
         name = "%s/%s" % (obj["namespace"], obj["name"]) if obj.get("namespace") else obj.get("name")
-        out.append("%s %s %s" % (obj.get("kind"), name, obj.get("action")))
+        pending = " %s" % obj["pending"] if obj.get("pending") else ""  # check mode, its CRD not installed yet
+        out.append("%s %s %s%s" % (obj.get("kind"), name, obj.get("action"), pending))
     return out
 
 

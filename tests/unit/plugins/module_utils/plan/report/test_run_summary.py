@@ -283,3 +283,19 @@ def test_a_run_stopped_by_a_task_without_a_result_says_after_which_step():
         "  done: a",
         "  b: FAILED: x",
     ]
+
+
+def test_an_object_whose_crd_the_driver_would_bring_says_so():
+    pending = {
+        "kind": "ComputeDomain",
+        "name": "gb200-domain",
+        "namespace": "ml-training",
+        "action": "created",
+        "changed": True,
+        "pending": "once the DRA driver's CRDs are installed",
+    }
+    out = plan_run_summary.run_summary("c", {"compute_domains": {"changed": True, "objects": [pending]}}, None, True)
+    assert out["lines"] == [
+        "c: 1 would change",
+        "  compute_domains: ComputeDomain ml-training/gb200-domain created once the DRA driver's CRDs are installed",
+    ]
