@@ -95,11 +95,17 @@ def _release_changes(result: dict, check_mode: bool = False) -> List[str]:
     if reasons == ["state=absent"]:
         return ["%s the DRA driver %s" % ("would uninstall" if check_mode else "uninstalled", at)]
     if reasons == ["not installed"]:
-        return ["%s the DRA driver %s as %s" % ("would install" if check_mode else "installed", version, at)]
-    return [
-        "%s the DRA driver %s to %s because %s"
-        % ("would upgrade" if check_mode else "upgraded", at, version, "; ".join(reasons))
-    ]
+        out = ["%s the DRA driver %s as %s" % ("would install" if check_mode else "installed", version, at)]
+    else:
+        out = [
+            "%s the DRA driver %s to %s because %s"
+            % ("would upgrade" if check_mode else "upgraded", at, version, "; ".join(reasons))
+        ]
+    # the chart's CRDs, applied before helm (which installs crds/ only once): what serves ComputeDomains
+    crds = sorted(c.get("name") for c in result.get("crds") or [] if isinstance(c, dict) and c.get("changed"))
+    if crds:
+        out.append("%s the chart's CRDs %s" % ("would apply" if check_mode else "applied", ", ".join(crds)))
+    return out
 
 
 def _cordon_changes(result: dict) -> List[str]:
@@ -239,6 +245,9 @@ def run_summary(
             }
         mismatches = report.get("mismatches") or []
         if mismatches:
-            lines.append("  %d mismatch(es) between the inventory and the cluster:" % len(mismatches))
+            lines.append(
+                "  %d mismatch(es) between the inventory and the cluster%s:"
+                % (len(mismatches), " as it is, before the changes above" if check_mode and count else "")
+            )
             lines += mismatch_lines(mismatches, indent="    ")
     return {"lines": lines, "data": data}

@@ -299,3 +299,25 @@ def test_an_object_whose_crd_the_driver_would_bring_says_so():
         "c: 1 would change",
         "  compute_domains: ComputeDomain ml-training/gb200-domain created once the DRA driver's CRDs are installed",
     ]
+
+
+def test_the_driver_chart_s_crds_and_a_dry_run_s_mismatches_are_said_as_what_they_are():
+    install = {
+        "changed": True,
+        "desired": {"release": "dra", "namespace": "d", "version": "0.5.1"},
+        "reasons": ["not installed"],
+        "crds": [{"name": "computedomains.resource.nvidia.com", "changed": True}, {"name": "x.y", "changed": False}],
+    }
+    report = {"pools": {}, "mismatches": [{"kind": "missing_nodes", "message": "pool p has 0 of the 2 nodes"}]}
+    out = plan_run_summary.run_summary("c", {"dra_driver": install}, report, check_mode=True)
+    assert out["lines"] == [
+        "c: 2 would change",
+        "  dra_driver: would install the DRA driver 0.5.1 as release dra in namespace d",
+        "  dra_driver: would apply the chart's CRDs computedomains.resource.nvidia.com",
+        "  pool  nodes Ready  whole GPUs free/total  MIG devices free/total  allocatable now",
+        "  1 mismatch(es) between the inventory and the cluster as it is, before the changes above:",
+        "    - [missing_nodes] pool p has 0 of the 2 nodes",
+    ]
+    assert plan_run_summary.step_changes("dra_driver", install)[1] == (
+        "applied the chart's CRDs computedomains.resource.nvidia.com"
+    )
