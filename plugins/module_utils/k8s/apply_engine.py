@@ -474,7 +474,7 @@ class ApplyEngine:
             res = Result(kind.kind, meta["name"], ns, d.pool, d.origin)
             results.append(res)
             if ns is not None and ns not in namespaces:
-                namespaces[ns] = self.get(NAMESPACE, ns) is not None
+                namespaces[ns] = self._namespace_exists(ns)
             if ns is not None and not namespaces[ns]:
                 res.action = "failed"
                 res.error = missing_namespace_message(res.ref + (" (pool %s)" % res.pool if res.pool else ""), ns)
@@ -485,6 +485,14 @@ class ApplyEngine:
         if errors:
             raise ConvergeError("\n".join(errors), results)
         return results
+
+    def _namespace_exists(self, name):
+        try:
+            return self.get(NAMESPACE, name) is not None
+        except K8sError as err:
+            if err.status != 403:
+                raise
+            return True  # the least-privilege ClusterRole reads no namespaces (docs/rbac): the converge will tell
 
     def _recreate(self, kind, obj, live, res, delete_timeout):
         meta = obj["metadata"]

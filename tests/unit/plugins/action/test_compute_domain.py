@@ -129,3 +129,24 @@ def test_a_missing_crd_stays_an_error_when_no_driver_step_brings_it(api):
     out = run(cluster, _ansible_check_mode=True)
     assert out["failed"] is True and "does not serve ComputeDomain" in said(out), out
     assert api.writes() == []
+
+
+def test_a_dry_run_that_may_not_read_namespaces_still_says_what_it_would_create(api, monkeypatch):
+    """The least-privilege ClusterRole (docs/rbac) reads no namespaces: the dry run is not refused for it."""
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s import apply_engine
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+
+    real_get = apply_engine.ApplyEngine.get
+
+    def get(engine, kind, name, namespace=None):
+        if kind.kind == "Namespace":
+            raise K8sError('namespaces "%s" is forbidden' % name, status=403)
+        return real_get(engine, kind, name, namespace)
+
+    monkeypatch.setattr(apply_engine.ApplyEngine, "get", get)
+    api.served.pop(GROUP)
+    out = run(_ansible_check_mode=True)
+    assert out.get("failed") is not True, out
+    assert [(o["action"], o["pending"]) for o in out["objects"]] == [
+        ("created", "once the DRA driver's CRDs are installed")
+    ]
