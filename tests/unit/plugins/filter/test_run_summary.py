@@ -41,3 +41,27 @@ def test_the_summary_of_a_failed_run_says_so_through_the_filter():
         "  compute_domains: FAILED: the API server does not serve ComputeDomain",
     ]
     assert out["data"]["outcome"]["failed_step"] == "compute_domains"
+
+
+@pytest.mark.parametrize("playbook", ["site", "scale", "mig", "teardown"])
+def test_each_playbook_names_its_own_steps_in_order_to_the_summary(playbook):
+    """run_summary_plan is the playbook's block read in order (the validation, then each role imported), so that a
+    failed run's summary never names a step the playbook does not run as 'not reached'; and each step of it has a
+    registered result in the role's defaults."""
+    import os
+
+    import yaml
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))))
+    with open(os.path.join(root, "playbooks", playbook + ".yml")) as f:
+        plays = yaml.safe_load(f)
+    with open(os.path.join(root, "roles", "run_summary", "defaults", "main.yml")) as f:
+        registered = yaml.safe_load(f)["run_summary_steps"]
+    (block,) = [t for play in plays for t in play.get("tasks") or [] if "always" in t]
+    steps = [
+        "validate" if "gpupool.core.validate" in task else task["ansible.builtin.import_role"]["name"].split(".")[-1]
+        for task in block["block"]
+    ]
+    (summary,) = [t for t in block["always"] if t["ansible.builtin.import_role"]["name"] == "gpupool.core.run_summary"]
+    assert summary["vars"]["run_summary_plan"] == steps
+    assert set(steps) <= set(registered), set(steps) - set(registered)
