@@ -30,7 +30,9 @@ description:
     adopted when wanted (action C(adopted), with a warning), pruned only when their pool is one of this
     inventory's, and otherwise left alone with a warning.
   - Needs the ComputeDomain CRD (the NVIDIA DRA driver chart with C(resources.computeDomains.enabled=true)) and the
-    namespace.
+    namespace. In check mode on a cluster without the CRD, when the inventory's DRA driver is enabled (the driver
+    step of the run installs the CRDs), each ComputeDomain is reported as one that would be created once the
+    driver's CRDs are installed; outside check mode, or with the driver disabled, a missing CRD fails with its fix.
 author:
   - gpupool.core developers (@gpupool)
 options:
@@ -71,6 +73,8 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     details: Writes are sent with C(dryRun=All); with O(recreate) the new object is predicted by a dry-run create.
+      Before the DRA driver's CRDs are installed nothing of the kind can be sent; the objects are reported as would be
+      created once they are (C(pending)).
 """
 
 EXAMPLES = r"""
@@ -115,6 +119,10 @@ objects:
     status:
       description: C(status.status) of the ComputeDomain (C(Ready), C(NotReady)) or null when not reported.
       type: str
+    pending:
+      description: In check mode before the DRA driver's CRDs are installed, what must happen first
+        (C(once the DRA driver's CRDs are installed)).
+      type: str
   sample: [{kind: ComputeDomain, name: gb200-domain, namespace: ml-training, pool: gpu-gb200, action: created,
             changed: true, status: null}]
 api_version:
@@ -122,6 +130,11 @@ api_version:
   returned: success
   type: str
   sample: resource.nvidia.com/v1beta1
+msg:
+  description: In check mode before the DRA driver's CRDs are installed, what would be created once they are.
+  returned: check mode, when the cluster does not serve ComputeDomain yet
+  type: str
+  sample: would create ComputeDomain ml-training/gb200-domain once the DRA driver's CRDs are installed
 wait_log:
   description: Progress lines while waiting.
   returned: when O(wait=true)

@@ -116,7 +116,8 @@ extends_documentation_fragment:
   - gpupool.core.attributes
 attributes:
   check_mode:
-    details: Reads the ConfigMap, nodes and pods and returns the plan (configs, waves, pods to evict) without any write.
+    details: Reads the ConfigMap, nodes and pods and returns the plan (configs, waves, pods to evict) without any write;
+      a ConfigMap still to be made is sent as a server dry run, so a missing MIG manager namespace fails as the run would.
   diff_mode:
     details: The pool configs in the ConfigMap and each node's MIG labels and digest annotation, before and after.
 notes:

@@ -117,6 +117,7 @@ def missing_api_hint(kind: Any) -> str:
     if kind.group == "resource.nvidia.com":
         return (
             "install the ComputeDomain CRD (the NVIDIA DRA driver chart with resources.computeDomains.enabled=true "
-            "installs it) before converging ComputeDomains"
+            "installs it; with gpupool_cluster.dra_driver enabled, site.yml's driver step does, before this step) "
+            "before converging ComputeDomains"
         )
     return "check the cluster's Kubernetes version"

@@ -19,6 +19,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import (
 )
 from ansible_collections.gpupool.core.plugins.module_utils.model.errors import GpupoolError
 from ansible_collections.gpupool.core.plugins.module_utils.model.names import FIELD_MANAGER
+from ansible_collections.gpupool.core.plugins.module_utils.plan.kinds import NAMESPACE
 from ansible_collections.gpupool.core.plugins.module_utils.plan.objects.ownership import (
     LEGACY,
     adopted_message,
@@ -66,6 +67,7 @@ class Result:
         self.error = None
         self.object = None  # the server's object after the operation
         self.notes = []
+        self.pending = None  # check mode, a kind not served yet: what must happen first ("once ... installed")
 
     @property
     def ref(self):
@@ -81,10 +83,14 @@ class Result:
             out["error"] = self.error
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.pending:
+            out["pending"] = self.pending
         return out
 
     def diff(self):
         header = self.ref + (" (pool %s)" % self.pool if self.pool else "")
+        if self.pending:
+            header = "would %s %s %s" % ({"created": "create"}.get(self.action, self.action), header, self.pending)
         return {
             "before": diff_view(self.before),
             "after": diff_view(self.after),
@@ -455,6 +461,39 @@ class ApplyEngine:
         res.changed = live is None or diff_view(res.before) != diff_view(res.after)
         res.action = "created" if live is None else ("updated" if res.changed else "unchanged")
 
+    def preview(self, kind, desired, pending):
+        """Check mode for a kind the API server does not serve yet, which an earlier step of the run brings (the DRA
+        driver's chart brings the ComputeDomain CRD): each desired object would be created `pending` ("once the DRA
+        driver's CRDs are installed"). Nothing of the kind can be sent, not even as a dry run (the server would
+        answer 404); its namespaces are read, as the apply would need them. Returns [Result]; raises ConvergeError
+        (with the results) when a namespace is missing."""
+        results, errors, namespaces = [], [], {}
+        for d in desired:
+            meta = d.obj["metadata"]
+            ns = meta.get("namespace") if kind.namespaced else None
+            res = Result(kind.kind, meta["name"], ns, d.pool, d.origin)
+            results.append(res)
+            if ns is not None and ns not in namespaces:
+                namespaces[ns] = self._namespace_exists(ns)
+            if ns is not None and not namespaces[ns]:
+                res.action = "failed"
+                res.error = missing_namespace_message(res.ref + (" (pool %s)" % res.pool if res.pool else ""), ns)
+                errors.append(res.error)
+                continue
+            res.action, res.changed, res.pending = "created", True, pending
+            res.after = strip(d.obj)
+        if errors:
+            raise ConvergeError("\n".join(errors), results)
+        return results
+
+    def _namespace_exists(self, name):
+        try:
+            return self.get(NAMESPACE, name) is not None
+        except K8sError as err:
+            if err.status != 403:
+                raise
+            return True  # the least-privilege ClusterRole reads no namespaces (docs/rbac): the converge will tell
+
     def _recreate(self, kind, obj, live, res, delete_timeout):
         meta = obj["metadata"]
         if self.check_mode:
@@ -483,12 +522,16 @@ class ApplyEngine:
         if err.status == 422:
             return invalid_message(res.ref, err, (d.info or {}).get("selector_origins") if d else None, res.pool)
         if err.status == 404 and kind.namespaced and res.namespace and "namespaces" in (err.message or ""):
-            return "%s: namespace %s does not exist; create it first (gpupool does not create tenant namespaces)" % (
-                ref,
-                res.namespace,
-            )
+            return missing_namespace_message(ref, res.namespace)
         text = err.describe()
         return text if res.ref in text else "%s: %s" % (ref, text)
+
+
+def missing_namespace_message(ref, namespace):
+    return "%s: namespace %s does not exist; create it first (gpupool does not create tenant namespaces)" % (
+        ref,
+        namespace,
+    )
 
 
 def results_summary(results):

@@ -134,9 +134,10 @@ class MigRollout:
             if not plan_config_map.needs_write(live, doc, owned.written(), new_doc, names.written()):
                 return
             self.plan.config_map["action"] = "created" if live is None else "updated"
-            if not self.plan.check:
+            # check mode sends the create as a dry run: the server's answer on the namespace, as the converge gets it
+            if not self.plan.check or live is None:
                 try:
-                    self.send_config_map(live, new_doc, names)
+                    self.send_config_map(live, new_doc, names, dry_run=self.plan.check)
                 except Conflict:
                     if attempt + 1 == attempts:
                         message, hint = plan_config_map.kept_changing(self.mm.namespace, self.mm.config_map, attempts)
@@ -150,19 +151,19 @@ class MigRollout:
             )
             return
 
-    def send_config_map(self, live: Optional[dict], doc: dict, names: plan_config_map.Records) -> None:
+    def send_config_map(
+        self, live: Optional[dict], doc: dict, names: plan_config_map.Records, dry_run: bool = False
+    ) -> None:
         ns, name = self.mm.namespace, self.mm.config_map
         if live is not None:
             self.engine.merge_patch(CONFIG_MAP, name, plan_config_map.update_patch(live, doc, names), namespace=ns)
             return
         body = plan_config_map.create_body(ns, name, doc, names)
+        query = {"fieldManager": self.engine.field_manager}
+        if dry_run:
+            query["dryRun"] = "All"
         try:
-            self.client.request(
-                "POST",
-                self.client.path("", "v1", "configmaps", ns),
-                query={"fieldManager": self.engine.field_manager},
-                body=body,
-            )
+            self.client.request("POST", self.client.path("", "v1", "configmaps", ns), query=query, body=body)
         except K8sError as err:
             if err.status == 404:
                 message, hint = plan_config_map.namespace_missing(ns, name)

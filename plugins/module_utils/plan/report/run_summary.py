@@ -6,11 +6,14 @@
 Pure: reads the registered results of the run's steps (as the modules return them) and the pool report of
 plan/report/capacity.py. The same data goes to the terminal (`lines`) and to AWX (`set_stats`, `data`). A step that
 was skipped or did not run is left out; a failed step says so with its message's first line.
+
+A run that stopped says so in its first line, at which step, and what it did (checked, in check mode) before and
+never reached: a failed dry run must not read as "nothing would change" (`run_outcome`).
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.markdown import capacity_lines
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.mismatches import mismatch_lines
@@ -28,7 +31,8 @@ def _object_changes(result: dict) -> List[str]:
         if not obj.get("changed"):
             continue
         name = "%s/%s" % (obj["namespace"], obj["name"]) if obj.get("namespace") else obj.get("name")
-        out.append("%s %s %s" % (obj.get("kind"), name, obj.get("action")))
+        pending = " %s" % obj["pending"] if obj.get("pending") else ""  # check mode, its CRD not installed yet
+        out.append("%s %s %s%s" % (obj.get("kind"), name, obj.get("action"), pending))
     return out
 
 
@@ -91,11 +95,17 @@ def _release_changes(result: dict, check_mode: bool = False) -> List[str]:
     if reasons == ["state=absent"]:
         return ["%s the DRA driver %s" % ("would uninstall" if check_mode else "uninstalled", at)]
     if reasons == ["not installed"]:
-        return ["%s the DRA driver %s as %s" % ("would install" if check_mode else "installed", version, at)]
-    return [
-        "%s the DRA driver %s to %s because %s"
-        % ("would upgrade" if check_mode else "upgraded", at, version, "; ".join(reasons))
-    ]
+        out = ["%s the DRA driver %s as %s" % ("would install" if check_mode else "installed", version, at)]
+    else:
+        out = [
+            "%s the DRA driver %s to %s because %s"
+            % ("would upgrade" if check_mode else "upgraded", at, version, "; ".join(reasons))
+        ]
+    # the chart's CRDs, applied before helm (which installs crds/ only once): what serves ComputeDomains
+    crds = sorted(c.get("name") for c in result.get("crds") or [] if isinstance(c, dict) and c.get("changed"))
+    if crds:
+        out.append("%s the chart's CRDs %s" % ("would apply" if check_mode else "applied", ", ".join(crds)))
+    return out
 
 
 def _cordon_changes(result: dict) -> List[str]:
@@ -152,12 +162,59 @@ def step_changes(step: str, result: Optional[dict], check_mode: bool = False) ->
     return lines
 
 
+def run_outcome(steps: Dict[str, Optional[dict]], plan: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """How far the run got: {"failed", "failed_step", "last_step", "done", "skipped", "not_reached"}.
+
+    A step's result is None until its task ran (Ansible registers a result for a step that failed or was skipped too),
+    so a failed step is the first result that failed. plan: the playbook's steps in run order; with it, the steps
+    after the failed one, or after the last one with a result, were not reached (a task that registers nothing stopped
+    the run: failed_step None, last_step the last step with a result). Without it nothing is said about steps without
+    a result: they may not be in the playbook at all."""
+    order = list(plan) if plan is not None else [name for name in steps if isinstance(steps[name], dict)]
+    reached = [i for i, name in enumerate(order) if isinstance(steps.get(name), dict)]
+    last = reached[-1] if reached else -1
+    out: Dict[str, Any] = {"failed_step": None, "last_step": None, "done": [], "skipped": [], "not_reached": []}
+    for i, name in enumerate(order):
+        result = steps.get(name)
+        if out["failed_step"] is not None or i > last:
+            out["not_reached"].append(name)
+            continue
+        if not isinstance(result, dict):
+            continue  # a step this run left out between two that ran
+        out["last_step"] = name
+        if result.get("failed"):
+            out["failed_step"] = name
+        elif result.get("skipped"):
+            out["skipped"].append(name)
+        else:
+            out["done"].append(name)
+    out["failed"] = out["failed_step"] is not None or bool(out["not_reached"])
+    return out
+
+
+def _outcome_lines(outcome: Dict[str, Any], check_mode: bool) -> List[str]:
+    """What a stopped run did and did not do, in two lines."""
+    done = ", ".join(outcome["done"]) or "no step"
+    if outcome["skipped"]:
+        done += " (skipped: %s)" % ", ".join(outcome["skipped"])
+    lines = ["  %s: %s" % ("checked" if check_mode else "done", done)]
+    if outcome["not_reached"]:
+        lines.append("  not reached: %s" % ", ".join(outcome["not_reached"]))
+    return lines
+
+
 def run_summary(
-    cluster: str, steps: Dict[str, Optional[dict]], report: Optional[dict] = None, check_mode: bool = False
+    cluster: str,
+    steps: Dict[str, Optional[dict]],
+    report: Optional[dict] = None,
+    check_mode: bool = False,
+    plan: Optional[Sequence[str]] = None,
 ) -> dict:
     """{"lines": [...], "data": {...}} - the summary of one cluster's run.
 
-    steps: {step name: registered result} in run order; report: pool_info's result (pools with capacity)."""
+    steps: {step name: registered result} in run order; report: pool_info's result (pools with capacity); plan: the
+    playbook's steps in run order, to say where a failed run stopped and which steps it never reached (`run_outcome`).
+    """
     changes: Dict[str, List[str]] = {}
     for step, result in steps.items():
         found = step_changes(step, result, check_mode)
@@ -167,10 +224,21 @@ def run_summary(
     count = sum(len(found) for found in changes.values()) - failures
     verb = "would change" if check_mode else "changed"
     head = "%d %s" % (count, verb) if count else "nothing %s" % verb
-    lines = ["%s: %s%s" % (cluster, head, ", %d failed" % failures if failures else "")]
+    outcome = run_outcome(steps, plan)
+    if outcome["failed"]:
+        if outcome["failed_step"]:
+            where = "at %s" % outcome["failed_step"]
+        elif outcome["last_step"]:  # a task that registers no result failed
+            where = "after %s" % outcome["last_step"]
+        else:
+            where = "before %s" % outcome["not_reached"][0]
+        lines = ["%s: FAILED %s (%s up to there)" % (cluster, where, head)]
+        lines += _outcome_lines(outcome, check_mode)
+    else:
+        lines = ["%s: %s%s" % (cluster, head, ", %d failed" % failures if failures else "")]
     for step, found in changes.items():
         lines += ["  %s: %s" % (step, line) for line in found]
-    data = {"changes": changes, "check_mode": check_mode, "capacity": {}}
+    data = {"changes": changes, "check_mode": check_mode, "capacity": {}, "outcome": outcome}
     if report and report.get("pools") is not None:
         lines += ["  " + line for line in capacity_lines(report)]
         for name, rep in report["pools"].items():
@@ -184,6 +252,9 @@ def run_summary(
             }
         mismatches = report.get("mismatches") or []
         if mismatches:
-            lines.append("  %d mismatch(es) between the inventory and the cluster:" % len(mismatches))
+            lines.append(
+                "  %d mismatch(es) between the inventory and the cluster%s:"
+                % (len(mismatches), " as it is, before the changes above" if check_mode and count else "")
+            )
             lines += mismatch_lines(mismatches, indent="    ")
     return {"lines": lines, "data": data}

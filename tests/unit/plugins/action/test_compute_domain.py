@@ -97,3 +97,56 @@ def test_a_wanted_domain_without_the_crd_names_the_driver(api):
     assert out["failed"] is True
     assert GROUP in said(out) and api.writes() == []
     assert all(len(line) <= 200 for line in out["msg"].splitlines())
+
+
+def test_a_dry_run_before_the_driver_installs_the_crd_says_what_it_would_create(api):
+    """The first dry run on an empty cluster: the driver step only said "would install", so the CRD is not served
+    yet; the ComputeDomain is what would be created once it is, and nothing is sent but reads."""
+    api.served.pop(GROUP)
+    out = run(_ansible_check_mode=True, _ansible_diff=True)
+    assert out.get("failed") is not True, out
+    ref = "ComputeDomain default/gb200"
+    assert out["msg"] == "would create %s once the DRA driver's CRDs are installed" % ref
+    assert out["changed"] is True and out["api_version"] is None
+    (obj,) = out["objects"]
+    assert (obj["action"], obj["pending"]) == ("created", "once the DRA driver's CRDs are installed")
+    (diff,) = out["diff"]
+    assert diff["after_header"] == "would create %s (pool gb200) once the DRA driver's CRDs are installed" % ref
+    assert diff["before"] == {} and diff["after"]["spec"]["channel"]["allocationMode"] == "All"
+    assert api.writes() == [] and domains(api) == []
+    # its namespace is needed as for the apply: a missing one fails the dry run as it would fail the run
+    cluster = copy.deepcopy(CLUSTER)
+    cluster["pools"][1]["nvlink"]["compute_domain"]["namespace"] = "ml-training"
+    out = run(cluster, _ansible_check_mode=True)
+    assert out["failed"] is True and "namespace ml-training does not exist; create it first" in said(out)
+    assert [o["action"] for o in out["objects"]] == ["failed"] and api.writes() == []
+
+
+def test_a_missing_crd_stays_an_error_when_no_driver_step_brings_it(api):
+    api.served.pop(GROUP)
+    cluster = copy.deepcopy(CLUSTER)
+    cluster["dra_driver"]["enabled"] = False  # the driver is installed some other way: the CRD must be there
+    out = run(cluster, _ansible_check_mode=True)
+    assert out["failed"] is True and "does not serve ComputeDomain" in said(out), out
+    assert api.writes() == []
+
+
+def test_a_dry_run_that_may_not_read_namespaces_still_says_what_it_would_create(api, monkeypatch):
+    """The least-privilege ClusterRole (docs/rbac) reads no namespaces: the dry run is not refused for it."""
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s import apply_engine
+    from ansible_collections.gpupool.core.plugins.module_utils.k8s.client import K8sError
+
+    real_get = apply_engine.ApplyEngine.get
+
+    def get(engine, kind, name, namespace=None):
+        if kind.kind == "Namespace":
+            raise K8sError('namespaces "%s" is forbidden' % name, status=403)
+        return real_get(engine, kind, name, namespace)
+
+    monkeypatch.setattr(apply_engine.ApplyEngine, "get", get)
+    api.served.pop(GROUP)
+    out = run(_ansible_check_mode=True)
+    assert out.get("failed") is not True, out
+    assert [(o["action"], o["pending"]) for o in out["objects"]] == [
+        ("created", "once the DRA driver's CRDs are installed")
+    ]

@@ -107,3 +107,13 @@ def test_a_refused_option_names_it(api):
     out = run(wait_sleep=0)
     assert out["failed"] is True and "wait_sleep must be greater than 0" in said(out)
     assert api.requests == []
+
+
+def test_a_dry_run_without_the_mig_manager_s_namespace_fails_as_the_converge_would(api):
+    """A cluster without the GPU Operator: the ConfigMap's create is sent as a dry run, so check mode says what the
+    converge would say instead of 'created'."""
+    node = {"metadata": {"name": "n0", "labels": {"gpu": "a100"}}, "spec": {}}
+    api.put("", "v1", "nodes", dict(node, status={"conditions": [{"type": "Ready", "status": "True"}]}))
+    out = run(_ansible_check_mode=True)
+    assert out["failed"] is True and "namespace gpu-operator does not exist" in said(out), out
+    assert "install the GPU Operator" in said(out) and api.writes() == []

@@ -126,7 +126,8 @@ def test_check_mode_planned_waves_failed_steps_and_a_quiet_run():
         check_mode=True,
     )
     assert out["lines"] == [
-        "c: 2 would change, 1 failed",
+        "c: FAILED at compute_domains (2 would change up to there)",
+        "  checked: mig_layouts",
         "  mig_layouts: MIG ConfigMap gpu-operator/gpupool-mig-parted-config updated",
         "  mig_layouts: MIG gpu-a100 wave 1/1: a100-0 (reconfigure); evict ml/train-0 - planned",
         "  compute_domains: FAILED: ComputeDomain ml/x (pool p): spec cannot be changed",
@@ -204,3 +205,135 @@ def test_a_cordon_left_to_a_person_is_said_under_node_pools():
         "c1: 1 changed",
         "  node_pools: left the cordon kubectl-cordon set on node a-0 after gpupool's cordon (gpupool's record removed)",
     ]
+
+
+SITE = [
+    "validate",
+    "run_lease",
+    "nodegroups",
+    "node_pools",
+    "dra_driver",
+    "mig_layouts",
+    "device_classes",
+    "resource_claim_templates",
+    "compute_domains",
+    "pool_report",
+]
+NOT_SERVED = {
+    "failed": True,
+    "changed": False,
+    "objects": [],
+    "msg": "the API server does not serve ComputeDomain (resource.nvidia.com, versions v1beta2, v1beta1)\nhint",
+}
+
+
+def test_a_failed_dry_run_says_it_failed_where_and_what_it_checked_and_did_not():
+    """The first dry run on an empty cluster stopped at ComputeDomains: never "nothing would change"."""
+    steps = dict.fromkeys(SITE)
+    steps.update(
+        validate={"changed": False},
+        run_lease={"changed": False, "action": "taken"},
+        nodegroups={"skipped": True, "changed": False},
+        node_pools={"changed": False, "objects": []},
+        dra_driver={
+            "changed": True,
+            "desired": {"release": "dra", "namespace": "d", "version": "0.5.1"},
+            "reasons": ["not installed"],
+        },
+        mig_layouts={"changed": False, "waves": []},
+        device_classes={"changed": False, "objects": []},
+        resource_claim_templates={"skipped": True, "changed": False},
+        compute_domains=NOT_SERVED,
+    )
+    out = plan_run_summary.run_summary("cern-gpu", steps, None, check_mode=True, plan=SITE)
+    assert out["lines"] == [
+        "cern-gpu: FAILED at compute_domains (1 would change up to there)",
+        "  checked: validate, run_lease, node_pools, dra_driver, mig_layouts, device_classes (skipped: nodegroups, "
+        "resource_claim_templates)",
+        "  not reached: pool_report",
+        "  dra_driver: would install the DRA driver 0.5.1 as release dra in namespace d",
+        "  compute_domains: FAILED: the API server does not serve ComputeDomain (resource.nvidia.com, versions "
+        "v1beta2, v1beta1)",
+    ]
+    assert out["data"]["outcome"] == {
+        "failed": True,
+        "failed_step": "compute_domains",
+        "last_step": "compute_domains",
+        "done": ["validate", "run_lease", "node_pools", "dra_driver", "mig_layouts", "device_classes"],
+        "skipped": ["nodegroups", "resource_claim_templates"],
+        "not_reached": ["pool_report"],
+    }
+    # nothing changed before a failed validation: still a failure, and the steps it never reached, real run
+    failed = plan_run_summary.run_summary("c", dict(dict.fromkeys(SITE), validate={"failed": True}), plan=SITE)
+    assert failed["lines"][:3] == [
+        "c: FAILED at validate (nothing changed up to there)",
+        "  done: no step",
+        "  not reached: " + ", ".join(SITE[1:]),
+    ]
+
+
+def test_a_run_stopped_by_a_task_without_a_result_says_after_which_step():
+    steps = {"validate": {"changed": False}, "run_lease": {"changed": False}, "nodegroups": {"changed": False}}
+    out = plan_run_summary.run_summary("c", steps, check_mode=True, plan=SITE)
+    assert out["lines"] == [
+        "c: FAILED after nodegroups (nothing would change up to there)",
+        "  checked: validate, run_lease, nodegroups",
+        "  not reached: " + ", ".join(SITE[3:]),
+    ]
+    assert (
+        plan_run_summary.run_summary("c", {}, plan=SITE)["lines"][0] == "c: FAILED before validate (nothing "
+        "changed up to there)"
+    )
+    # every step of the plan with a result: a run that finished, whatever steps another playbook has
+    done = {name: {"changed": False} for name in SITE}
+    assert plan_run_summary.run_summary("c", done, plan=SITE)["lines"] == ["c: nothing changed"]
+    assert plan_run_summary.run_summary("c", done, plan=SITE)["data"]["outcome"]["failed"] is False
+    # a step of the plan another playbook left out between two that ran is neither done nor missed
+    out = plan_run_summary.run_summary("c", dict(done, dra_driver=None, pool_report={"failed": True}), plan=SITE)
+    assert out["data"]["outcome"]["done"] == [n for n in SITE if n not in ("dra_driver", "pool_report")]
+    assert out["data"]["outcome"]["not_reached"] == []
+    # without a plan: only a step that failed makes a failed run; steps without a result are not judged
+    assert plan_run_summary.run_summary("c", {"a": {"changed": False}, "b": None})["lines"] == ["c: nothing changed"]
+    assert plan_run_summary.run_summary("c", {"a": {"changed": False}, "b": {"failed": True, "msg": "x"}})["lines"] == [
+        "c: FAILED at b (nothing changed up to there)",
+        "  done: a",
+        "  b: FAILED: x",
+    ]
+
+
+def test_an_object_whose_crd_the_driver_would_bring_says_so():
+    pending = {
+        "kind": "ComputeDomain",
+        "name": "gb200-domain",
+        "namespace": "ml-training",
+        "action": "created",
+        "changed": True,
+        "pending": "once the DRA driver's CRDs are installed",
+    }
+    out = plan_run_summary.run_summary("c", {"compute_domains": {"changed": True, "objects": [pending]}}, None, True)
+    assert out["lines"] == [
+        "c: 1 would change",
+        "  compute_domains: ComputeDomain ml-training/gb200-domain created once the DRA driver's CRDs are installed",
+    ]
+
+
+def test_the_driver_chart_s_crds_and_a_dry_run_s_mismatches_are_said_as_what_they_are():
+    install = {
+        "changed": True,
+        "desired": {"release": "dra", "namespace": "d", "version": "0.5.1"},
+        "reasons": ["not installed"],
+        "crds": [{"name": "computedomains.resource.nvidia.com", "changed": True}, {"name": "x.y", "changed": False}],
+    }
+    report = {"pools": {}, "mismatches": [{"kind": "missing_nodes", "message": "pool p has 0 of the 2 nodes"}]}
+    out = plan_run_summary.run_summary("c", {"dra_driver": install}, report, check_mode=True)
+    assert out["lines"] == [
+        "c: 2 would change",
+        "  dra_driver: would install the DRA driver 0.5.1 as release dra in namespace d",
+        "  dra_driver: would apply the chart's CRDs computedomains.resource.nvidia.com",
+        "  pool  nodes Ready  whole GPUs free/total  MIG devices free/total  allocatable now",
+        "  1 mismatch(es) between the inventory and the cluster as it is, before the changes above:",
+        "    - [missing_nodes] pool p has 0 of the 2 nodes",
+    ]
+    assert plan_run_summary.step_changes("dra_driver", install)[1] == (
+        "applied the chart's CRDs computedomains.resource.nvidia.com"
+    )
