@@ -19,6 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout import (
+    BUILTIN_CONFIG,
+    DONE_STATES,
+    config_digest,
+    node_state,
+)
+
 Layout = Optional[Dict[str, int]]  # None: MIG off (the full GPU); else {profile: count}
 UNKNOWN = "unknown"  # a GPU's layout that cannot be told (GpuChange.before / after)
 
@@ -143,3 +150,26 @@ def gpu_changes(
         what = "may change (its layout now or after is not known)" if unknown else "changes"
         why = "%s %s, which needs a GPU reset on %s: the node's other GPUs must be quiet" % (whose, what, model_name)
     return GpuChanges(tuple(changed), gpu_model.key if gpu_model is not None else None, why)
+
+
+def applied_layouts(
+    node: Mapping[str, Any],
+    configs_before: Mapping[str, Sequence[Mapping[str, Any]]],
+    gpu_count: int,
+    pci_device_id: Optional[str] = None,
+) -> Dict[int, Any]:
+    """{GPU index: layout or UNKNOWN} the MIG manager applied on `node` (a Node object), as the rollout read it.
+
+    Known only when the node's ``nvidia.com/mig.config`` names a config in `configs_before` (the ConfigMap as read,
+    {name: entries}; the manager's built-in all-disabled when absent there), its state is success, and the digest
+    gpupool recorded on the node, if any, is that config's digest now (else the config changed since the node was
+    switched to it). Otherwise every GPU is UNKNOWN: its mode may toggle, which is node-wide on Ampere."""
+    state = node_state(dict(node))
+    entries: Optional[Sequence[Mapping[str, Any]]] = configs_before.get(state["config"] or "")
+    if entries is None and state["config"] == BUILTIN_CONFIG:
+        entries = [{"devices": "all", "mig-enabled": False}]
+    if entries is None or state["state"] not in DONE_STATES:
+        return layouts_of_entries(None, gpu_count)
+    if state["digest"] is not None and state["digest"] != config_digest(list(entries)):
+        return layouts_of_entries(None, gpu_count)
+    return layouts_of_entries(entries, gpu_count, pci_device_id)

@@ -8,12 +8,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import CATALOG
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import (
+    CONFIG_LABEL,
+    DIGEST_ANNOTATION,
+    STATE_LABEL,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.gpu_changes import (
     UNKNOWN,
+    applied_layouts,
     describe_layout,
     gpu_changes,
     layouts_of_entries,
 )
+from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.rollout import config_digest
 
 A100, H100 = CATALOG["A100-40GB"], CATALOG["H100-80GB"]
 SEVEN = {"1g.10gb": 7}
@@ -185,3 +192,37 @@ def test_no_change_is_an_empty_plan(layouts, model):
     known = {i: v for i, v in layouts.items() if v != UNKNOWN}
     out = gpu_changes(known, dict(known), model)
     assert out.changed == () and out.node_wide is None and not out.per_gpu
+
+
+def labelled(config, state="success", digest=None):
+    labels = {CONFIG_LABEL: config} if config else {}
+    if state:
+        labels[STATE_LABEL] = state
+    annotations = {DIGEST_ANNOTATION: digest} if digest else {}
+    return {"metadata": {"name": "n", "labels": labels, "annotations": annotations}}
+
+
+ENTRIES = [{"devices": [0], "mig-enabled": True, "mig-devices": SEVEN}, {"devices": [1], "mig-enabled": False}]
+
+
+def test_the_applied_layout_is_the_labelled_configs_when_the_manager_said_success():
+    configs = {"gpupool-a100": ENTRIES}
+    assert applied_layouts(labelled("gpupool-a100"), configs, 2) == {0: SEVEN, 1: None}
+    assert applied_layouts(labelled("gpupool-a100", digest=config_digest(ENTRIES)), configs, 2) == {0: SEVEN, 1: None}
+    assert applied_layouts(labelled("all-disabled"), {}, 2) == {0: None, 1: None}
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        labelled(None),  # never configured
+        labelled("gpupool-a100", state="pending"),  # the manager is still at it
+        labelled("gpupool-a100", state="failed"),
+        labelled("gpupool-a100", digest="0123456789abcdef"),  # the config changed since the node was switched
+        labelled("someone-elses"),  # not in the ConfigMap
+    ],
+)
+def test_otherwise_the_applied_layout_is_not_known(node):
+    assert applied_layouts(node, {"gpupool-a100": ENTRIES}, 2) == {0: UNKNOWN, 1: UNKNOWN}
+    # ... and on Ampere that makes the change node-wide
+    assert not gpu_changes(applied_layouts(node, {"gpupool-a100": ENTRIES}, 2), {0: SEVEN, 1: None}, A100).per_gpu
