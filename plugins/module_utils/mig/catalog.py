@@ -83,6 +83,9 @@ GpuModel.__doc__ = """A GPU model.
 product_names: what nvmlDeviceGetName returns (and the DRA driver publishes as productName), first the
 most common; observed_names: those of them seen in a published output (the others are inferred);
 aliases: other designations people write (MIG guide, mig-parted comments, nvidia-smi without vendor).
+mig_mode_needs_reset: a MIG mode toggle stays pending until the GPU is reset (Ampere: A100, A30); Hopper and later
+toggle at once (reference nvidia-dra-mig-imex.md §1.8 DynamicMIG and §1.11 item 5, DRA driver PR #1018). A change
+that toggles it needs the node's other GPUs quiet (plan/mig/gpu_changes.py).
 """
 
 ALL7 = (0, 1, 2, 3, 4, 5, 6)

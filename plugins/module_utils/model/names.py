@@ -211,6 +211,10 @@ CORDON_VALUE = "mig-layout"
 # gpupool makes says why (a short reason a later run re-checks) and which run made it (the run lease's holder).
 CORDON_REASON_ANNOTATION = "gpupool.io/cordon-reason"
 CORDON_RUN_ANNOTATION = "gpupool.io/cordon-run"
+# A per-GPU MIG change stops new allocations on the changing GPUs' devices with DeviceTaintRules (KEP-5055) that
+# carry this taint key (plan/mig/per_gpu.py); the node they are for is in the rule's label (hashed when too long).
+MIG_TAINT_KEY = "gpupool.io/mig-change"
+MIG_TAINT_NODE_LABEL = "gpupool.io/mig-node"
 
 
 # A node whose pool left the inventory (or is absent): node_pool keeps it cordoned (annotated with this module name)
