@@ -185,6 +185,9 @@ def test_the_installed_collection_validates_dry_runs_converges_and_then_changes_
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump(cluster_inventory(sandbox, names)))
     env = user_environment(installed, venv)
+    # The tenant's namespace is the platform team's, as on a real cluster (gpupool creates no tenant namespace;
+    # the dry run checks that it exists, as the converge needs it).
+    sandbox.cp.kubectl("create", "namespace", names["team_ns"])
 
     def play(name, *args):
         proc = subprocess.run(
@@ -215,6 +218,8 @@ def test_the_installed_collection_validates_dry_runs_converges_and_then_changes_
 
         out = play("site", "--check", "--diff")
         assert recap(out, names["cluster"])["failed"] == 0
+        # the ComputeDomain's CRD comes with the driver, which a dry run only would install: it is named all the same
+        assert re.search(r"ComputeDomain \S*%s.*once the DRA driver's CRDs are installed" % names["domain"], out), out
         assert sandbox.cp.helm("status", "dra-driver-nvidia-gpu", "-n", names["driver_ns"], check=False).returncode
         assert not _nodegroup_exists(sandbox, names["t4"])  # check mode created nothing
 
