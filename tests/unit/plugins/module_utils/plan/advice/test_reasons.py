@@ -183,19 +183,79 @@ def test_all_allocated_counts_usable_nodes_only_and_names_free_gpus_on_a_cordone
     assert "not counted: 2 free on node(s) that take no new pod: h100-1 (2, cordoned)" in row["message"]
 
 
-def test_all_allocated_names_free_gpus_under_another_pcie_root():
-    # 4 GPUs, two per pcieRoot; one of each root allocated: 2 free, never 2 under one root
+def test_free_gpus_under_different_pcie_roots_are_apart_not_all_allocated():
+    # 4 GPUs, two per pcieRoot; one of each root allocated: 2 free, never 2 under one root (free, never together)
     devices = [b.full_gpu(i, root="pci-a" if i < 2 else "pci-b") for i in range(4)]
     claims = [b.claim("held-%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in (0, 2)]
     claims.append(b.claim("pair", "h100", count=2, attribute=b.PCIE_ROOT, created="2026-01-01T00:00:05Z"))
     row = reason_of(
         run(b.cluster_data(b.H100), [b.node("h100-0", "h100")], [b.rslice("h100-0", devices)], claims), "pair"
     )
-    assert row["reason"] == "all_allocated", row["message"]
+    assert row["reason"] == "apart" and row["servable"] is True, row["message"]
     assert "2 of the 4 whole GPU(s) on pool h100's usable nodes are free" in row["message"]
     assert "never 2 on one node under one resource.kubernetes.io/pcieRoot value" in row["message"]
     assert "pcieRoot=pci-a: 1" in row["message"] and "pcieRoot=pci-b: 1" in row["message"]
     assert "every one of" not in row["message"]
+
+
+def test_a_count_free_only_across_nodes_is_apart_and_fewer_free_is_all_allocated():
+    """Two nodes with one free GPU each: a claim for 2 GPUs finds 2 free, never on one node (apart); the next claim
+    for 3 finds fewer free than it asks for (all_allocated, with how many are free)."""
+    nodes = [b.node("h100-0", "h100"), b.node("h100-1", "h100")]
+    slices = [b.rslice(n, [b.full_gpu(i) for i in range(4)]) for n in ("h100-0", "h100-1")]
+    claims = [
+        b.claim("held-%s-%d" % (n, i), "h100", allocated=[(n, "gpu-%d" % i)])
+        for n in ("h100-0", "h100-1")
+        for i in range(3)
+    ]
+    claims.append(b.claim("pair", "h100", count=2, created="2026-01-01T00:00:05Z"))
+    claims.append(b.claim("three", "h100", count=3, created="2026-01-01T00:00:06Z"))
+    result = run(b.cluster_data(H100_TWO), nodes, slices, claims)
+    pair, three = reason_of(result, "pair"), reason_of(result, "three")
+    assert pair["reason"] == "apart", pair["message"]
+    assert "never 2 on one node (h100-0: 1, h100-1: 1)" in pair["message"]
+    assert three["reason"] == "all_allocated", three["message"]
+    assert "2 of the 8 whole GPU(s)" in three["message"]
+
+
+def test_the_drivers_imex_classes_are_served_by_a_compute_domain():
+    """The NVIDIA driver's channel and daemon classes select compute-domain.nvidia.com devices, not GPUs: the reason
+    is compute_domain (a ComputeDomain serves them), not selects_nothing (fix the class); so is a hand-made class
+    selecting the channel."""
+    nodes, slices = a100_bed()
+    cluster = b.load(b.cluster_data(b.A100))
+    classes = [d.obj for d in cluster_device_classes(cluster)]
+    classes += [
+        b.device_class(
+            "compute-domain-default-channel.nvidia.com",
+            "device.driver == 'compute-domain.nvidia.com' && "
+            "device.attributes['compute-domain.nvidia.com'].type == 'channel' && "
+            "device.attributes['compute-domain.nvidia.com'].id == 0",
+        ),
+        b.device_class(
+            "compute-domain-daemon.nvidia.com", "device.attributes['compute-domain.nvidia.com'].type == 'daemon'"
+        ),
+        b.device_class(
+            "my-channel",
+            "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel'",
+        ),
+    ]
+    claims = [
+        b.claim("ch", "compute-domain-default-channel.nvidia.com"),
+        b.claim("dm", "compute-domain-daemon.nvidia.com", namespace="nvidia-dra-driver"),
+        b.claim("mine", "my-channel"),
+    ]
+    result = run(b.cluster_data(b.A100), nodes, slices, claims, classes)
+    rows = {w["name"]: w for w in result["waiting"]}
+    assert {n: r["reason"] for n, r in rows.items()} == {
+        "ch": "compute_domain",
+        "dm": "compute_domain",
+        "mine": "compute_domain",
+    }
+    assert "IMEX channel of a ComputeDomain" in rows["ch"]["message"]
+    assert "IMEX daemon" in rows["dm"]["message"]
+    assert all(r["servable"] is False for r in rows.values())
+    assert result["pools"] == {}  # no pool is changed for them
 
 
 def two_requests(name, created="2026-01-01T00:00:05Z"):
