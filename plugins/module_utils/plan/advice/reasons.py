@@ -14,6 +14,9 @@ taken. The reasons, in the order they are looked for (the first that holds is th
 ``selects_nothing``      the class selects no device of any pool;
 ``no_nodes``             the pool has no node (``node_count: 0``, or no node matches it);
 ``nodes_unusable``       the pool's nodes that publish the unit are cordoned or NotReady;
+``no_match``             a ``matchAttribute`` constraint no device can meet: no device of the pool publishes the
+                         attribute, or each device has its own value (a MIG device's ``uuid``) and it covers more than
+                         one device;
 ``too_many``             more devices on one node, or under one ``matchAttribute`` value, than any node has;
 ``free_now``             devices are free for it now: it waits for the scheduler (or for a pod to use it);
 ``fragmented``           free memory exists but no free device of the profile: the GPUs and their free slices;
@@ -364,6 +367,9 @@ class Reasoner:
                 else "no node matches it"
             )
             return _result(request, "no_nodes", "pool %s has no nodes: %s" % (offer.pool, why), offer, True)
+        unmet = self._unmet(offer.pool, attribute, count)
+        if unmet:
+            return _result(request, "no_match", unmet, offer)
         most = self.most(offer.pool, unit, attribute)
         if most == 0:
             return _result(
@@ -455,9 +461,44 @@ class Reasoner:
             message += "; not counted: %s" % down
         return _result(request, "all_allocated", message, offer, True)
 
+    def _unmet(self, pool: str, attribute: Optional[str], count: int) -> str:
+        """Why a matchAttribute constraint over `count` devices of `pool` can never hold, or ""."""
+        kind = self.supplies[pool].get("attribute_kinds", {}).get(attribute) if attribute else None
+        if kind == "none":
+            return (
+                "its matchAttribute %s is published by no device of pool %s, and the scheduler allocates no device "
+                "without it under the constraint: name an attribute the devices publish (e.g. "
+                "gpu.nvidia.com/parentUUID for one GPU, resource.kubernetes.io/pcieRoot for one PCIe root)"
+                % (attribute, pool)
+            )
+        if kind == "device" and count > 1:
+            return (
+                "its matchAttribute %s covers %d devices, but each device of pool %s has its own value (as a MIG "
+                "device's uuid): no two devices share one; match gpu.nvidia.com/parentUUID for devices of one GPU"
+                % (attribute, count, pool)
+            )
+        return ""
+
+    def _whole_constraints(self, results: List[Dict[str, Any]]) -> None:
+        """Requests of one claim under the same matchAttribute share ONE value: a constraint whose devices, all
+        requests together, can never share one (each device its own value) is no_match for each of them."""
+        totals: Dict[Tuple[str, str], int] = {}
+        for r in results:
+            if r["match_attribute"] and r["pool"] and r["pool"] in self.supplies:
+                key = (r["pool"], r["match_attribute"])
+                totals[key] = totals.get(key, 0) + r["count"]
+        for r in results:
+            key = (r["pool"], r["match_attribute"])
+            if r["reason"] != "no_match" and key in totals:
+                unmet = self._unmet(r["pool"], r["match_attribute"], totals[key])
+                if unmet:
+                    r.update(reason="no_match", message=unmet, servable=False, node=None)
+
     def claim(self, claim) -> Dict[str, Any]:
         together = len(claim.requests) > 1
         results = [self.request(claim, r, take=not together) for r in claim.requests]
+        if together:
+            self._whole_constraints(results)
         if together and all(r["reason"] == "free_now" for r in results):
             self._together(claim, results)
         waiting = [r for r in results if r["reason"] != "free_now"] or results
@@ -478,8 +519,19 @@ class Reasoner:
         scheduler allocates all devices of a claim on one node): reserve them there, else say they are apart."""
         node = self.ledger.take_all([(r["pool"], r["unit"], r["count"], r["match_attribute"]) for r in results])
         waits = "pod(s) %s wait for the scheduler" % ", ".join(claim.pods) if claim.pods else "no pod uses it yet"
+        asked: Dict[Tuple[str, str], int] = {}
         for r in results:
-            if node is not None:
+            asked[(r["pool"], r["unit"])] = asked.get((r["pool"], r["unit"]), 0) + r["count"]
+        short = [(k, n, self.ledger.left(*k)) for k, n in asked.items() if n > self.ledger.left(*k)]
+        for r in results:
+            if node is None and short:  # fewer free than its requests ask for together: not a matter of where
+                r["reason"] = "all_allocated"
+                r["node"] = None
+                r["message"] = "its requests ask for %s in all; %s free (not reserved for an older waiting claim)" % (
+                    ", ".join("%d %s" % (n, unit_words(k[1])) for k, n, _left in short),
+                    ", ".join("%d" % left for _k, _n, left in short),
+                )
+            elif node is not None:
                 r["node"] = node
                 r["message"] = (
                     "%d %s free for it now on node %s, with the claim's other requests: it can be allocated (%s)"

@@ -292,3 +292,97 @@ def test_a_claim_whose_requests_fit_one_node_is_free_there_and_reserves_both():
     assert both["reason"] == "free_now" and {r["node"] for r in both["requests"]} == {"h100-1"}
     # h100-0's last GPU is still free for the next claim: the pair took h100-1's two, not one of each
     assert after["reason"] == "free_now" and after["requests"][0]["node"] == "h100-0"
+
+
+PARENT = "gpu.nvidia.com/parentUUID"
+
+
+def with_uuids(node_name, devices):
+    """The devices as the driver publishes them with their identities: a MIG device's own uuid and its GPU's
+    parentUUID (reference: nvidia-dra-driver-published.md)."""
+    for k, dev in enumerate(devices):
+        minor = int(dev["name"].split("-")[1])
+        dev["attributes"]["uuid"] = {"string": "MIG-%s-%d" % (node_name, k)}
+        dev["attributes"]["parentUUID"] = {"string": "GPU-%s-%d" % (node_name, minor)}
+    return devices
+
+
+def a100_uuid_bed():
+    return [b.node("a100-0", "a100")], [b.rslice("a100-0", with_uuids("a100-0", b.a100_gpu(0) + b.a100_gpu(1)))]
+
+
+def matched_pair(name, units, attribute, created="2026-01-01T00:00:05Z"):
+    """A claim with one request per unit, all under one matchAttribute constraint."""
+    out = b.claim(name, "a100-" + units[0], created=created)
+    first = out["spec"]["devices"]["requests"][0]
+    for k, unit in enumerate(units[1:]):
+        out["spec"]["devices"]["requests"].append(
+            {"name": "r%d" % k, "exactly": dict(first["exactly"], deviceClassName="a100-" + unit)}
+        )
+    out["spec"]["devices"]["constraints"] = [{"matchAttribute": attribute}]
+    return out
+
+
+def test_requests_under_one_match_attribute_are_placed_together_under_one_value():
+    """GPU 0's 3g.20gb and GPU 1's two 2g.10gb are allocated: a 3g.20gb is free only on GPU 1, a 2g.10gb only on
+    GPU 0. A claim for both under one parentUUID (one GPU) cannot be allocated: apart, not free_now. Without the
+    constraint the same claim is free now (one node has both)."""
+    nodes, slices = a100_uuid_bed()
+    held = [
+        b.claim("h0", "a100-3g.20gb", allocated=[("a100-0", "gpu-0-mig-3g20gb-9-4")]),
+        b.claim("h1", "a100-2g.10gb", allocated=[("a100-0", "gpu-1-mig-2g10gb-14-0")]),
+        b.claim("h2", "a100-2g.10gb", allocated=[("a100-0", "gpu-1-mig-2g10gb-14-2")]),
+    ]
+    one_gpu = matched_pair("one-gpu", ["3g.20gb", "2g.10gb"], PARENT)
+    result = run(b.cluster_data(b.A100), nodes, slices, held + [one_gpu])
+    row = reason_of(result, "one-gpu")
+    assert row["reason"] == "apart", row["message"]
+    loose = b.claim("loose", "a100-3g.20gb")
+    loose["spec"]["devices"]["requests"].append(
+        {
+            "name": "r0",
+            "exactly": dict(loose["spec"]["devices"]["requests"][0]["exactly"], deviceClassName="a100-2g.10gb"),
+        }
+    )
+    assert reason_of(run(b.cluster_data(b.A100), nodes, slices, held + [loose]), "loose")["reason"] == "free_now"
+
+
+def test_a_match_attribute_on_parent_uuid_groups_the_devices_of_one_gpu():
+    """Two 2g.10gb under one parentUUID: free now on GPU 0, which has both free (GPU 1 has one); the next such
+    claim finds one 2g.10gb left in all: fewer than it asks for."""
+    nodes, slices = a100_uuid_bed()
+    first = matched_pair("first", ["2g.10gb", "2g.10gb"], PARENT)
+    second = matched_pair("second", ["2g.10gb", "2g.10gb"], PARENT, created="2026-01-01T00:00:06Z")
+    held = [b.claim("h1", "a100-2g.10gb", allocated=[("a100-0", "gpu-1-mig-2g10gb-14-0")])]
+    result = run(b.cluster_data(b.A100), nodes, slices, held + [first, second])
+    assert reason_of(result, "first")["reason"] == "free_now"
+    # GPU 0's pair is reserved for the first; GPU 1 has one 2g.10gb left: the second's two are never on one GPU
+    assert reason_of(result, "second")["reason"] == "all_allocated"
+
+
+def test_a_match_attribute_on_product_name_spans_the_gpus_that_share_it():
+    """productName is the same on every GPU of the node: two whole GPUs, one free on each of two GPUs of one node,
+    are free together under it (they were taken as unpublished, each GPU alone)."""
+    nodes = [b.node("h100-0", "h100")]
+    slices = [b.rslice("h100-0", [b.full_gpu(i) for i in range(4)])]
+    held = [b.claim("h%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in (0, 2)]
+    pair = b.claim("pair", "h100", count=2, attribute="gpu.nvidia.com/productName", created="2026-01-01T00:00:05Z")
+    row = reason_of(run(b.cluster_data(b.H100), nodes, slices, held + [pair]), "pair")
+    assert row["reason"] == "free_now", row["message"]
+
+
+def test_a_match_attribute_no_device_can_meet_is_no_match():
+    """A MIG device's uuid is its own: two devices never share one (no_match, not servable, no advice); an
+    attribute no device publishes never holds either."""
+    nodes, slices = a100_uuid_bed()
+    same_uuid = matched_pair("same-uuid", ["2g.10gb", "2g.10gb"], "gpu.nvidia.com/uuid")
+    nosuch = b.claim("nosuch", "a100-2g.10gb", attribute="gpu.nvidia.com/fabricID")
+    single = b.claim("single", "a100-2g.10gb", attribute="gpu.nvidia.com/uuid")
+    result = run(b.cluster_data(b.A100), nodes, slices, [same_uuid, nosuch, single])
+    rows = {w["name"]: w for w in result["waiting"]}
+    assert rows["same-uuid"]["reason"] == "no_match" and rows["same-uuid"]["servable"] is False
+    assert "each device of pool a100 has its own value" in rows["same-uuid"]["message"]
+    assert rows["nosuch"]["reason"] == "no_match" and "published by no device" in rows["nosuch"]["message"]
+    assert rows["single"]["reason"] == "free_now"  # one device: its own uuid matches itself
+    # only the single claim is demand (and served now): the unmeetable ones ask for no change
+    assert result["pools"]["a100"]["demand"] == {"2g.10gb": 1} and result["pools"]["a100"]["advice"] is None
