@@ -51,11 +51,8 @@ class Ledger:
             self._groups[key] = list(groups(self._rows[pool][node], attribute).values())
         return self._groups[key]
 
-    def _plan(self, pool: str, unit: str, count: int, node: str, indices: List[int]) -> Optional[list]:
-        """[((node, index), n)] reserving `count` units on `node` among GPUs `indices`, or None."""
-        free = self.free(pool, unit)
-        if self._per_node[(pool, unit)].get(node, 0) < count:
-            return None
+    def _plan(self, free: Dict[Tuple[str, int], int], count: int, node: str, indices: List[int]) -> Optional[list]:
+        """[((node, index), n)] reserving `count` of the `free` units on `node` among GPUs `indices`, or None."""
         have = [((node, i), free.get((node, i), 0)) for i in indices]
         if sum(n for _gpu, n in have) < count:
             return None
@@ -71,17 +68,25 @@ class Ledger:
         """Reserve every want on `node`, all under ONE value of `attribute` (None: anywhere on the node):
         [(want, uses)], or None (nothing reserved)."""
         pool = wants[0][0]
+        for want in wants:
+            self.free(want[0], want[1])  # fills _per_node for it
+            if self._per_node[(want[0], want[1])].get(node, 0) < want[2]:
+                return None
         for indices in self._node_groups(pool, node, attribute):
             done = []
             for want in wants:
-                uses = self._plan(want[0], want[1], want[2], node, indices)
+                uses = self._plan(self.free(want[0], want[1]), want[2], node, indices)
                 if uses is None:
                     break
-                self._apply(want[0], want[1], uses)
+                if len(wants) > 1:  # the next want sees what this one took
+                    self._apply(want[0], want[1], uses)
                 done.append((want, uses))
             if len(done) == len(wants):
+                if len(wants) == 1:
+                    self._apply(wants[0][0], wants[0][1], done[0][1])
                 return done
-            self._undo(done)
+            if len(wants) > 1:
+                self._undo(done)
         return None
 
     def _undo(self, done: list) -> None:
@@ -120,10 +125,13 @@ class Ledger:
         per_node = self._per_node[(pool, unit)]
         # the wants under one matchAttribute share ONE value of it (the scheduler's constraint over the claim's
         # requests), the others go anywhere on the node; the constrained ones first, the tighter choice
-        under: Dict[Tuple[str, Optional[str]], list] = {}
-        for want in wants:
-            under.setdefault((want[0], want[3]), []).append(want)
-        parts = sorted(under.items(), key=lambda kv: kv[0][1] is None)
+        if len(wants) == 1:
+            parts = [((pool, attribute), wants)]
+        else:
+            under: Dict[Tuple[str, Optional[str]], list] = {}
+            for want in wants:
+                under.setdefault((want[0], want[3]), []).append(want)
+            parts = sorted(under.items(), key=lambda kv: kv[0][1] is None)
         for node in sorted(n for n, have in per_node.items() if have >= count):
             done: list = []
             for (_pool, attr), mine in parts:
