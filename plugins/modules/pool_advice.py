@@ -103,8 +103,9 @@ waiting:
     reason:
       description:
         - Why it waits (its first request that cannot be allocated now) - C(no_device_class),
-          C(class_not_evaluated), C(selects_nothing), C(no_nodes), C(nodes_unusable), C(too_many), C(fragmented),
-          C(all_allocated), or C(free_now) (devices are free for it; it waits for the scheduler).
+          C(class_not_evaluated), C(compute_domain), C(selects_nothing), C(no_nodes), C(nodes_unusable),
+          C(no_match), C(too_many), C(fragmented), C(apart), C(all_allocated), or C(free_now) (devices are
+          free for it; it waits for the scheduler).
       type: str
     message:
       description: The reason in words, with what to do.

@@ -29,7 +29,7 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes i
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.demand import ClaimNeed, Need
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.picture import change_picture
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.reasons import Reasoner
-from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import pool_supply
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.supply import add_attributes, pool_supply
 from ansible_collections.gpupool.core.plugins.module_utils.plan.collector import collector_paused
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.eviction import pod_ref, pods_to_evict
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
@@ -151,7 +151,12 @@ def advise(
     reasoner = Reasoner(cluster, supplies, live, by_node)
     waiting = []
     # only the waiting claims are read whole (allocated_devices has what the allocated ones hold)
-    for claim in read_claims([c for c in observed.claims if not is_allocated(c)], observed.pods):
+    claims = read_claims([c for c in observed.claims if not is_allocated(c)], observed.pods)
+    matched = {r.match_attribute for c in claims for r in c.requests if r.match_attribute}
+    if matched:  # the attributes their matchAttribute constraints compare, any the devices publish
+        for supply in supplies.values():
+            add_attributes(supply, matched, by_node)
+    for claim in claims:
         if claim.allocated or (namespaces and claim.namespace not in namespaces):
             continue
         row = reasoner.claim(claim)

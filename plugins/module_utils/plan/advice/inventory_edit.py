@@ -72,20 +72,56 @@ def group_entry(pool, candidate: Candidate) -> Obj:
     return out
 
 
+def _layout_key(layout: Any) -> Optional[frozenset]:
+    """One GPU's layout as a comparable value: its profiles with a count, None for a whole GPU (no layout)."""
+    if not isinstance(layout, dict):
+        return None
+    return frozenset((str(p), int(n)) for p, n in layout.items() if n)
+
+
+def _per_gpu(group: Obj, per_node: int) -> Tuple[Optional[frozenset], ...]:
+    """What a group's nodes carry on each GPU index, however the group spells it: `layout` for every GPU, or
+    `layouts` per index (keys as numbers or strings, an index it leaves out whole), the same on every index or not."""
+    layouts = group.get("layouts")
+    if isinstance(layouts, dict):
+        by_index = {}
+        for key, layout in layouts.items():
+            try:
+                by_index[int(key)] = layout
+            except (TypeError, ValueError):
+                return ()  # not a spelling the model accepts: never taken for the advised layout
+        return tuple(_layout_key(by_index.get(i)) for i in range(per_node))
+    return tuple(_layout_key(group.get("layout")) for _i in range(per_node))
+
+
+def _free_group_name(groups: List[Any]) -> Optional[str]:
+    """None when a group appended to `groups` may keep its default name (g<position>); else the first g<N> no
+    group has (a group pinned by name, e.g. `name: g3`, would otherwise clash with it and validate refuse)."""
+    taken = {
+        (g.get("name") if isinstance(g, dict) and g.get("name") else "g%d" % (k + 1)) for k, g in enumerate(groups)
+    }
+    default = "g%d" % (len(groups) + 1)
+    if default not in taken:
+        return None
+    return next("g%d" % n for n in range(1, len(groups) + 2) if "g%d" % n not in taken)
+
+
 def groups_after(pool, raw_mig: Optional[Obj], candidate: Candidate) -> List[Obj]:
-    """The pool's `mig.groups` with the candidate's nodes: a group with the same layout grows by them (they come
-    first in its `prefer`, so node_groups.assign_groups picks them), else a new group is appended."""
+    """The pool's `mig.groups` with the candidate's nodes: a group whose nodes carry the same layout on every GPU
+    (in whichever spelling) grows by them (they come first in its `prefer`, so node_groups.assign_groups picks
+    them), else a new group is appended, under a name no group has."""
     groups = [copy.deepcopy(g) for g in (raw_mig or {}).get("groups") or []]
     new = group_entry(pool, candidate)
+    per_node = pool.gpu.per_node
+    wanted = _per_gpu(new, per_node)
     for group in groups:
-        if (
-            isinstance(group, dict)
-            and group.get("layout") == new.get("layout")
-            and group.get("layouts") == new.get("layouts")
-        ):
+        if isinstance(group, dict) and _per_gpu(group, per_node) == wanted:
             group["nodes"] = int(group.get("nodes", 0)) + new["nodes"]
             group["prefer"] = new["prefer"] + [n for n in group.get("prefer") or [] if n not in new["prefer"]]
             return groups
+    name = _free_group_name(groups)
+    if name is not None:
+        new = {"name": name, **new}
     return groups + [new]
 
 

@@ -51,22 +51,47 @@ class Ledger:
             self._groups[key] = list(groups(self._rows[pool][node], attribute).values())
         return self._groups[key]
 
-    def _plan(self, pool: str, unit: str, count: int, attribute: Optional[str], node: str) -> Optional[list]:
-        """[((node, index), n)] reserving `count` units on `node` (under one `attribute` value), or None."""
-        free = self.free(pool, unit)
-        if self._per_node[(pool, unit)].get(node, 0) < count:
+    def _plan(self, free: Dict[Tuple[str, int], int], count: int, node: str, indices: List[int]) -> Optional[list]:
+        """[((node, index), n)] reserving `count` of the `free` units on `node` among GPUs `indices`, or None."""
+        have = [((node, i), free.get((node, i), 0)) for i in indices]
+        if sum(n for _gpu, n in have) < count:
             return None
+        uses, left = [], count
+        for gpu, n in have:
+            use = min(n, left)
+            if use:
+                uses.append((gpu, use))
+            left -= use
+        return uses
+
+    def _place(self, wants: list, node: str, attribute: Optional[str]) -> Optional[list]:
+        """Reserve every want on `node`, all under ONE value of `attribute` (None: anywhere on the node):
+        [(want, uses)], or None (nothing reserved)."""
+        pool = wants[0][0]
+        for want in wants:
+            self.free(want[0], want[1])  # fills _per_node for it
+            if self._per_node[(want[0], want[1])].get(node, 0) < want[2]:
+                return None
         for indices in self._node_groups(pool, node, attribute):
-            have = [((node, i), free.get((node, i), 0)) for i in indices]
-            if sum(n for _gpu, n in have) >= count:
-                uses, left = [], count
-                for gpu, n in have:
-                    use = min(n, left)
-                    if use:
-                        uses.append((gpu, use))
-                    left -= use
-                return uses
+            done = []
+            for want in wants:
+                uses = self._plan(self.free(want[0], want[1]), want[2], node, indices)
+                if uses is None:
+                    break
+                if len(wants) > 1:  # the next want sees what this one took
+                    self._apply(want[0], want[1], uses)
+                done.append((want, uses))
+            if len(done) == len(wants):
+                if len(wants) == 1:
+                    self._apply(wants[0][0], wants[0][1], done[0][1])
+                return done
+            if len(wants) > 1:
+                self._undo(done)
         return None
+
+    def _undo(self, done: list) -> None:
+        for want, uses in done:
+            self._apply(want[0], want[1], uses, -1)
 
     def _apply(self, pool: str, unit: str, uses: list, sign: int = 1) -> None:
         free, per_node = self.free(pool, unit), self._per_node[(pool, unit)]
@@ -98,19 +123,26 @@ class Ledger:
         if len(wants) == 1 and count >= self._failed.get(memo, count + 1):
             return None  # units only ever go: a count that failed fails again
         per_node = self._per_node[(pool, unit)]
-        for node in sorted(n for n, have in per_node.items() if have >= count):
-            done = []
+        # the wants under one matchAttribute share ONE value of it (the scheduler's constraint over the claim's
+        # requests), the others go anywhere on the node; the constrained ones first, the tighter choice
+        if len(wants) == 1:
+            parts = [((pool, attribute), wants)]
+        else:
+            under: Dict[Tuple[str, Optional[str]], list] = {}
             for want in wants:
-                uses = self._plan(want[0], want[1], want[2], want[3], node)
-                if uses is None:
+                under.setdefault((want[0], want[3]), []).append(want)
+            parts = sorted(under.items(), key=lambda kv: kv[0][1] is None)
+        for node in sorted(n for n, have in per_node.items() if have >= count):
+            done: list = []
+            for (_pool, attr), mine in parts:
+                placed = self._place(mine, node, attr)
+                if placed is None:
                     break
-                self._apply(want[0], want[1], uses)
-                done.append((want, uses))
+                done += placed
             if len(done) == len(wants):
-                self._last = done[0][1]
+                self._last = next(uses for want, uses in done if want is wants[0])
                 return node
-            for want, uses in done:  # not all on this node: give back what this try reserved
-                self._apply(want[0], want[1], uses, -1)
+            self._undo(done)  # not all on this node: give back what this try reserved
         if len(wants) == 1:
             self._failed[memo] = count
         return None

@@ -9,15 +9,21 @@ taken. The reasons, in the order they are looked for (the first that holds is th
 
 ``no_device_class``      no DeviceClass of that name exists (with what gpupool would make of the name);
 ``class_not_evaluated``  a class the inventory does not declare, with selectors the advisor does not read;
+``compute_domain``       the NVIDIA driver's IMEX channel or daemon class (or a class selecting only those devices):
+                         a ComputeDomain serves it, not a GPU layout or more nodes;
 ``selects_nothing``      the class selects no device of any pool;
 ``no_nodes``             the pool has no node (``node_count: 0``, or no node matches it);
 ``nodes_unusable``       the pool's nodes that publish the unit are cordoned or NotReady;
+``no_match``             a ``matchAttribute`` constraint no device can meet: no device of the pool publishes the
+                         attribute, or each device has its own value (a MIG device's ``uuid``) and it covers more than
+                         one device;
 ``too_many``             more devices on one node, or under one ``matchAttribute`` value, than any node has;
 ``free_now``             devices are free for it now: it waits for the scheduler (or for a pod to use it);
 ``fragmented``           free memory exists but no free device of the profile: the GPUs and their free slices;
-``all_allocated``        every device of the unit is allocated (or reserved for an older waiting claim).
-
-``apart``                each request of the claim is free on its own, but no usable node has them all at once.
+``apart``                enough devices are free, but never together: a request's ``count`` not on one node (under
+                         one ``matchAttribute`` value), or the claim's requests not all on one node;
+``all_allocated``        fewer devices of the unit are free than it asks for: the others are allocated (or reserved
+                         for an older waiting claim).
 
 An ``all_allocated`` message counts only devices on usable nodes, and names the free ones it leaves out: those on
 cordoned or NotReady nodes, and free ones never ``count`` on one node (under one ``matchAttribute`` value). A claim's
@@ -30,6 +36,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import CD_DRIVER
+from ansible_collections.gpupool.core.plugins.module_utils.plan.advice import selectors
 from ansible_collections.gpupool.core.plugins.module_utils.plan.advice.classes import (
     declared_offers,
     pattern_offer,
@@ -50,6 +58,37 @@ SERVABLE = (
     "all_allocated",
     "apart",
 )
+
+
+# The NVIDIA DRA driver's own ComputeDomain classes (its chart makes them; reference: the driver's published devices):
+# each node where the compute-domain plugin runs publishes one IMEX channel and one daemon device, and a
+# ComputeDomain's controller, not a GPU layout, decides where they are allocated.
+IMEX_CLASSES = {
+    "compute-domain-default-channel.nvidia.com": "channel",
+    "compute-domain-daemon.nvidia.com": "daemon",
+}
+_IMEX_DEVICES = {
+    kind: {"name": "%s-0" % kind, "attributes": {"type": {"string": kind}, "id": {"int": 0}}}
+    for kind in ("channel", "daemon")
+}
+
+
+def imex_kind(name: str, device_class: Optional[dict]) -> Optional[str]:
+    """ "channel" or "daemon" when the class is the driver's IMEX class of that kind, or a class whose selectors
+    (of the shapes selectors.py reads) select that device of compute-domain.nvidia.com; else None."""
+    if name in IMEX_CLASSES:
+        return IMEX_CLASSES[name]
+    expressions = [
+        (s.get("cel") or {}).get("expression") or ""
+        for s in ((device_class or {}).get("spec") or {}).get("selectors") or []
+    ]
+    selects = selectors.parse(expressions) if expressions else None
+    if selects is None:
+        return None
+    for kind, device in _IMEX_DEVICES.items():
+        if selects(CD_DRIVER, device):
+            return kind
+    return None
 
 
 def unit_words(unit: str) -> str:
@@ -248,6 +287,8 @@ class Reasoner:
             )
         if declared is not None:
             return [declared], None
+        if name in IMEX_CLASSES:
+            return [], self._imex(request, name, IMEX_CLASSES[name])
         offers = selected_offers(self.live[name], self.published())
         if offers is None:
             return [], _result(
@@ -257,12 +298,29 @@ class Reasoner:
                 "the advisor reads (== and in over device attributes, joined by &&); it is not evaluated" % name,
             )
         if not offers:
+            kind = imex_kind(name, self.live[name])
+            if kind is not None:
+                return [], self._imex(request, name, kind)
             return [], _result(
                 request,
                 "selects_nothing",
                 "DeviceClass %s selects no device any pool%s publishes" % (name, "" if self.supplies else " in scope"),
             )
         return offers, None
+
+    def _imex(self, request, name: str, kind: str) -> Dict[str, Any]:
+        what = (
+            "the IMEX channel of a ComputeDomain (a workload's claim, made from the ComputeDomain's channel template)"
+            if kind == "channel"
+            else "an IMEX daemon of a ComputeDomain (the claim the driver makes for each daemon)"
+        )
+        return _result(
+            request,
+            "compute_domain",
+            "DeviceClass %s selects %s, a device of %s on every node where its plugin runs: the ComputeDomain "
+            "serves it once its pods are placed on NVLink-connected nodes, not a GPU layout or more nodes (see "
+            "kubectl get computedomains, and the pool's imex settings)" % (name, what, CD_DRIVER),
+        )
 
     def request(self, claim, request, take: bool = True) -> Dict[str, Any]:
         """The request's reason; take False: a free_now only says its devices are free on their own (nothing is
@@ -309,6 +367,9 @@ class Reasoner:
                 else "no node matches it"
             )
             return _result(request, "no_nodes", "pool %s has no nodes: %s" % (offer.pool, why), offer, True)
+        unmet = self._unmet(offer.pool, attribute, count)
+        if unmet:
+            return _result(request, "no_match", unmet, offer)
         most = self.most(offer.pool, unit, attribute)
         if most == 0:
             return _result(
@@ -372,6 +433,20 @@ class Reasoner:
         total = self._totals[(offer.pool, unit)]
         down, spread = _left_out(supply, unit, count, attribute, self.ledger)
         left = self.ledger.left(offer.pool, unit)
+        if left >= count:  # enough free, never together: the table's `apart`, not `all_allocated`
+            message = (
+                "%d of the %d %s on pool %s's usable nodes are free (not reserved for an older waiting claim), but %s"
+                % (
+                    left,
+                    total,
+                    unit_words(unit),
+                    offer.pool,
+                    spread,
+                )
+            )
+            if down:
+                message += "; not counted: %s" % down
+            return _result(request, "apart", message, offer, True)
         if left:
             message = (
                 "%d of the %d %s on pool %s's usable nodes are free (not reserved for an older waiting claim), but %s"
@@ -386,9 +461,44 @@ class Reasoner:
             message += "; not counted: %s" % down
         return _result(request, "all_allocated", message, offer, True)
 
+    def _unmet(self, pool: str, attribute: Optional[str], count: int) -> str:
+        """Why a matchAttribute constraint over `count` devices of `pool` can never hold, or ""."""
+        kind = self.supplies[pool].get("attribute_kinds", {}).get(attribute) if attribute else None
+        if kind == "none":
+            return (
+                "its matchAttribute %s is published by no device of pool %s, and the scheduler allocates no device "
+                "without it under the constraint: name an attribute the devices publish (e.g. "
+                "gpu.nvidia.com/parentUUID for one GPU, resource.kubernetes.io/pcieRoot for one PCIe root)"
+                % (attribute, pool)
+            )
+        if kind == "device" and count > 1:
+            return (
+                "its matchAttribute %s covers %d devices, but each device of pool %s has its own value (as a MIG "
+                "device's uuid): no two devices share one; match gpu.nvidia.com/parentUUID for devices of one GPU"
+                % (attribute, count, pool)
+            )
+        return ""
+
+    def _whole_constraints(self, results: List[Dict[str, Any]]) -> None:
+        """Requests of one claim under the same matchAttribute share ONE value: a constraint whose devices, all
+        requests together, can never share one (each device its own value) is no_match for each of them."""
+        totals: Dict[Tuple[str, str], int] = {}
+        for r in results:
+            if r["match_attribute"] and r["pool"] and r["pool"] in self.supplies:
+                key = (r["pool"], r["match_attribute"])
+                totals[key] = totals.get(key, 0) + r["count"]
+        for r in results:
+            key = (r["pool"], r["match_attribute"])
+            if r["reason"] != "no_match" and key in totals:
+                unmet = self._unmet(r["pool"], r["match_attribute"], totals[key])
+                if unmet:
+                    r.update(reason="no_match", message=unmet, servable=False, node=None)
+
     def claim(self, claim) -> Dict[str, Any]:
         together = len(claim.requests) > 1
         results = [self.request(claim, r, take=not together) for r in claim.requests]
+        if together:
+            self._whole_constraints(results)
         if together and all(r["reason"] == "free_now" for r in results):
             self._together(claim, results)
         waiting = [r for r in results if r["reason"] != "free_now"] or results
@@ -409,8 +519,19 @@ class Reasoner:
         scheduler allocates all devices of a claim on one node): reserve them there, else say they are apart."""
         node = self.ledger.take_all([(r["pool"], r["unit"], r["count"], r["match_attribute"]) for r in results])
         waits = "pod(s) %s wait for the scheduler" % ", ".join(claim.pods) if claim.pods else "no pod uses it yet"
+        asked: Dict[Tuple[str, str], int] = {}
         for r in results:
-            if node is not None:
+            asked[(r["pool"], r["unit"])] = asked.get((r["pool"], r["unit"]), 0) + r["count"]
+        short = [(k, n, self.ledger.left(*k)) for k, n in asked.items() if n > self.ledger.left(*k)]
+        for r in results:
+            if node is None and short:  # fewer free than its requests ask for together: not a matter of where
+                r["reason"] = "all_allocated"
+                r["node"] = None
+                r["message"] = "its requests ask for %s in all; %s free (not reserved for an older waiting claim)" % (
+                    ", ".join("%d %s" % (n, unit_words(k[1])) for k, n, _left in short),
+                    ", ".join("%d" % left for _k, _n, left in short),
+                )
+            elif node is not None:
                 r["node"] = node
                 r["message"] = (
                     "%d %s free for it now on node %s, with the claim's other requests: it can be allocated (%s)"

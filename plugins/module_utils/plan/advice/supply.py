@@ -18,10 +18,11 @@ every index it may have.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import profile_by_name
 from ansible_collections.gpupool.core.plugins.module_utils.mig.placement import more_instances
+from ansible_collections.gpupool.core.plugins.module_utils.model.names import DRIVER, PCI_BUS_ID, PCIE_ROOT
 from ansible_collections.gpupool.core.plugins.module_utils.plan.mig.node_groups import assign_groups
 from ansible_collections.gpupool.core.plugins.module_utils.plan.nodes.pool_nodes import node_ready, node_schedulable
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import (
@@ -30,8 +31,12 @@ from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity 
     place_node_gpus,
     read_node_gpus,
 )
-from ansible_collections.gpupool.core.plugins.module_utils.plan.report.devices import pool_bus_ids
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.devices import (
+    pool_bus_ids,
+    read_gpu_devices,
+)
 from ansible_collections.gpupool.core.plugins.module_utils.plan.report.gpu_identity import expected_layout
+from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import node_devices
 
 Obj = Dict[str, Any]
 
@@ -180,3 +185,55 @@ def index_partition(row: dict, per_node: int, attribute: Optional[str]) -> List[
     parts = [sorted(v) for v in seen.values()]
     known = {i for part in parts for i in part}
     return sorted(parts + [[i] for i in range(per_node) if i not in known])
+
+
+def _published(device: Obj, attribute: str) -> Any:
+    """A device's value of the fully qualified `attribute` (``gpu.nvidia.com/parentUUID``), as the scheduler looks
+    it up: qualified, or bare when the domain is the driver's (the NVIDIA driver publishes its own bare); None when
+    absent. A list value (DRAListTypeAttributes) as a tuple, to compare."""
+    attrs = (device.get("basic") or device).get("attributes") or {}
+    value = attrs.get(attribute)
+    domain, _slash, name = attribute.rpartition("/")
+    if value is None and domain in ("", DRIVER):
+        value = attrs.get(name)
+    if isinstance(value, dict):
+        for key in ("string", "int", "bool", "version"):
+            if key in value:
+                value = value[key]
+                break
+    if isinstance(value, list):
+        value = tuple(value)
+    return value if value is None or isinstance(value, (str, int, bool, float, tuple)) else repr(value)
+
+
+def add_attributes(supply: dict, attributes: Iterable[str], by_node) -> None:
+    """Read the `attributes` (those the waiting claims' matchAttribute constraints name) into each GPU's
+    "attributes", and how the pool publishes each into supply["attribute_kinds"]: "gpu" (every device of a GPU has
+    the GPU's value: parentUUID, productName, a whole GPU's uuid - the GPUs are grouped by it), "device" (devices of
+    one GPU differ: a MIG device's uuid - no two devices share a value) or "none" (no device publishes it: the
+    scheduler allocates no device under the constraint). pcieRoot and pciBusID are read with the devices already
+    (capacity.read_node_gpus). Only called when a claim names another attribute: the devices are read again."""
+    wanted = sorted({a for a in attributes if a and a not in (PCIE_ROOT, PCI_BUS_ID)})
+    kinds = supply.setdefault("attribute_kinds", {})
+    wanted = [a for a in wanted if a not in kinds]
+    if not wanted:
+        return
+    seen = dict.fromkeys(wanted, "none")
+    for row in supply["nodes"]:
+        by_minor: Dict[int, List[Obj]] = {}
+        for d in read_gpu_devices(node_devices(by_node.get(row["name"]) or {}, row["name"])):
+            by_minor.setdefault(d[3], []).append(d[1])
+        for gpu in row["gpus"].values():
+            devices = by_minor.get(gpu["device"].get("minor"), [])
+            attrs = gpu["device"].setdefault("attributes", {})
+            for attribute in wanted:
+                values = [_published(d, attribute) for d in devices]
+                present = {v for v in values if v is not None}
+                if len(present) == 1 and None not in values:
+                    attrs[attribute] = present.pop()
+                    if seen[attribute] == "none":
+                        seen[attribute] = "gpu"
+                elif present:
+                    seen[attribute] = "device"  # no value of the GPU: each device alone (its group is the GPU's)
+            gpu["attributes"] = attrs
+    kinds.update(seen)

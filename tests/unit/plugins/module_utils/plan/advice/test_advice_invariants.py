@@ -14,7 +14,8 @@ the pool, nodes of MIG groups picked by node_groups.assign_groups as the rollout
     kept, on the devices that are free after the change (cordoned nodes excepted);
 (d) when the waiting claims of a pool pack on what is free now, that pool has nothing to change;
 (e) every waiting claim is served, listed under its pool's unserved, or said unservable by its reason;
-(f) the advice re-partitions exactly the nodes it names, and the pool keeps every profile its templates need.
+(f) the advice re-partitions exactly the nodes it names, and the pool keeps every profile its templates need;
+(g) the claims said `free_now` can all be allocated now, together, each whole on one node, matchAttribute kept.
 """
 
 from __future__ import annotations
@@ -404,6 +405,12 @@ def check(case: Obj) -> None:
         if all_now and unserved:
             problems.append(
                 "(d) pool %s: claims %s are listed unserved but can be allocated now" % (name, sorted(unserved))
+            )
+        free_now = [reqs for c, reqs in mine.items() if rows.get(c, {}).get("reason") == "free_now"]
+        if free_now and not judge.packs(now_free, free_now):  # (g)
+            problems.append(
+                "(g) pool %s: claims %s are said free_now, but they cannot all be allocated now"
+                % (name, sorted(c for c in mine if rows.get(c, {}).get("reason") == "free_now"))
             )
         after_free, changed, found = world(case, raw, advice)
         problems += ["pool %s: %s" % (name, f) for f in found]

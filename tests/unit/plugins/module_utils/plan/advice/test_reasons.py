@@ -183,19 +183,79 @@ def test_all_allocated_counts_usable_nodes_only_and_names_free_gpus_on_a_cordone
     assert "not counted: 2 free on node(s) that take no new pod: h100-1 (2, cordoned)" in row["message"]
 
 
-def test_all_allocated_names_free_gpus_under_another_pcie_root():
-    # 4 GPUs, two per pcieRoot; one of each root allocated: 2 free, never 2 under one root
+def test_free_gpus_under_different_pcie_roots_are_apart_not_all_allocated():
+    # 4 GPUs, two per pcieRoot; one of each root allocated: 2 free, never 2 under one root (free, never together)
     devices = [b.full_gpu(i, root="pci-a" if i < 2 else "pci-b") for i in range(4)]
     claims = [b.claim("held-%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in (0, 2)]
     claims.append(b.claim("pair", "h100", count=2, attribute=b.PCIE_ROOT, created="2026-01-01T00:00:05Z"))
     row = reason_of(
         run(b.cluster_data(b.H100), [b.node("h100-0", "h100")], [b.rslice("h100-0", devices)], claims), "pair"
     )
-    assert row["reason"] == "all_allocated", row["message"]
+    assert row["reason"] == "apart" and row["servable"] is True, row["message"]
     assert "2 of the 4 whole GPU(s) on pool h100's usable nodes are free" in row["message"]
     assert "never 2 on one node under one resource.kubernetes.io/pcieRoot value" in row["message"]
     assert "pcieRoot=pci-a: 1" in row["message"] and "pcieRoot=pci-b: 1" in row["message"]
     assert "every one of" not in row["message"]
+
+
+def test_a_count_free_only_across_nodes_is_apart_and_fewer_free_is_all_allocated():
+    """Two nodes with one free GPU each: a claim for 2 GPUs finds 2 free, never on one node (apart); the next claim
+    for 3 finds fewer free than it asks for (all_allocated, with how many are free)."""
+    nodes = [b.node("h100-0", "h100"), b.node("h100-1", "h100")]
+    slices = [b.rslice(n, [b.full_gpu(i) for i in range(4)]) for n in ("h100-0", "h100-1")]
+    claims = [
+        b.claim("held-%s-%d" % (n, i), "h100", allocated=[(n, "gpu-%d" % i)])
+        for n in ("h100-0", "h100-1")
+        for i in range(3)
+    ]
+    claims.append(b.claim("pair", "h100", count=2, created="2026-01-01T00:00:05Z"))
+    claims.append(b.claim("three", "h100", count=3, created="2026-01-01T00:00:06Z"))
+    result = run(b.cluster_data(H100_TWO), nodes, slices, claims)
+    pair, three = reason_of(result, "pair"), reason_of(result, "three")
+    assert pair["reason"] == "apart", pair["message"]
+    assert "never 2 on one node (h100-0: 1, h100-1: 1)" in pair["message"]
+    assert three["reason"] == "all_allocated", three["message"]
+    assert "2 of the 8 whole GPU(s)" in three["message"]
+
+
+def test_the_drivers_imex_classes_are_served_by_a_compute_domain():
+    """The NVIDIA driver's channel and daemon classes select compute-domain.nvidia.com devices, not GPUs: the reason
+    is compute_domain (a ComputeDomain serves them), not selects_nothing (fix the class); so is a hand-made class
+    selecting the channel."""
+    nodes, slices = a100_bed()
+    cluster = b.load(b.cluster_data(b.A100))
+    classes = [d.obj for d in cluster_device_classes(cluster)]
+    classes += [
+        b.device_class(
+            "compute-domain-default-channel.nvidia.com",
+            "device.driver == 'compute-domain.nvidia.com' && "
+            "device.attributes['compute-domain.nvidia.com'].type == 'channel' && "
+            "device.attributes['compute-domain.nvidia.com'].id == 0",
+        ),
+        b.device_class(
+            "compute-domain-daemon.nvidia.com", "device.attributes['compute-domain.nvidia.com'].type == 'daemon'"
+        ),
+        b.device_class(
+            "my-channel",
+            "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel'",
+        ),
+    ]
+    claims = [
+        b.claim("ch", "compute-domain-default-channel.nvidia.com"),
+        b.claim("dm", "compute-domain-daemon.nvidia.com", namespace="nvidia-dra-driver"),
+        b.claim("mine", "my-channel"),
+    ]
+    result = run(b.cluster_data(b.A100), nodes, slices, claims, classes)
+    rows = {w["name"]: w for w in result["waiting"]}
+    assert {n: r["reason"] for n, r in rows.items()} == {
+        "ch": "compute_domain",
+        "dm": "compute_domain",
+        "mine": "compute_domain",
+    }
+    assert "IMEX channel of a ComputeDomain" in rows["ch"]["message"]
+    assert "IMEX daemon" in rows["dm"]["message"]
+    assert all(r["servable"] is False for r in rows.values())
+    assert result["pools"] == {}  # no pool is changed for them
 
 
 def two_requests(name, created="2026-01-01T00:00:05Z"):
@@ -232,3 +292,97 @@ def test_a_claim_whose_requests_fit_one_node_is_free_there_and_reserves_both():
     assert both["reason"] == "free_now" and {r["node"] for r in both["requests"]} == {"h100-1"}
     # h100-0's last GPU is still free for the next claim: the pair took h100-1's two, not one of each
     assert after["reason"] == "free_now" and after["requests"][0]["node"] == "h100-0"
+
+
+PARENT = "gpu.nvidia.com/parentUUID"
+
+
+def with_uuids(node_name, devices):
+    """The devices as the driver publishes them with their identities: a MIG device's own uuid and its GPU's
+    parentUUID (reference: nvidia-dra-driver-published.md)."""
+    for k, dev in enumerate(devices):
+        minor = int(dev["name"].split("-")[1])
+        dev["attributes"]["uuid"] = {"string": "MIG-%s-%d" % (node_name, k)}
+        dev["attributes"]["parentUUID"] = {"string": "GPU-%s-%d" % (node_name, minor)}
+    return devices
+
+
+def a100_uuid_bed():
+    return [b.node("a100-0", "a100")], [b.rslice("a100-0", with_uuids("a100-0", b.a100_gpu(0) + b.a100_gpu(1)))]
+
+
+def matched_pair(name, units, attribute, created="2026-01-01T00:00:05Z"):
+    """A claim with one request per unit, all under one matchAttribute constraint."""
+    out = b.claim(name, "a100-" + units[0], created=created)
+    first = out["spec"]["devices"]["requests"][0]
+    for k, unit in enumerate(units[1:]):
+        out["spec"]["devices"]["requests"].append(
+            {"name": "r%d" % k, "exactly": dict(first["exactly"], deviceClassName="a100-" + unit)}
+        )
+    out["spec"]["devices"]["constraints"] = [{"matchAttribute": attribute}]
+    return out
+
+
+def test_requests_under_one_match_attribute_are_placed_together_under_one_value():
+    """GPU 0's 3g.20gb and GPU 1's two 2g.10gb are allocated: a 3g.20gb is free only on GPU 1, a 2g.10gb only on
+    GPU 0. A claim for both under one parentUUID (one GPU) cannot be allocated: apart, not free_now. Without the
+    constraint the same claim is free now (one node has both)."""
+    nodes, slices = a100_uuid_bed()
+    held = [
+        b.claim("h0", "a100-3g.20gb", allocated=[("a100-0", "gpu-0-mig-3g20gb-9-4")]),
+        b.claim("h1", "a100-2g.10gb", allocated=[("a100-0", "gpu-1-mig-2g10gb-14-0")]),
+        b.claim("h2", "a100-2g.10gb", allocated=[("a100-0", "gpu-1-mig-2g10gb-14-2")]),
+    ]
+    one_gpu = matched_pair("one-gpu", ["3g.20gb", "2g.10gb"], PARENT)
+    result = run(b.cluster_data(b.A100), nodes, slices, held + [one_gpu])
+    row = reason_of(result, "one-gpu")
+    assert row["reason"] == "apart", row["message"]
+    loose = b.claim("loose", "a100-3g.20gb")
+    loose["spec"]["devices"]["requests"].append(
+        {
+            "name": "r0",
+            "exactly": dict(loose["spec"]["devices"]["requests"][0]["exactly"], deviceClassName="a100-2g.10gb"),
+        }
+    )
+    assert reason_of(run(b.cluster_data(b.A100), nodes, slices, held + [loose]), "loose")["reason"] == "free_now"
+
+
+def test_a_match_attribute_on_parent_uuid_groups_the_devices_of_one_gpu():
+    """Two 2g.10gb under one parentUUID: free now on GPU 0, which has both free (GPU 1 has one); the next such
+    claim finds one 2g.10gb left in all: fewer than it asks for."""
+    nodes, slices = a100_uuid_bed()
+    first = matched_pair("first", ["2g.10gb", "2g.10gb"], PARENT)
+    second = matched_pair("second", ["2g.10gb", "2g.10gb"], PARENT, created="2026-01-01T00:00:06Z")
+    held = [b.claim("h1", "a100-2g.10gb", allocated=[("a100-0", "gpu-1-mig-2g10gb-14-0")])]
+    result = run(b.cluster_data(b.A100), nodes, slices, held + [first, second])
+    assert reason_of(result, "first")["reason"] == "free_now"
+    # GPU 0's pair is reserved for the first; GPU 1 has one 2g.10gb left: the second's two are never on one GPU
+    assert reason_of(result, "second")["reason"] == "all_allocated"
+
+
+def test_a_match_attribute_on_product_name_spans_the_gpus_that_share_it():
+    """productName is the same on every GPU of the node: two whole GPUs, one free on each of two GPUs of one node,
+    are free together under it (they were taken as unpublished, each GPU alone)."""
+    nodes = [b.node("h100-0", "h100")]
+    slices = [b.rslice("h100-0", [b.full_gpu(i) for i in range(4)])]
+    held = [b.claim("h%d" % i, "h100", allocated=[("h100-0", "gpu-%d" % i)]) for i in (0, 2)]
+    pair = b.claim("pair", "h100", count=2, attribute="gpu.nvidia.com/productName", created="2026-01-01T00:00:05Z")
+    row = reason_of(run(b.cluster_data(b.H100), nodes, slices, held + [pair]), "pair")
+    assert row["reason"] == "free_now", row["message"]
+
+
+def test_a_match_attribute_no_device_can_meet_is_no_match():
+    """A MIG device's uuid is its own: two devices never share one (no_match, not servable, no advice); an
+    attribute no device publishes never holds either."""
+    nodes, slices = a100_uuid_bed()
+    same_uuid = matched_pair("same-uuid", ["2g.10gb", "2g.10gb"], "gpu.nvidia.com/uuid")
+    nosuch = b.claim("nosuch", "a100-2g.10gb", attribute="gpu.nvidia.com/fabricID")
+    single = b.claim("single", "a100-2g.10gb", attribute="gpu.nvidia.com/uuid")
+    result = run(b.cluster_data(b.A100), nodes, slices, [same_uuid, nosuch, single])
+    rows = {w["name"]: w for w in result["waiting"]}
+    assert rows["same-uuid"]["reason"] == "no_match" and rows["same-uuid"]["servable"] is False
+    assert "each device of pool a100 has its own value" in rows["same-uuid"]["message"]
+    assert rows["nosuch"]["reason"] == "no_match" and "published by no device" in rows["nosuch"]["message"]
+    assert rows["single"]["reason"] == "free_now"  # one device: its own uuid matches itself
+    # only the single claim is demand (and served now): the unmeetable ones ask for no change
+    assert result["pools"]["a100"]["demand"] == {"2g.10gb": 1} and result["pools"]["a100"]["advice"] is None

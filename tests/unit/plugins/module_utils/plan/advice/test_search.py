@@ -265,3 +265,63 @@ def test_search_invariants(layouts, node_count, held, wanted):
         if best:
             break
     assert (min(len(c.changed) for c in wide) if wide else None) == best
+
+
+def _group_candidate(layout):
+    return candidates.Candidate("a100", {}, 0, ["a100-3"], [], 1, 0.0, 1, ("a100-3",), {0: layout, 1: layout})
+
+
+def test_a_group_spelled_index_by_index_is_grown_not_duplicated():
+    """The same per-GPU layout written as `layouts: {0: ..., 1: ...}` (keys as numbers or strings, counts in any
+    order, a zero count) is the group the advice grows: one group, two nodes, not a second group beside it."""
+    data, nodes, slices, held = cluster_for(["3g+2x2g", "3g+2x2g"], 4, held=[(0, 0), (1, 0), (2, 0)])
+    _cluster, pool, _supply = supply_of(data, nodes, slices, held)
+    candidate = _group_candidate({"1g.5gb": 7})
+    for spelled in (
+        {0: {"1g.5gb": 7}, 1: {"1g.5gb": 7}},
+        {"0": {"1g.5gb": 7, "2g.10gb": 0}, "1": {"1g.5gb": 7}},
+    ):
+        raw = dict(data["pools"][0])
+        raw["mig"] = dict(raw["mig"], groups=[{"name": "small", "nodes": 1, "layouts": spelled}])
+        after = inventory_edit.pool_after(pool, raw, candidate)
+        assert len(after["mig"]["groups"]) == 1
+        assert after["mig"]["groups"][0]["nodes"] == 2 and after["mig"]["groups"][0]["prefer"] == ["a100-3"]
+        assert inventory_edit.problems_of(b.cluster_data(after)) == []
+    # another layout on one index is another group
+    raw = dict(data["pools"][0])
+    raw["mig"] = dict(raw["mig"], groups=[{"nodes": 1, "layouts": {0: {"1g.5gb": 7}, 1: {"7g.40gb": 1}}}])
+    assert len(inventory_edit.pool_after(pool, raw, candidate)["mig"]["groups"]) == 2
+
+
+def test_a_new_group_gets_a_name_no_group_has():
+    """An existing group pinned as `g2` takes the name a group appended second would get by default: the new group
+    is named apart, and validate accepts the change."""
+    data, nodes, slices, held = cluster_for(["3g+2x2g", "3g+2x2g"], 4, held=[(0, 0), (1, 0), (2, 0)])
+    _cluster, pool, _supply = supply_of(data, nodes, slices, held)
+    raw = dict(data["pools"][0])
+    raw["mig"] = dict(raw["mig"], groups=[{"name": "g2", "nodes": 1, "layout": {"7g.40gb": 1}}])
+    after = inventory_edit.pool_after(pool, raw, _group_candidate({"1g.5gb": 7}))
+    names = [g.get("name") for g in after["mig"]["groups"]]
+    assert names[0] == "g2" and names[1] not in (None, "g2")
+    assert inventory_edit.problems_of(b.cluster_data(after)) == []
+    # no clash: the new group keeps its default name, written as before
+    raw["mig"] = dict(raw["mig"], groups=[{"name": "big", "nodes": 1, "layout": {"7g.40gb": 1}}])
+    after = inventory_edit.pool_after(pool, raw, _group_candidate({"1g.5gb": 7}))
+    assert "name" not in after["mig"]["groups"][1]
+
+
+def test_the_advice_is_a_group_beside_a_group_pinned_by_the_default_name():
+    """End to end: the pool has a group pinned as `g2` on a100-4 (7g.40gb); a group of idle a100-2 serves the waiting
+    1g.5gb claims and validate accepts it (it used to clash: 'no change found')."""
+    groups = [{"name": "g2", "nodes": 1, "layout": {"7g.40gb": 1}, "prefer": ["a100-4"]}]
+    data, nodes, slices, held = cluster_for(["3g+2x2g", "3g+2x2g"], 5, held=[(0, 0), (1, 0), (3, 0)])
+    data = b.cluster_data(pool_data(["3g+2x2g", "3g+2x2g"], 5, groups=groups))
+    slices[4] = b.rslice("a100-4", devices(0, "7g") + devices(1, "7g"))
+    nodes[4]["metadata"].setdefault("labels", {})["nvidia.com/mig.config"] = "gpupool-a100-g2"
+    pods = [b.pod("p%d" % n, "a100-%d" % n, ["held%d" % k]) for k, n in enumerate((0, 1, 3))]
+    result = run(data, nodes, slices, held + waits("1g.5gb", 4), pods)
+    advice = result["pools"]["a100"]["advice"]
+    assert advice is not None and advice["kind"] == "group", result["summary"]
+    assert not result["pools"]["a100"].get("rejected"), result["pools"]["a100"].get("rejected")
+    new = advice["inventory"]["mig"]["groups"][-1]
+    assert new["name"] != "g2" and new["prefer"] == ["a100-2"]
