@@ -13,7 +13,7 @@ collection's code:
 | 1.37    | v1; the betas on request          | on                  | none (the base release: tools/kube/go.mod)          |
 
 1.35 and 1.36 differ in the DRA gates that are not the API itself (k8s.io/kubernetes pkg/features/kube_features.go
-of v1.35.4 and of v1.37.1, which lists each gate's stage per release; dra-1.33-1.37-and-driver-0.5.md section 5):
+of v1.35.4 and v1.36.3; dra-1.33-1.37-and-driver-0.5.md section 5):
 
 | gate (KEP)                                 | 1.35             | 1.36                                         |
 |--------------------------------------------|------------------|----------------------------------------------|
@@ -29,8 +29,8 @@ DeviceClass extendedResourceName, slice counters and device taints as a real 1.3
 refuses a ResourceSlice that holds both sharedCounters and devices (pkg/apis/resource/validation of v1.35.4: "only
 one of `sharedCounters` or `devices` is allowed"); the DRA driver simulator publishes dynamic MIG's counters in a
 slice of their own there, as the real driver does (testbed/dra_dynamic_mig.py). DeviceTaintRule is served as
-resource.k8s.io/v1alpha3 on 1.35, v1beta2 on 1.36 and v1 on 1.37 (k8s.io/api v0.35.4 and v0.37.1
-resource/*/register.go): on 1.35 and 1.36 only with the gate DRADeviceTaintRules and that --runtime-config switched
+resource.k8s.io/v1alpha3 on 1.35, v1beta2 on 1.36 and v1 on 1.37 (k8s.io/api v0.35.4, v0.36.3 and
+v0.37.1 resource/*/register.go): on 1.35 and 1.36 only with the gate DRADeviceTaintRules and that --runtime-config switched
 on, on 1.37 by default (the gate is GA there).
 
 The old releases start the way a site that adopted DRA on them runs them: the DRA gate and the beta API

@@ -433,7 +433,7 @@ def compatibility_md():
         )
     lines += [
         "",
-        "What changes on 1.35 and 1.36 (k8s.io/kubernetes `pkg/features/kube_features.go` of v1.35.4 and v1.37.1; "
+        "What changes on 1.35 and 1.36 (k8s.io/kubernetes `pkg/features/kube_features.go` of v1.35.4 and v1.36.3; "
         "reference dra-1.33-1.37-and-driver-0.5.md section 5): the DRA gates DRAPartitionableDevices, "
         "DRAConsumableCapacity, DRADeviceTaints and DRAExtendedResource are alpha and off on 1.35 - the server drops "
         "their fields (a DeviceClass's `extendedResourceName`, a slice's shared counters, a device's taints) - and beta "

@@ -81,8 +81,8 @@ DEFAULT_ON = (
 # and drains every GPU pod on it on every release. The tool that could narrow it to the GPUs that change is a
 # DeviceTaintRule (KEP-5055: NoSchedule stops new allocations on the tainted devices, NoExecute has
 # kube-controller-manager's device taint eviction controller evict the pods holding them). Which release serves it
-# and what a cluster must switch on (k8s.io/api resource/*/register.go of v0.35.4 and v0.37.1; pkg/features/
-# kube_features.go of k8s.io/kubernetes v1.35.4 and v1.37.1; dra-1.33-1.37-and-driver-0.5.md section 2). A run
+# and what a cluster must switch on (k8s.io/api resource/*/register.go of v0.35.4, v0.36.3, v0.37.1;
+# pkg/features/kube_features.go of k8s.io/kubernetes v1.35.4, v1.36.3, v1.37.1; dra-1.33-1.37-and-driver-0.5.md section 2). A run
 # reads discovery, not this table: it is what the docs say and what a message can name.
 DeviceTaintRules = namedtuple("DeviceTaintRules", "minor version enable")
 DEVICE_TAINT_RULES = (
