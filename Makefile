@@ -66,7 +66,7 @@ test: venv collection binaries fakenvml
 	$(MAKE) -s sanity sanity-oldest units lint galaxy-import molecule
 
 # The version-sensitive tests (-m dra_api: resource.k8s.io, ComputeDomains, a site.yml converge and no-op) on one
-# release of the matrix: K8S_RELEASE=1.32|1.33|1.34|1.37|oldest. Its control plane is found or built first
+# release of the matrix: K8S_RELEASE=1.32|1.33|1.34|1.35|1.36|1.37|oldest. Its control plane is found or built first
 # (a cold build takes minutes on 2 cores: docs/testbed.md).
 K8S_RELEASE ?= oldest
 test-release: venv collection fakenvml

@@ -12,7 +12,11 @@ and main; nvidia-dra-mig-imex.md §1.6, §1.8, §1.11 point 5):
   with MIG already on) and one device per profile and placement start
   (``gpu-<minor>-mig-<profile>-<GI id>-<start>``, no ``uuid``, no ``memorySlice`` capacities)
   consumes its share plus the memory slices it covers;
-- on Kubernetes >= 1.35: G+1 slices per node - one with only the shared counters, one per GPU;
+- the slice shape follows the API server's version, as the driver reads it at start-up (driver.go
+  shouldUseSplitResourceSlices; KEP-4815 forbids shared counters and devices in one slice from 1.35): on
+  Kubernetes >= 1.35 G+1 slices per node - one with only the shared counters, one per GPU with its devices
+  (generateSplitResourceSlices); before 1.35 G slices, each GPU's counter set beside its devices
+  (generateCombinedResourceSlices);
 - a GPU without MIG publishes nothing (issue #1092: DynamicMIG on an L4 publishes no slice).
 
 Engine counts, memory and SMs come from the test bed's own MIG tables (testbed/mig_tables), as for the
@@ -131,16 +135,31 @@ def shared_counters(gpu, count: int) -> list:
     return out
 
 
-def node_slices(node: str, gpu, count: int, layouts: dict, owner=None, generation: int = 1) -> list:
-    """The gpu.nvidia.com slices of a node under DynamicMIG (G+1, or none without MIG)."""
+SPLIT_FROM = (1, 35)  # the first Kubernetes release whose slices hold either shared counters or devices
+
+
+def split_counters(server_minor: tuple | None) -> bool:
+    """Does the driver publish the shared counters in a slice of their own on this server ((1, 35) and later)?
+    An unknown version counts as new, as the base release is."""
+    return server_minor is None or tuple(server_minor) >= SPLIT_FROM
+
+
+def node_slices(node: str, gpu, count: int, layouts: dict, owner=None, generation: int = 1, split: bool = True) -> list:
+    """The gpu.nvidia.com slices of a node under DynamicMIG: G+1 with `split` (Kubernetes >= 1.35), else G with
+    each GPU's counter set in its devices' slice; none without MIG."""
     if not gpu or not count or not gpu.mig:
         return []
-    total = count + 1
-    counters = _slice(node, "counters", owner, generation, total)
-    counters["spec"]["sharedCounters"] = shared_counters(gpu, count)
-    slices = [counters]
+    total = count + 1 if split else count
+    slices = []
+    if split:
+        counters = _slice(node, "counters", owner, generation, total)
+        counters["spec"]["sharedCounters"] = shared_counters(gpu, count)
+        slices.append(counters)
+    every_set = shared_counters(gpu, count)
     for index in range(count):
         sl = _slice(node, "gpu-%d" % index, owner, generation, total)
+        if not split:
+            sl["spec"]["sharedCounters"] = [every_set[index]]
         sl["spec"]["devices"] = gpu_devices(node, gpu, index, (layouts or {}).get(index) is not None)
         slices.append(sl)
     return slices

@@ -36,7 +36,8 @@ the way the driver's binaries read them (testbed/dra_driver_rules.py, the simula
   finds none). Note the real chart's DaemonSet has maxUnavailable 100%, so ``helm --wait`` passes on the
   DaemonSet anyway; the controller Deployment is what fails it.
 - DynamicMIG: at the plugin's start on a node (once per plugin pod), static MIG layouts are wiped (testbed/dra_dynamic_mig.py)
-  and every MIG placement is published as a partitionable device with shared counters;
+  and every MIG placement is published as a partitionable device with shared counters: in a slice of their own
+  from Kubernetes 1.35 (the server's /version, read once), beside each GPU's devices before;
 - claim "prepare": a ResourceClaim allocated (``status.allocation``, written by the real scheduler's
   DynamicResources plugin, or by a test) on a node where the plugin runs gets ``status.devices[].conditions`` Ready=True, or
   Ready=False with the driver's message when its GpuConfig/MigDeviceConfig asks for TimeSlicing or
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import time
 
@@ -231,6 +233,7 @@ class DraDriverSimulator:
         self.prepared: dict[str, list] = {}  # "ns/claim" -> [{"device", "ready", "message"}]
         self.publishes = 0
         self.api_version = ""  # the resource.k8s.io version spoken: discovered on the first pass (dra_api)
+        self.server_minor: tuple | None = None  # the API server's (major, minor), read on first need; () unknown
 
     # ---- the kubelet's question: do this pod's containers start? ------------------------------------------
     def pod_readiness(self, pod: dict, node: dict):
@@ -336,10 +339,27 @@ class DraDriverSimulator:
                 self.inventory.set_layouts(name, after)
                 self.log("%s: DynamicMIG start-up destroyed the MIG devices it did not create" % name)
         out = dra_dynamic_mig.node_slices(
-            machine.name, machine.gpu, machine.count, self.inventory.layouts(name), owner=owner
+            machine.name,
+            machine.gpu,
+            machine.count,
+            self.inventory.layouts(name),
+            owner=owner,
+            split=dra_dynamic_mig.split_counters(self._server_minor()),
         )
         others = tuple(d for d in drivers if d != slices_mod.GPU_DRIVER)
         return out + slices_mod.node_slices(machine.name, machine.gpu, machine.count, {}, owner=owner, drivers=others)
+
+    def _server_minor(self) -> tuple | None:
+        """(major, minor) of the API server, read once (GET /version), as the driver's start-up reads it to choose
+        the slice shape of dynamic MIG (testbed/dra_dynamic_mig.py); None when it cannot be read."""
+        if self.server_minor is None:
+            try:
+                git = str((self.kube.get("/version") or {}).get("gitVersion") or "")
+            except KubeError:
+                git = ""
+            m = re.match(r"v?(\d+)\.(\d+)", git)
+            self.server_minor = (int(m.group(1)), int(m.group(2))) if m else ()
+        return self.server_minor or None
 
     def _discover(self) -> bool:
         """The resource.k8s.io version to speak, as the real plugin's client discovers it; False when none is served

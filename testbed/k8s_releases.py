@@ -8,7 +8,30 @@ collection's code:
 | 1.32    | v1beta1 (v1alpha3 left off here)  | beta, off by default| DynamicResourceAllocation gate + runtime-config v1beta1 |
 | 1.33    | v1beta2, v1beta1                  | beta, off by default| the same, plus runtime-config v1beta2               |
 | 1.34    | v1 (GA); the betas on request     | on                  | none                                                |
+| 1.35    | v1; the betas on request          | on, gate locked on  | none                                                |
+| 1.36    | v1; the betas on request          | on                  | none                                                |
 | 1.37    | v1; the betas on request          | on                  | none (the base release: tools/kube/go.mod)          |
+
+1.35 and 1.36 differ in the DRA gates that are not the API itself (k8s.io/kubernetes pkg/features/kube_features.go
+of v1.35.4 and v1.36.3; dra-1.33-1.37-and-driver-0.5.md section 5):
+
+| gate (KEP)                                 | 1.35             | 1.36                                         |
+|--------------------------------------------|------------------|----------------------------------------------|
+| DRAPartitionableDevices (4815)             | alpha, off       | beta, on                                     |
+| DRAConsumableCapacity (5075)               | alpha, off       | beta, on                                     |
+| DRADeviceTaints (5055)                     | alpha, off       | beta, on                                     |
+| DRADeviceTaintRules (5055)                 | alpha, off       | beta, off (its API, resource.k8s.io/v1beta2, is off by default) |
+| DRAExtendedResource (5004)                 | alpha, off       | beta, on                                     |
+| DynamicResourceAllocation                  | GA, locked on    | GA, locked on                                |
+
+A site on 1.35 runs them off and one on 1.36 on, as they come: the test bed sets none of them (so 1.35 drops
+DeviceClass extendedResourceName, slice counters and device taints as a real 1.35 does). From 1.35 the server
+refuses a ResourceSlice that holds both sharedCounters and devices (pkg/apis/resource/validation of v1.35.4: "only
+one of `sharedCounters` or `devices` is allowed"); the DRA driver simulator publishes dynamic MIG's counters in a
+slice of their own there, as the real driver does (testbed/dra_dynamic_mig.py). DeviceTaintRule is served as
+resource.k8s.io/v1alpha3 on 1.35, v1beta2 on 1.36 and v1 on 1.37 (k8s.io/api v0.35.4, v0.36.3 and
+v0.37.1 resource/*/register.go): on 1.35 and 1.36 only with the gate DRADeviceTaintRules and that --runtime-config switched
+on, on 1.37 by default (the gate is GA there).
 
 The old releases start the way a site that adopted DRA on them runs them: the DRA gate and the beta API
 versions that release has, nothing else (no alpha gates), so what a release lacks - DeviceClass
@@ -45,6 +68,7 @@ class Release:
     runtime_config: tuple = ()  # --runtime-config group/versions switched on; () for the base: see controlplane.py
     base: bool = False  # the release tools/kube/go.mod pins: probed DRA gates, every beta it serves
     # DeviceClass spec.extendedResourceName kept (DRAExtendedResource): absent before 1.34, alpha and off on 1.34
+    # and 1.35, beta and on from 1.36
     extended_resource_name: bool = False
 
     @property
@@ -66,7 +90,8 @@ def _base() -> Release:
     )
 
 
-# Newest patch the Go module proxy lists for each minor (`go list -m -versions k8s.io/kubernetes`, 2026-11).
+# Newest patch the Go module proxy lists for each minor (`go list -m -versions k8s.io/kubernetes`, 2026-11; 1.35 and
+# 1.36 checked 2026-11-28: v1.35.4, v1.36.3).
 _DRA_GATE = {"DynamicResourceAllocation": True}
 RELEASES = {
     "1.32": Release("v1.32.13", ("v1beta1",), _DRA_GATE, ("resource.k8s.io/v1beta1",)),
@@ -74,6 +99,8 @@ RELEASES = {
         "v1.33.13", ("v1beta2", "v1beta1"), _DRA_GATE, ("resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2")
     ),
     "1.34": Release("v1.34.4", ("v1",)),
+    "1.35": Release("v1.35.4", ("v1",)),
+    "1.36": Release("v1.36.3", ("v1",), extended_resource_name=True),  # DRAExtendedResource beta and on from 1.36
 }
 _base_release = _base()
 RELEASES[_base_release.minor] = _base_release

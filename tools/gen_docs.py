@@ -433,9 +433,15 @@ def compatibility_md():
         )
     lines += [
         "",
-        "1.35 and 1.36 lie between tested releases: they serve `resource.k8s.io/v1` as 1.34 and 1.37 do, and what "
-        "differs (whether `extendedResourceName` is kept) gpupool finds out on each run, but the test bed does not run "
-        "them. Newer than %s: expected to work (`resource.k8s.io/v1` is a stable API), not tested."
+        "What changes on 1.35 and 1.36 (k8s.io/kubernetes `pkg/features/kube_features.go` of v1.35.4 and v1.36.3; "
+        "reference dra-1.33-1.37-and-driver-0.5.md section 5): the DRA gates DRAPartitionableDevices, "
+        "DRAConsumableCapacity, DRADeviceTaints and DRAExtendedResource are alpha and off on 1.35 - the server drops "
+        "their fields (a DeviceClass's `extendedResourceName`, a slice's shared counters, a device's taints) - and beta "
+        "and on from 1.36; DynamicResourceAllocation is locked on from 1.35. From 1.35 a ResourceSlice holds either "
+        "shared counters or devices, never both (KEP-4815; `pkg/apis/resource/validation` of v1.35.4), so the NVIDIA "
+        "DRA driver publishes dynamic MIG's counters in a slice of their own there (its `driver.go` reads the server's "
+        "version: beside each GPU's devices before 1.35); the pool report and the advisor read the devices the same "
+        "way from either shape. Newer than %s: expected to work (`resource.k8s.io/v1` is a stable API), not tested."
         % rel(sup.SUPPORTED.newest_tested),
         "",
         "A field newer than the cluster's release (in an older server's schema it is not declared) is answered by the "
@@ -444,6 +450,30 @@ def compatibility_md():
         "(DeviceClass `extendedResourceName`) the step warns and goes on without the field.",
         "",
     ]
+    lines += [
+        "## What a MIG layout change disrupts",
+        "",
+        "On every release today the `mig_layout` step cordons the node and drains every GPU pod on it (PodDisruptionBudgets "
+        "honoured), applies the layout and lifts the cordon: changing one GPU of an 8-GPU node moves the pods of all "
+        "eight. A per-GPU change needs device taints (KEP-5055): a DeviceTaintRule with effect NoSchedule keeps the "
+        "scheduler off the changing GPU's devices, NoExecute has kube-controller-manager's device taint eviction "
+        "controller evict only the pods holding them. Where the cluster serves it (the gates go on kube-apiserver, "
+        "kube-scheduler and kube-controller-manager; a run would find out by discovery):",
+        "",
+        "| release | a MIG layout change disrupts today | DeviceTaintRule served as | to switch on |",
+        "|---|---|---|---|",
+    ]
+    for t in sup.DEVICE_TAINT_RULES:
+        lines.append(
+            "| %s | %s | %s | %s |"
+            % (
+                rel(t.minor),
+                "the whole node: cordon, drain of every GPU pod on it",
+                "`resource.k8s.io/%s`" % t.version if t.version else "not at all (device taints arrive in 1.33)",
+                t.enable or ("nothing (GA, on by default)" if t.version else "-"),
+            )
+        )
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -58,8 +58,8 @@ class DeviceClassModule(KubernetesModule):
             if not supported:
                 self.warn(
                     "the cluster does not keep DeviceClass extendedResourceName (Kubernetes before 1.34 lacks the field, "
-                    "1.34 has it behind the feature gate DRAExtendedResource); classes %s are published without it"
-                    % ", ".join(d.obj["metadata"]["name"] for d in with_ext)
+                    "1.34 and 1.35 have it behind the feature gate DRAExtendedResource); classes %s are published "
+                    "without it" % ", ".join(d.obj["metadata"]["name"] for d in with_ext)
                 )
                 wanted = without_extended_resource_names(wanted)
         self.converge(DEVICE_CLASS, wanted, prune=PruneScope.of(cluster, pools) if self.params["prune"] else None)

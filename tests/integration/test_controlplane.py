@@ -81,7 +81,7 @@ def test_an_older_release_needs_its_own_kube_apiserver(tmp_path, monkeypatch):
 
 
 def test_releases_are_named_by_minor_and_checked():
-    assert k8s_releases.MATRIX == ("1.32", "1.33", "1.34", "1.37") and k8s_releases.OLDEST == "1.32"
+    assert k8s_releases.MATRIX == ("1.32", "1.33", "1.34", "1.35", "1.36", "1.37") and k8s_releases.OLDEST == "1.32"
     assert k8s_releases.release("v1.33.13").minor == "1.33" and k8s_releases.release("oldest").version == "v1.32.13"
     with pytest.raises(ValueError, match="not in the test bed's matrix"):
         k8s_releases.release("1.31")

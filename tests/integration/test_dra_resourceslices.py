@@ -383,3 +383,66 @@ def test_apiserver_accepts_the_node_objects(kube):
         )
         body.update(node_status(body["metadata"]["name"], flavor=flavor, address="10.0.0.1"))
         kube.request("POST", "/api/v1/nodes", body=body, query={"dryRun": "All"})
+
+
+def _gpu_view(slices: list, node: str) -> list:
+    """What the pool report reads of a node's dynamic MIG slices (plan/report: observed, devices, capacity): per
+    device its kind, GPU minor, profile and memory slices (from its counters, else from its name and the catalog)."""
+    from ansible_collections.gpupool.core.plugins.module_utils.mig.catalog import get_gpu
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.report.capacity import _profile_size, _slices_of
+    from ansible_collections.gpupool.core.plugins.module_utils.plan.report.observed import Observed
+
+    catalog = get_gpu("A100-40GB")
+    return sorted(
+        (kind, minor, profile, tuple(_slices_of(dev, _profile_size(catalog, profile)) if profile else ()))
+        for _owner, dev, kind, minor, profile, *_rest in Observed(slices=slices).gpu_devices_of(node)
+    )
+
+
+@pytest.mark.dra_api
+def test_dynamic_mig_slices_in_the_shape_of_each_release_and_read_alike(kube, control_plane):
+    """The DRA driver publishes dynamic MIG's shared counters beside each GPU's devices before 1.35 and in a slice of
+    their own from 1.35 (KEP-4815: a slice holds one or the other). The session's server takes the shape of its
+    release (server-side dry run), keeps the counters only where DRAPartitionableDevices is on (1.36 and the base
+    release; alpha and off on 1.33-1.35, absent on 1.32), refuses the old shape where it keeps them from 1.35 on, and
+    the pool report reads the same GPUs, profiles and memory slices from what it answers in either shape."""
+    from testbed import dra_api, dra_dynamic_mig
+    from testbed.simulator_client import KubeError
+
+    version = dra_api.served_version(kube)
+    minor = tuple(int(p) for p in control_plane.release.minor.split("."))
+    split = dra_dynamic_mig.split_counters(minor)
+    assert split is (minor >= (1, 35))
+    node = "dry-run-dynmig"
+
+    def dry_run(slices):
+        return [
+            dra_api.slice_from(
+                version,
+                kube.request(
+                    "POST",
+                    dra_api.path(version, "resourceslices"),
+                    body=dra_api.slice_to(version, sl),
+                    query={"dryRun": "All"},
+                ),
+            )
+            for sl in slices
+        ]
+
+    built = dra_dynamic_mig.node_slices(node, A100, 2, {}, split=split)
+    assert len(built) == (3 if split else 2)
+    answered = dry_run(built)
+    kept = any(sl["spec"].get("sharedCounters") for sl in answered)
+    assert kept is (minor >= (1, 36)), [sl["spec"].get("sharedCounters") for sl in answered]
+    consumes = [d.get("consumesCounters") for sl in answered for d in sl["spec"].get("devices") or []]
+    assert all(consumes) if kept else not any(consumes)
+    if kept:  # from 1.36 (so split): the old shape, as a driver that does not read the release would publish it
+        with pytest.raises(KubeError) as refused:
+            dry_run(dra_dynamic_mig.node_slices(node, A100, 2, {}, split=False))
+        assert refused.value.status == 422 and "only one of `sharedCounters` or `devices`" in str(refused.value)
+    # the report reads both shapes, and the server's answer, alike: 2 GPUs, every placement of every profile
+    view = _gpu_view(answered, node)
+    assert view == _gpu_view(built, node) == _gpu_view(dra_dynamic_mig.node_slices(node, A100, 2, {}), node)
+    per_gpu = 1 + sum(len(p.starts) for p in A100.mig.profiles)  # MIG off: the full GPU too
+    assert len(view) == 2 * per_gpu and {m for _k, m, _p, _s in view} == {0, 1} and ("gpu", 1, None, ()) in view
+    assert ("mig", 0, "3g.20gb", (4, 5, 6, 7)) in view

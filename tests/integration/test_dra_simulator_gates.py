@@ -253,3 +253,27 @@ def test_dynamic_mig_layout_rules():
     assert dra_dynamic_mig.node_slices("n", get_gpu("T4"), 1, {}) == []
     h100 = dra_dynamic_mig.gpu_devices("n", get_gpu("H100-80GB"), 0, mig_on=False)
     assert h100[0]["name"] == "gpu-0" and h100[0]["consumesCounters"][0]["counterSet"] == "gpu-0-counter-set"
+
+
+def test_dynamic_mig_slice_shape_follows_the_server_release():
+    """driver.go shouldUseSplitResourceSlices: combined before 1.35 (each GPU's counter set beside its devices), the
+    counters in a slice of their own from 1.35; an unreadable version counts as new."""
+    h100 = mig_tables.get("H100-80GB")
+    assert [dra_dynamic_mig.split_counters(v) for v in ((1, 34), (1, 35), (1, 36), None)] == [False, True, True, True]
+    combined = dra_dynamic_mig.node_slices("n", h100, 2, {}, split=False)
+    assert [s["metadata"]["name"] for s in combined] == ["n-gpu.nvidia.com-gpu-0", "n-gpu.nvidia.com-gpu-1"]
+    for index, sl in enumerate(combined):
+        spec = sl["spec"]
+        assert spec["pool"]["resourceSliceCount"] == 2
+        assert [c["name"] for c in spec["sharedCounters"]] == ["gpu-%d-counter-set" % index]
+        assert {c["counterSet"] for d in spec["devices"] for c in d["consumesCounters"]} == {
+            c["name"] for c in spec["sharedCounters"]
+        }
+    split = dra_dynamic_mig.node_slices("n", h100, 2, {})
+    assert [s["spec"]["pool"]["resourceSliceCount"] for s in split] == [3, 3, 3]
+    assert [bool(s["spec"].get("sharedCounters")) for s in split] == [True, False, False]
+    assert [bool(s["spec"].get("devices")) for s in split] == [False, True, True]
+    # the same devices either way
+    assert [d for s in combined for d in s["spec"]["devices"]] == [
+        d for s in split for d in s["spec"].get("devices", [])
+    ]

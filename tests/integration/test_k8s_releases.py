@@ -1,8 +1,9 @@
 """What differs between Kubernetes releases, met on the session's real kube-apiserver (1.37, or a release of the
 compatibility matrix: `--k8s-version`/GPUPOOL_K8S_VERSION, `make test-compat`).
 
-- DeviceClass extendedResourceName: 1.37 keeps it; 1.34 drops it (DRAExtendedResource is alpha and off); 1.32 and
-  1.33 do not have the field at all, and their server-side apply answers HTTP 500 "field not declared in schema".
+- DeviceClass extendedResourceName: 1.36 and 1.37 keep it; 1.34 and 1.35 drop it (DRAExtendedResource is alpha and
+  off there); 1.32 and 1.33 do not have the field at all, and their server-side apply answers HTTP 500 "field not
+  declared in schema".
   The device_class step asks once (a dry run), warns and publishes the classes without the field: never a retry,
   never "the API server is overloaded".
 - A cluster that has not switched DRA on (1.32/1.33 started without the gate and runtime config) is refused by the
@@ -54,7 +55,8 @@ def test_extended_resource_names_are_kept_or_left_out_with_a_warning(control_pla
         else:
             assert warnings == [
                 "the cluster does not keep DeviceClass extendedResourceName (Kubernetes before 1.34 lacks the field, "
-                "1.34 has it behind the feature gate DRAExtendedResource); classes rel-t4 are published without it"
+                "1.34 and 1.35 have it behind the feature gate DRAExtendedResource); classes rel-t4 are published "
+                "without it"
             ]
         # the support probe: one dry run, never retried (on 1.32/1.33 it is the 500 schema answer), never stored
         probes = window.select(verbs={"patch"}, user=ADMIN, name=PROBE, include_dry_run=True)

@@ -55,6 +55,21 @@ RELEASES = (
         "DeviceClass extendedResourceName is alpha (feature gate DRAExtendedResource, off by default): the server "
         "drops the field, gpupool warns and publishes the classes without it",
     ),
+    Release(
+        (1, 35),
+        ("v1",),
+        "",
+        "DeviceClass extendedResourceName is still alpha (DRAExtendedResource, off by default): dropped and warned about "
+        "as on 1.34; partitionable devices (dynamic MIG's shared counters), consumable capacity and device taints are "
+        "alpha and off too, and a ResourceSlice may no longer hold both shared counters and devices (KEP-4815)",
+    ),
+    Release(
+        (1, 36),
+        ("v1",),
+        "",
+        "DeviceTaintRule is resource.k8s.io/v1beta2, served only with --runtime-config=resource.k8s.io/v1beta2=true "
+        "and the feature gate DRADeviceTaintRules=true; the other DRA gates gpupool meets are beta and on",
+    ),
     Release((1, 37), ("v1",), "", ""),
 )
 DEFAULT_ON = (
@@ -62,11 +77,42 @@ DEFAULT_ON = (
     "--runtime-config=resource.k8s.io/v1=false and that the feature gate DynamicResourceAllocation is not set to false"
 )
 
+# What a MIG layout change disrupts, per release (docs/compatibility.md). Today the mig_layout step cordons the node
+# and drains every GPU pod on it on every release. The tool that could narrow it to the GPUs that change is a
+# DeviceTaintRule (KEP-5055: NoSchedule stops new allocations on the tainted devices, NoExecute has
+# kube-controller-manager's device taint eviction controller evict the pods holding them). Which release serves it
+# and what a cluster must switch on (k8s.io/api resource/*/register.go of v0.35.4, v0.36.3, v0.37.1;
+# pkg/features/kube_features.go of k8s.io/kubernetes v1.35.4, v1.36.3, v1.37.1; dra-1.33-1.37-and-driver-0.5.md section 2). A run
+# reads discovery, not this table: it is what the docs say and what a message can name.
+DeviceTaintRules = namedtuple("DeviceTaintRules", "minor version enable")
+DEVICE_TAINT_RULES = (
+    DeviceTaintRules((1, 32), "", ""),  # device taints arrive in 1.33
+    DeviceTaintRules(
+        (1, 33),
+        "v1alpha3",
+        "the alpha feature gate DRADeviceTaints=true and --runtime-config=resource.k8s.io/v1alpha3=true",
+    ),
+    DeviceTaintRules((1, 34), "v1alpha3", "as on 1.33"),
+    DeviceTaintRules(
+        (1, 35),
+        "v1alpha3",
+        "the alpha feature gates DRADeviceTaints=true and DRADeviceTaintRules=true (split from DRADeviceTaints in 1.35) "
+        "and --runtime-config=resource.k8s.io/v1alpha3=true",
+    ),
+    DeviceTaintRules(
+        (1, 36),
+        "v1beta2",
+        "the beta feature gate DRADeviceTaintRules=true (off by default: its API version is) and "
+        "--runtime-config=resource.k8s.io/v1beta2=true; DRADeviceTaints is beta and on",
+    ),
+    DeviceTaintRules((1, 37), "v1", ""),  # GA: served and on by default
+)
+
 Supported = namedtuple("Supported", "oldest newest_tested tested resource_versions")
 SUPPORTED = Supported(
     oldest=(1, 32),
     newest_tested=(1, 37),
-    tested=((1, 32), (1, 33), (1, 34), (1, 37)),  # the test bed's matrix (testbed/k8s_releases.py)
+    tested=((1, 32), (1, 33), (1, 34), (1, 35), (1, 36), (1, 37)),  # the test bed's matrix (testbed/k8s_releases.py)
     resource_versions=RESOURCE_VERSIONS,
 )
 
