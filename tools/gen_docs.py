@@ -196,8 +196,8 @@ def inventory_md():
         "",
         "`yes`/`no`/`on`/`off` stay booleans where the model expects one (%s, and the values of %s)."
         % (
-            ", ".join("`%s`" % k for k in sorted(model_yaml_traps.BOOLEAN_KEYS)),
-            ", ".join("`%s`" % k for k in sorted(model_yaml_traps.BOOLEAN_MAPS)),
+            ", ".join("`%s`" % k for k in sorted(model_yaml_traps.boolean_keys()[0])),
+            ", ".join("`%s`" % k for k in sorted(model_yaml_traps.boolean_keys()[1])),
         ),
         "",
         "The same reading counts the data as the model will see it, aliases expanded: a few hundred bytes whose "

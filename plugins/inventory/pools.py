@@ -108,20 +108,19 @@ plugin: gpupool.core.pools
 cluster_files:
   - example/host_vars/*/gpupool.yml
 
----
-# Another file: inline clusters, reading nodes from Kubernetes only, with an extra group per GPU model
-plugin: gpupool.core.pools
-clusters:
-  - name: lab
-    kubeconfig: ~/.kube/lab.conf
-    pools:
-      - name: gpu-t4
-        node_selector: {nvidia.com/gpu.product: Tesla-T4}
-        gpu: {model: T4}
-sources: [kubernetes]
-keyed_groups:
-  - key: gpupool_pool
-    prefix: gpupool
+# Another file, inventories/lab.pools.yml: inline clusters, nodes read from Kubernetes only, a group per pool label:
+#   plugin: gpupool.core.pools
+#   clusters:
+#     - name: lab
+#       kubeconfig: ~/.kube/lab.conf
+#       pools:
+#         - name: gpu-t4
+#           node_selector: {nvidia.com/gpu.product: Tesla-T4}
+#           gpu: {model: T4}
+#   sources: [kubernetes]
+#   keyed_groups:
+#     - key: gpupool_pool
+#       prefix: gpupool
 """
 
 import glob

@@ -84,7 +84,7 @@ def label_key_rule(text: object) -> str:
     """LABEL_KEY_RULE, led by what is wrong with `text` when it is a length: a 300-character prefix looks like any
     other mistake in a message that does not say the limit."""
     if isinstance(text, str):
-        prefix, _, name = text.rpartition("/")
+        prefix, name = text.rsplit("/", 1) if "/" in text else ("", text)
         if len(prefix) > 253:
             return "a prefix of at most 253 characters (this one has %d), then '/' and a name: %s" % (
                 len(prefix),

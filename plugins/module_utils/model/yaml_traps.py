@@ -21,6 +21,7 @@ anything copies it (bounds.MAX_EXPANDED_VALUES). Pure: text in, findings out.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
@@ -48,10 +49,12 @@ SEXAGESIMAL = re.compile(r"\A[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z"
 WORD_BOOLEANS = ("yes", "no", "on", "off", "y", "n")
 
 
-def _boolean_keys() -> Tuple[frozenset, frozenset]:
+@functools.lru_cache(maxsize=1)
+def boolean_keys() -> Tuple[frozenset, frozenset]:
     """(keys whose value is true or false, keys whose value maps names to true or false) in the model, where
     `yes`/`no`/`on`/`off` mean what they say; read from the pydantic models themselves so that a new boolean
-    setting is known here at once (Magnum labels take true as well as text, so `yes` there is true as meant)."""
+    setting is known here at once (Magnum labels take true as well as text, so `yes` there is true as meant).
+    Computed on first use: importing the module needs no pydantic (ansible-test's import check runs without it)."""
     scalars: Set[str] = set()
     maps: Set[str] = set()
     stack, seen = [Cluster], set()
@@ -80,7 +83,6 @@ def _boolean_keys() -> Tuple[frozenset, frozenset]:
     return frozenset(scalars), frozenset(maps)
 
 
-BOOLEAN_KEYS, BOOLEAN_MAPS = _boolean_keys()
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def _walk(node, loc: List[str], file: str, found: List[YamlTrap], seen: Set[int]
             if label in FREE_FORM:
                 continue
             if isinstance(value_node, yaml.ScalarNode):
-                trap = _trap(value_node, label, loc[-1] in BOOLEAN_MAPS)
+                trap = _trap(value_node, label, loc[-1] in boolean_keys()[1])
                 if trap:
                     found.append(YamlTrap(file, value_node.start_mark.line + 1, _render(loc + [label]), trap))
                 continue
@@ -193,7 +195,7 @@ def _trap(node, key: str, in_boolean_map: bool) -> Optional[str]:
             value,
             written,
         )
-    if node.tag == BOOL_TAG and written.lower() in WORD_BOOLEANS and key not in BOOLEAN_KEYS and not in_boolean_map:
+    if node.tag == BOOL_TAG and written.lower() in WORD_BOOLEANS and key not in boolean_keys()[0] and not in_boolean_map:
         meant = "true" if written.lower() in ("yes", "on", "y") else "false"
         return (
             "%s is read as the boolean %s (YAML 1.1), not the text %r; write '%s' in quotes for text, or %s for a "

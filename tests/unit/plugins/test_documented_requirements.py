@@ -52,7 +52,7 @@ def documented_floors() -> list[tuple[str, str, Version]]:
 def test_every_documented_library_floor_is_requirements_txt_floor():
     floors = requirement_floors()
     documented = documented_floors()
-    assert {name for _, name, _ in documented} >= {"pydantic", "kubernetes", "openstacksdk"}, documented
+    assert {entry[1] for entry in documented} >= {"pydantic", "kubernetes", "openstacksdk"}, documented
     wrong = [
         "%s says %s >= %s, requirements.txt %s" % (path, name, version, floors.get(canonicalize_name(name), "nothing"))
         for path, name, version in documented

@@ -65,7 +65,7 @@ def problems(values, pools=(T4,), **dra):
 def test_a_refused_key_is_named_with_the_setting_to_use(values, path, fix):
     got = problems(values)
     assert list(got) == ["%s.%s" % (AT, path)], got
-    (message,) = got.values()
+    (message,) = list(got.values())
     assert message.startswith("gpupool derives this value: ") and fix in message
 
 
@@ -101,7 +101,7 @@ def test_raw_dynamic_mig_beside_a_static_mig_pool_is_refused_as_the_explicit_gat
     explicit = problems({}, pools=(A100_STATIC,), feature_gates={"DynamicMIG": True})
     assert list(raw) == [AT + ".featureGates.DynamicMIG"]
     assert list(explicit) == ["gpupool_cluster.dra_driver.feature_gates.DynamicMIG"]
-    (message,) = raw.values()
+    (message,) = list(raw.values())
     assert "pools[0] (a100).mig.mode is static" in message and "destroys at start-up every MIG device" in message
     assert (
         message.replace(AT + ".featureGates", "gpupool_cluster.dra_driver.feature_gates") == list(explicit.values())[0]

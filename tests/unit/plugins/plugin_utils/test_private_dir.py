@@ -38,7 +38,7 @@ def child(tmp_path, body):
         """
         % (str(tmp_path), TOKEN)
     ) + textwrap.dedent(body)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
 
 
 def leftovers(tmp_path):
