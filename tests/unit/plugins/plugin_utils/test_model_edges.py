@@ -411,10 +411,9 @@ def test_the_rich_inventory_is_valid():
     load_cluster(RICH_DATA)
 
 
-@given(st.sampled_from(LEAVES), st.sampled_from(CONTROL), st.integers(min_value=0, max_value=40))
-def test_a_control_character_anywhere_is_refused_before_anything_else(leaf, char, at):
-    """Whatever key or string of a valid inventory gets a control character, wherever in it, the model refuses it,
-    and the first problem names the character."""
+def with_char(leaf, char, at):
+    """A copy of the rich inventory with `char` inserted into the key or string `leaf`, at `at` (modulo its
+    length), and the location of what was changed (a key's location names the new key)."""
     data = copy.deepcopy(RICH_DATA)
     loc, text = leaf
     parent = data
@@ -425,9 +424,17 @@ def test_a_control_character_anywhere_is_refused_before_anything_else(leaf, char
         spot = at % (len(key) + 1)
         new = key[:spot] + char + key[spot:]
         parent[new] = parent.pop(key)
-    else:
-        spot = at % (len(text) + 1)
-        parent[loc[-1]] = text[:spot] + char + text[spot:]
+        return data, loc[:-1] + (new,)
+    spot = at % (len(text) + 1)
+    parent[loc[-1]] = text[:spot] + char + text[spot:]
+    return data, loc
+
+
+@given(st.sampled_from(LEAVES), st.sampled_from(CONTROL), st.integers(min_value=0, max_value=40))
+def test_a_control_character_anywhere_is_refused_before_anything_else(leaf, char, at):
+    """Whatever key or string of a valid inventory gets a control character, wherever in it, the model refuses it,
+    and the first problem names the character."""
+    data, _loc = with_char(leaf, char, at)
     with pytest.raises(Problems) as err:
         load_cluster(data)
     _path, message = err.value.problems[0]
@@ -444,20 +451,7 @@ LOOK_ALIKE = ["\u0430", "\u043e", "\u0435", "\u0441", "\u0440", "\u0456", "\u201
 def test_an_invisible_or_look_alike_character_in_any_name_is_refused_at_its_key_path(leaf, char, at):
     """Whatever key or string of a valid inventory gets an invisible or a look-alike character, the model refuses
     it, with a problem at that key's path (or at the mapping or list that holds it), naming the code point."""
-    data = copy.deepcopy(RICH_DATA)
-    loc, text = leaf
-    parent = data
-    for part in loc[:-1]:
-        parent = parent[part]
-    if text is None:  # a key
-        key = loc[-1]
-        spot = at % (len(key) + 1)
-        new = key[:spot] + char + key[spot:]
-        parent[new] = parent.pop(key)
-        loc = loc[:-1] + (new,)
-    else:
-        spot = at % (len(text) + 1)
-        parent[loc[-1]] = text[:spot] + char + text[spot:]
+    data, loc = with_char(leaf, char, at)
     with pytest.raises(Problems) as err:
         load_cluster(data)
     paths = [POOL_NAME.sub(r"\1", p) for p, _m in err.value.problems]
