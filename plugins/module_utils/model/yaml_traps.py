@@ -83,8 +83,6 @@ def boolean_keys() -> Tuple[frozenset, frozenset]:
     return frozenset(scalars), frozenset(maps)
 
 
-
-
 @dataclass(frozen=True)
 class YamlTrap:
     """A scalar YAML 1.1 reads otherwise than written, or a file whose data expands past the bound."""
