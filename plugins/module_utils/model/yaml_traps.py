@@ -193,7 +193,12 @@ def _trap(node, key: str, in_boolean_map: bool) -> Optional[str]:
             value,
             written,
         )
-    if node.tag == BOOL_TAG and written.lower() in WORD_BOOLEANS and key not in boolean_keys()[0] and not in_boolean_map:
+    if (
+        node.tag == BOOL_TAG
+        and written.lower() in WORD_BOOLEANS
+        and key not in boolean_keys()[0]
+        and not in_boolean_map
+    ):
         meant = "true" if written.lower() in ("yes", "on", "y") else "false"
         return (
             "%s is read as the boolean %s (YAML 1.1), not the text %r; write '%s' in quotes for text, or %s for a "
