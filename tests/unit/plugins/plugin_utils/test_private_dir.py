@@ -38,7 +38,11 @@ def child(tmp_path, body):
         """
         % (str(tmp_path), TOKEN)
     ) + textwrap.dedent(body)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    # the child finds the collection where this process does (ansible-test units sets sys.path, not PYTHONPATH)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False, env=env
+    )
 
 
 def leftovers(tmp_path):
