@@ -19,6 +19,7 @@ composer: every key with its line), so it sees what the person wrote. Pure: text
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Dict, Hashable, List, Optional, Set, Tuple, Union
@@ -96,18 +97,26 @@ def find_duplicate_keys(text: str, file: str) -> List[DuplicateKey]:
     through an alias (it is checked once, where its anchor is). Quoted and plain spellings of
     one key (``"gpu"`` and ``gpu``) are one key, as they are once loaded. Text that is not YAML gives nothing:
     ansible-core reports it with its own position when it loads the file."""
-    if yaml is None:
-        return []
-    try:
-        documents = list(yaml.compose_all(text, Loader=_Loader))
-    except yaml.YAMLError:
-        return []
     found: List[DuplicateKey] = []
+    documents = compose_documents(text)
     seen: Set[int] = set()
     for document in documents:
         if document is not None:
             _walk(document, [], file, found, seen)
     return sorted(found, key=lambda d: (d.line, d.path))
+
+
+@functools.lru_cache(maxsize=4)
+def compose_documents(text: str) -> tuple:
+    """The node trees of every document of `text` (PyYAML's composer, before any merge or construction), or ()
+    when it is not YAML. Cached: the duplicate-key and the YAML 1.1 checks read the same file's tree, which they
+    never change."""
+    if yaml is None:
+        return ()
+    try:
+        return tuple(yaml.compose_all(text, Loader=_Loader))
+    except yaml.YAMLError:
+        return ()
 
 
 def problems_of(duplicates: List[Union[DuplicateKey, TooLarge]]) -> List[Tuple[str, str]]:

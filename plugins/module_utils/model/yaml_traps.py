@@ -33,8 +33,8 @@ from ansible_collections.gpupool.core.plugins.module_utils.model.strict import B
 from ansible_collections.gpupool.core.plugins.module_utils.model.yaml_duplicates import (
     MERGE_TAG,
     _entry_name,
-    _Loader,
     _render,
+    compose_documents,
     yaml,
 )
 
@@ -100,12 +100,7 @@ class YamlTrap:
 def find_yaml_traps(text: str, file: str) -> List[YamlTrap]:
     """Every YAML 1.1 trap in the `gpupool_cluster` mapping of each document of `text`, and a finding for data
     that expands past MAX_EXPANDED_VALUES. Text that is not YAML gives nothing (ansible-core reports it)."""
-    if yaml is None:
-        return []
-    try:
-        documents = list(yaml.compose_all(text, Loader=_Loader))
-    except yaml.YAMLError:
-        return []
+    documents = compose_documents(text)  # the tree the duplicate-key check composed already
     found: List[YamlTrap] = []
     sizes: Dict[int, int] = {}
     for document in documents:
